@@ -1,0 +1,43 @@
+"""Build script: compiles every .pyx under mypgdriver/ into its own extension.
+
+Globbing keeps adding a codec module a one-file change.
+"""
+import os
+import pathlib
+
+from setuptools import Extension, setup
+
+HERE = pathlib.Path(__file__).parent
+DEBUG = os.environ.get("MYPGDRIVER_DEBUG") == "1"
+
+
+def _extensions():
+    from Cython.Build import cythonize
+
+    exts = []
+    for pyx in sorted(HERE.glob("mypgdriver/**/*.pyx")):
+        rel = pyx.relative_to(HERE)
+        modname = ".".join(rel.with_suffix("").parts)
+        exts.append(
+            Extension(
+                modname,
+                [str(rel)],
+                extra_compile_args=["-O2"] + (["-O0", "-g"] if DEBUG else []),
+            )
+        )
+    return cythonize(
+        exts,
+        language_level=3,
+        nthreads=os.cpu_count() or 1,
+        annotate=os.environ.get("MYPGDRIVER_ANNOTATE") == "1",
+        compiler_directives={
+            "boundscheck": DEBUG,
+            "wraparound": DEBUG,
+            "cdivision": True,
+            "embedsignature": True,
+            "freethreading_compatible": False,
+        },
+    )
+
+
+setup(ext_modules=_extensions())
