@@ -1,0 +1,86 @@
+"""Shared fixtures: one throwaway PostgreSQL server per test session.
+
+Set ``MYPGDRIVER_TEST_DSN=postgresql://user:pw@host:port/db`` to run against an
+existing server instead; tests that need to change its pg_hba.conf (the
+authentication-method roles) then skip via ``pg_cluster.require_local()``.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+from typing import Any, AsyncIterator, Iterator
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from tools.pgcluster import ExternalCluster, PgCluster  # noqa: E402
+
+#: Login roles made in the session cluster: name -> (password, pg_hba.conf method).
+#: The passwords are not ASCII so that SASLprep and the client encoding of the
+#: password are exercised.
+AUTH_ROLES: dict[str, tuple[str | None, str]] = {
+    "mypg_trust": (None, "trust"),
+    "mypg_md5": ("md5-pässword", "md5"),
+    "mypg_scram": ("scram-pässword", "scram-sha-256"),
+    "mypg_clear": ("clear-pässword", "password"),
+}
+
+
+class DsnCluster(ExternalCluster):
+    """The server named by MYPGDRIVER_TEST_DSN; tests needing our own server skip."""
+
+    def require_local(self) -> None:
+        pytest.skip("needs a server started by the test suite, but MYPGDRIVER_TEST_DSN is set")
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster | DsnCluster]:
+    """The session's server: started with AUTH_ROLES, removed at the end."""
+    dsn = os.environ.get("MYPGDRIVER_TEST_DSN")
+    if dsn:
+        yield DsnCluster(dsn)
+        return
+    cluster = PgCluster()
+    try:
+        cluster.init()
+        cluster.start()
+        for name, (password, method) in AUTH_ROLES.items():
+            cluster.create_role(name, password, method=method)
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture(scope="session")
+def server_version(pg_cluster: PgCluster | DsnCluster) -> int:
+    """The server's server_version_num, e.g. 150004."""
+    return pg_cluster.version
+
+
+@pytest.fixture
+def connect_kwargs(pg_cluster: PgCluster | DsnCluster) -> dict[str, Any]:
+    """Keyword arguments of ``mypgdriver.connect`` for the superuser over TCP."""
+    if isinstance(pg_cluster, ExternalCluster):
+        kwargs: dict[str, Any] = dict(
+            host=pg_cluster.host, port=pg_cluster.port,
+            user=pg_cluster.user, database=pg_cluster.database,
+        )
+        if pg_cluster.password is not None:
+            kwargs["password"] = pg_cluster.password
+        return kwargs
+    return dict(host=pg_cluster.host, port=pg_cluster.port, user="postgres", database="postgres")
+
+
+@pytest.fixture
+async def conn(connect_kwargs: dict[str, Any]) -> AsyncIterator[Any]:
+    """A connection as the superuser, closed after the test."""
+    import mypgdriver  # imported here: the compiled modules may not be built yet
+
+    connection = await mypgdriver.connect(**connect_kwargs)
+    try:
+        yield connection
+    finally:
+        if not connection.is_closed():
+            await connection.close()
