@@ -444,10 +444,20 @@ def test_direct_tls_with_required_ssl(parse):
     assert params.sslnegotiation == "direct"
 
 
-def test_direct_tls_with_ssl_true_sets_alpn(parse):
-    params = parse(host="h", ssl=True, direct_tls=True)
-    assert params.sslnegotiation == "direct"
+@pytest.mark.parametrize("direct_tls, alpn", [(True, [["postgresql"]]), (None, [])])
+def test_ssl_true_context_gets_alpn_only_for_direct_tls(parse, monkeypatch, direct_tls, alpn):
+    calls = []
+    real_create = ssl.create_default_context
+
+    def create_default_context(*args, **kwargs):
+        context = real_create(*args, **kwargs)
+        context.set_alpn_protocols = calls.append
+        return context
+
+    monkeypatch.setattr(ssl, "create_default_context", create_default_context)
+    params = parse(host="h", ssl=True, direct_tls=direct_tls)
     assert params.sslmode == "verify-full"
+    assert calls == alpn
 
 
 @pytest.mark.parametrize("mode", ["disable", "allow", "prefer"])
