@@ -1,4 +1,15 @@
-"""mypgdriver: a fast PostgreSQL driver for asyncio."""
-from ._version import __version__
+"""mypgdriver: a fast PostgreSQL driver for asyncio.
 
-__all__ = ["__version__"]
+>>> conn = await mypgdriver.connect('postgresql://user@localhost/db')
+>>> await conn.fetch('SELECT * FROM t WHERE id = $1', 10)
+"""
+from ._version import __version__
+from . import exceptions
+from .exceptions import *  # noqa: F401,F403  (asyncpg exposes its exceptions at the top too)
+from .connection import Connection
+from .connector import connect
+from .protocol.record import Record
+from .server_info import ServerVersion
+
+__all__ = ('__version__', 'connect', 'Connection', 'Record', 'ServerVersion') + tuple(
+    exceptions.__all__)

@@ -1,0 +1,73 @@
+# cython: language_level=3
+"""text and its relatives (varchar, bpchar, name, "char", unknown), bytea, void."""
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport memchr
+from mypgdriver.protocol.buffer cimport Frame, WriteBuffer
+from mypgdriver.codecs.base cimport Codec, register_builtin, raise_encode_error
+
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
+
+
+cdef object text_decode(Codec codec, Frame *frame):
+    cdef object s = PyUnicode_DecodeUTF8(frame.ptr, frame.remaining, NULL)
+    frame.ptr += frame.remaining
+    frame.remaining = 0
+    return s
+
+
+cdef int text_encode(Codec codec, WriteBuffer buf, object value) except -1:
+    cdef Py_ssize_t n
+    cdef const char *p
+    if not isinstance(value, str):
+        raise_encode_error(
+            codec, value, f'expected str, got {type(value).__name__}')
+    p = PyUnicode_AsUTF8AndSize(value, &n)
+    # PostgreSQL text cannot hold NUL; refusing here gives a clear error
+    # instead of the server's "invalid byte sequence" after a round trip.
+    if memchr(p, 0, <size_t>n) != NULL:
+        raise_encode_error(codec, value, 'string contains a NUL character (\\x00)')
+    return buf.write_raw(p, n)
+
+
+cdef object bytea_decode(Codec codec, Frame *frame):
+    cdef object b = PyBytes_FromStringAndSize(frame.ptr, frame.remaining)
+    frame.ptr += frame.remaining
+    frame.remaining = 0
+    return b
+
+
+cdef int bytea_encode(Codec codec, WriteBuffer buf, object value) except -1:
+    if isinstance(value, bytes):
+        return buf.write_bytes(value)
+    if isinstance(value, str):
+        raise_encode_error(codec, value, 'expected bytes-like object, got str')
+    try:
+        return buf.write_bytelike(value)
+    except TypeError:
+        raise_encode_error(
+            codec, value, f'expected bytes-like object, got {type(value).__name__}')
+
+
+cdef object void_decode(Codec codec, Frame *frame):
+    frame.ptr += frame.remaining
+    frame.remaining = 0
+    return None
+
+
+cdef int void_encode(Codec codec, WriteBuffer buf, object value) except -1:
+    # void has no value; whatever was passed is dropped by the server anyway.
+    return 0
+
+
+register_builtin(25, 'text', text_decode, text_encode)
+register_builtin(1043, 'varchar', text_decode, text_encode)
+register_builtin(1042, 'bpchar', text_decode, text_encode)
+register_builtin(19, 'name', text_decode, text_encode)
+register_builtin(18, 'char', text_decode, text_encode)
+register_builtin(705, 'unknown', text_decode, text_encode)
+register_builtin(17, 'bytea', bytea_decode, bytea_encode)
+register_builtin(2278, 'void', void_decode, void_encode)

@@ -1,0 +1,262 @@
+# cython: language_level=3
+"""Receive and send buffers for the PostgreSQL v3 protocol."""
+
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.buffer cimport PyBUF_WRITE, PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport memcpy, memmove, memchr
+
+from mypgdriver.exceptions import ProtocolError
+
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
+
+
+# 256 KiB: large enough that a typical result arrives in one recv_into(),
+# small enough to stay in L2.  Grown on demand for bigger messages.
+cdef Py_ssize_t READ_BUFFER_INITIAL = 256 * 1024
+# Below this much free tail space, get_buffer() compacts first, so that the
+# transport never gets a tiny window (one syscall per few bytes).
+cdef Py_ssize_t READ_BUFFER_MIN_FREE = 64 * 1024
+cdef Py_ssize_t WRITE_BUFFER_INITIAL = 4096
+
+
+cdef int frame_underrun(Py_ssize_t wanted, Py_ssize_t remaining) except -1:
+    raise ProtocolError(
+        f'malformed message from server: needed {wanted} more bytes, '
+        f'only {remaining} left in the message')
+
+
+cdef str frame_read_cstr(Frame *f):
+    cdef const char *end = <const char*>memchr(f.ptr, 0, <size_t>f.remaining)
+    if end == NULL:
+        raise ProtocolError('malformed message from server: unterminated string')
+    cdef Py_ssize_t n = end - f.ptr
+    cdef str s = PyUnicode_DecodeUTF8(f.ptr, n, 'replace')
+    f.ptr += n + 1
+    f.remaining -= n + 1
+    return s
+
+
+cdef bytes frame_read_cstr_bytes(Frame *f):
+    cdef const char *end = <const char*>memchr(f.ptr, 0, <size_t>f.remaining)
+    if end == NULL:
+        raise ProtocolError('malformed message from server: unterminated string')
+    cdef Py_ssize_t n = end - f.ptr
+    cdef bytes s = PyBytes_FromStringAndSize(f.ptr, n)
+    f.ptr += n + 1
+    f.remaining -= n + 1
+    return s
+
+
+cdef class ReadBuffer:
+
+    def __cinit__(self):
+        self.data = <char*>PyMem_Malloc(READ_BUFFER_INITIAL)
+        if self.data == NULL:
+            raise MemoryError
+        self.capacity = READ_BUFFER_INITIAL
+        self.start = 0
+        self.end = 0
+        self.needed = 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+        self.data = NULL
+
+    cdef object get_buffer(self, Py_ssize_t sizehint):
+        """Return a writable memoryview over the free tail of the buffer.
+
+        The transport drops the view right after recv_into(), so moving or
+        reallocating the storage here, before handing out a new view, is safe.
+        """
+        cdef Py_ssize_t unparsed = self.end - self.start
+        cdef Py_ssize_t want = READ_BUFFER_MIN_FREE
+        cdef Py_ssize_t new_capacity
+        cdef char *new_data
+        if self.needed > unparsed and self.needed - unparsed > want:
+            want = self.needed - unparsed
+        if self.capacity - self.end < want:
+            if self.start > 0:
+                if unparsed:
+                    memmove(self.data, self.data + self.start, <size_t>unparsed)
+                self.start = 0
+                self.end = unparsed
+            if self.capacity - self.end < want:
+                new_capacity = self.capacity * 2
+                while new_capacity - self.end < want:
+                    new_capacity *= 2
+                new_data = <char*>PyMem_Realloc(self.data, <size_t>new_capacity)
+                if new_data == NULL:
+                    raise MemoryError
+                self.data = new_data
+                self.capacity = new_capacity
+        return PyMemoryView_FromMemory(self.data + self.end,
+                                       self.capacity - self.end, PyBUF_WRITE)
+
+    def _feed(self, data):
+        """Append bytes (for tests and for transports without get_buffer)."""
+        cdef Py_buffer view
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            self.needed = max(self.needed, self.end - self.start + view.len)
+            mv = self.get_buffer(view.len)
+            memcpy(self.data + self.end, view.buf, <size_t>view.len)
+            self.end += view.len
+        finally:
+            PyBuffer_Release(&view)
+
+
+cdef class WriteBuffer:
+
+    def __cinit__(self):
+        self.data = <char*>PyMem_Malloc(WRITE_BUFFER_INITIAL)
+        if self.data == NULL:
+            raise MemoryError
+        self.capacity = WRITE_BUFFER_INITIAL
+        self.length = 0
+        self.msg_start = -1
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+        self.data = NULL
+
+    cdef int ensure(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t new_capacity
+        cdef char *new_data
+        if self.length + extra <= self.capacity:
+            return 0
+        new_capacity = self.capacity * 2
+        while new_capacity < self.length + extra:
+            new_capacity *= 2
+        new_data = <char*>PyMem_Realloc(self.data, <size_t>new_capacity)
+        if new_data == NULL:
+            raise MemoryError
+        self.data = new_data
+        self.capacity = new_capacity
+        return 0
+
+    cdef int reset(self) except -1:
+        self.length = 0
+        self.msg_start = -1
+        # A buffer that once held a huge COPY chunk or Bind should not pin
+        # that memory for the life of the connection.
+        if self.capacity > 1024 * 1024:
+            PyMem_Free(self.data)
+            self.data = <char*>PyMem_Malloc(WRITE_BUFFER_INITIAL)
+            if self.data == NULL:
+                self.capacity = 0
+                raise MemoryError
+            self.capacity = WRITE_BUFFER_INITIAL
+        return 0
+
+    cdef int start_message(self, char mtype) except -1:
+        self.ensure(5)
+        self.data[self.length] = mtype
+        self.msg_start = self.length + 1
+        self.length += 5
+        return 0
+
+    cdef int end_message(self) except -1:
+        cdef Py_ssize_t size = self.length - self.msg_start
+        if self.msg_start < 0:
+            raise ProtocolError('end_message() without start_message()')
+        if size > 0x7fffffff:
+            raise ProtocolError('message too large for the protocol (over 2 GB)')
+        pack_uint32(self.data + self.msg_start, <uint32_t>size)
+        self.msg_start = -1
+        return 0
+
+    cdef int write_byte(self, char b) except -1:
+        self.ensure(1)
+        self.data[self.length] = b
+        self.length += 1
+        return 0
+
+    cdef int write_int16(self, int16_t v) except -1:
+        self.ensure(2)
+        pack_uint16(self.data + self.length, <uint16_t>v)
+        self.length += 2
+        return 0
+
+    cdef int write_int32(self, int32_t v) except -1:
+        self.ensure(4)
+        pack_uint32(self.data + self.length, <uint32_t>v)
+        self.length += 4
+        return 0
+
+    cdef int write_int64(self, int64_t v) except -1:
+        self.ensure(8)
+        pack_uint64(self.data + self.length, <uint64_t>v)
+        self.length += 8
+        return 0
+
+    cdef int write_float(self, float v) except -1:
+        cdef uint32_t bits
+        memcpy(&bits, &v, 4)
+        self.ensure(4)
+        pack_uint32(self.data + self.length, bits)
+        self.length += 4
+        return 0
+
+    cdef int write_double(self, double v) except -1:
+        cdef uint64_t bits
+        memcpy(&bits, &v, 8)
+        self.ensure(8)
+        pack_uint64(self.data + self.length, bits)
+        self.length += 8
+        return 0
+
+    cdef int write_raw(self, const char *p, Py_ssize_t n) except -1:
+        self.ensure(n)
+        memcpy(self.data + self.length, p, <size_t>n)
+        self.length += n
+        return 0
+
+    cdef int write_bytes(self, bytes b) except -1:
+        return self.write_raw(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+    cdef int write_bytelike(self, object b) except -1:
+        cdef Py_buffer view
+        PyObject_GetBuffer(b, &view, PyBUF_SIMPLE)
+        try:
+            self.write_raw(<const char*>view.buf, view.len)
+        finally:
+            PyBuffer_Release(&view)
+        return 0
+
+    cdef int write_cstr(self, str s) except -1:
+        cdef Py_ssize_t n
+        cdef const char *p = PyUnicode_AsUTF8AndSize(s, &n)
+        if memchr(p, 0, <size_t>n) != NULL:
+            raise ValueError('string contains a NUL character')
+        self.write_raw(p, n)
+        return self.write_byte(0)
+
+    cdef int write_cstr_bytes(self, bytes s) except -1:
+        self.write_bytes(s)
+        return self.write_byte(0)
+
+    cdef int write_str_utf8(self, str s) except -1:
+        cdef Py_ssize_t n
+        cdef const char *p = PyUnicode_AsUTF8AndSize(s, &n)
+        return self.write_raw(p, n)
+
+    cdef Py_ssize_t reserve_length(self) except -1:
+        cdef Py_ssize_t offset = self.length
+        self.ensure(4)
+        self.length += 4
+        return offset
+
+    cdef void patch_length(self, Py_ssize_t offset, int32_t value) noexcept:
+        pack_uint32(self.data + offset, <uint32_t>value)
+
+    cdef bytes to_bytes(self):
+        return PyBytes_FromStringAndSize(self.data, self.length)
+
+    def getvalue(self):
+        """The bytes written so far (for tests)."""
+        return self.to_bytes()

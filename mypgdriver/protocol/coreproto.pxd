@@ -1,0 +1,73 @@
+from libc.stdint cimport int32_t
+from mypgdriver.protocol.buffer cimport Frame, ReadBuffer, WriteBuffer
+from mypgdriver.protocol.statement cimport StatementState
+
+
+cdef enum ProtocolState:
+    STATE_NEW = 0            # before the startup message
+    STATE_STARTUP = 1        # startup and authentication, until the first ReadyForQuery
+    STATE_IDLE = 2           # ready for a new operation
+    STATE_SIMPLE_QUERY = 3
+    STATE_PREPARE = 4
+    STATE_BIND_EXECUTE = 5
+    STATE_CLOSE_STATEMENTS = 6
+    STATE_BIND_EXECUTE_MANY = 7
+    STATE_COPY_OUT = 8
+    STATE_COPY_IN = 9
+    STATE_CLOSED = 10        # terminated or lost: nothing more can be sent
+
+
+cdef class CoreProtocol:
+    cdef:
+        ReadBuffer rbuf
+        WriteBuffer wbuf
+        ProtocolState state
+        readonly str xact_status          # 'I' idle, 'T' in transaction, 'E' failed transaction
+        readonly int32_t backend_pid
+        readonly bytes backend_secret
+        readonly dict server_parameters
+
+        # startup
+        str _user
+        str _password
+        dict _startup_params
+        object _sasl                      # SCRAM exchange in progress
+        public object tls_server_cert_der # for SCRAM channel binding
+        public str channel_binding
+        public str auth_method            # what the server asked for, for tests and errors
+
+        # the current operation
+        StatementState statement
+        public type record_class
+        list result_rows
+        str result_status
+        object result_error               # first ErrorResponse (or client-side failure) of the operation
+        bint discard_rows                 # after a cancel: drain without decoding
+        bint portal_suspended
+        object copy_out_sink              # callable(bytes) for COPY TO STDOUT, or None
+
+    # --- hooks the asyncio layer implements ---
+    cdef int _write(self, object data) except -1
+    cdef int _on_result(self) except -1
+    cdef int _on_notice(self, object message) except -1
+    cdef int _on_notification(self, int32_t pid, str channel, str payload) except -1
+    cdef int _on_parameter_status(self, str name, str value) except -1
+
+    # --- operations ---
+    cdef int _reset_result(self) except -1
+    cdef bytes _build_startup_message(self)
+    cdef int _send_simple_query(self, str query) except -1
+    cdef int _send_prepare(self, StatementState st) except -1
+    cdef int _send_bind_execute(self, StatementState st, object args, int32_t limit) except -1
+    cdef int _send_close_statements(self, list names) except -1
+    cdef int _send_terminate(self) except -1
+
+    # --- incoming ---
+    cdef int _process_messages(self) except -1
+    cdef int _dispatch(self, char mtype, Frame *frame) except -1
+    cdef int _on_authentication(self, Frame *frame) except -1
+    cdef int _on_error_response(self, Frame *frame) except -1
+    cdef int _on_data_row(self, Frame *frame) except -1
+    cdef int _on_ready_for_query(self, Frame *frame) except -1
+    cdef int _on_copy_in_response(self, Frame *frame) except -1
+    cdef str _require_password(self, str method)

@@ -1,0 +1,408 @@
+# cython: language_level=3
+"""The PostgreSQL v3 protocol state machine, with no asyncio in it.
+
+Bytes go in through the receive buffer and _process_messages(); requests
+go out through _write().  The asyncio layer (protocol.pyx) subclasses this
+and implements the hooks.  Message flow of one query, for the reader:
+
+  prepare:      Parse, Describe(S), Sync -> ParseComplete, ParameterDescription,
+                RowDescription | NoData, ReadyForQuery
+  execute:      Bind, Execute, Sync      -> BindComplete, DataRow*,
+                CommandComplete | PortalSuspended | EmptyQueryResponse,
+                ReadyForQuery
+  simple query: Query                    -> (RowDescription, DataRow*,
+                CommandComplete)* ..., ReadyForQuery
+
+An ErrorResponse anywhere makes the server skip to the Sync; the error is
+kept and reported when ReadyForQuery arrives, so the stream always ends an
+operation in sync (PostgreSQL docs, "Extended Query", error handling).
+"""
+
+from libc.stdint cimport int16_t, int32_t, uint32_t
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from mypgdriver.protocol.buffer cimport (
+    Frame, ReadBuffer, WriteBuffer, frame_read, frame_read_byte, frame_read_int32,
+    frame_read_cstr, frame_read_cstr_bytes, unpack_int32)
+from mypgdriver.protocol.statement cimport StatementState
+
+from mypgdriver import exceptions
+from mypgdriver.protocol import auth
+from mypgdriver.protocol.record import Record
+
+
+cdef int32_t PROTOCOL_VERSION_3_0 = 196608
+
+# AuthenticationRequest codes the driver does not implement, for the error text.
+UNSUPPORTED_AUTH_METHODS = {
+    2: 'Kerberos V5',
+    6: 'SCM credentials',
+    7: 'GSSAPI',
+    8: 'GSSAPI',
+    9: 'SSPI',
+}
+
+
+cdef dict read_fields(Frame *frame):
+    # ErrorResponse / NoticeResponse body: (code byte, cstring)* terminated by 0.
+    cdef dict fields = {}
+    cdef char code
+    while frame.remaining > 0:
+        code = <char>frame_read_byte(frame)
+        if code == 0:
+            break
+        fields[chr(<unsigned char>code)] = frame_read_cstr(frame)
+    return fields
+
+
+cdef class CoreProtocol:
+
+    def __cinit__(self, *args, **kwargs):
+        self.rbuf = ReadBuffer()
+        self.wbuf = WriteBuffer()
+        self.state = STATE_NEW
+        self.xact_status = 'I'
+        self.backend_pid = 0
+        self.backend_secret = None
+        self.server_parameters = {}
+        self._startup_params = {}
+        self.record_class = Record
+        self.channel_binding = 'prefer'
+        self.auth_method = None
+        self.result_rows = None
+        self.result_status = None
+        self.result_error = None
+        self.discard_rows = False
+        self.portal_suspended = False
+
+    def _configure_startup(self, str user, str password, dict params):
+        """Set who to log in as; `params` are the startup parameters."""
+        self._user = user
+        self._password = password
+        self._startup_params = dict(params)
+        self._startup_params['user'] = user
+
+    # --- hooks (overridden by the asyncio layer; defaults serve tests) ---
+
+    cdef int _write(self, object data) except -1:
+        raise NotImplementedError
+
+    cdef int _on_result(self) except -1:
+        return 0
+
+    cdef int _on_notice(self, object message) except -1:
+        return 0
+
+    cdef int _on_notification(self, int32_t pid, str channel, str payload) except -1:
+        return 0
+
+    cdef int _on_parameter_status(self, str name, str value) except -1:
+        return 0
+
+    # --- outgoing ---
+
+    cdef int _reset_result(self) except -1:
+        self.result_rows = None
+        self.result_status = None
+        self.result_error = None
+        self.discard_rows = False
+        self.portal_suspended = False
+        self.statement = None
+        return 0
+
+    cdef bytes _build_startup_message(self):
+        cdef WriteBuffer buf = WriteBuffer()
+        cdef Py_ssize_t off = buf.reserve_length()
+        buf.write_int32(PROTOCOL_VERSION_3_0)
+        for key, value in self._startup_params.items():
+            buf.write_cstr(key)
+            buf.write_cstr(str(value))
+        buf.write_byte(0)
+        buf.patch_length(off, <int32_t>buf.length)
+        self.state = STATE_STARTUP
+        return buf.to_bytes()
+
+    cdef int _send_simple_query(self, str query) except -1:
+        cdef WriteBuffer buf = self.wbuf
+        buf.reset()
+        buf.start_message(b'Q')
+        buf.write_cstr(query)
+        buf.end_message()
+        self._reset_result()
+        self.state = STATE_SIMPLE_QUERY
+        self._write(buf.to_bytes())
+        return 0
+
+    cdef int _send_prepare(self, StatementState st) except -1:
+        cdef WriteBuffer buf = self.wbuf
+        buf.reset()
+        buf.start_message(b'P')
+        buf.write_cstr(st.name)
+        buf.write_cstr(st.query)
+        buf.write_int16(0)          # let the server infer every parameter type
+        buf.end_message()
+        buf.start_message(b'D')
+        buf.write_byte(b'S')
+        buf.write_cstr(st.name)
+        buf.end_message()
+        buf.start_message(b'S')
+        buf.end_message()
+        self._reset_result()
+        self.statement = st
+        self.state = STATE_PREPARE
+        self._write(buf.to_bytes())
+        return 0
+
+    cdef int _send_bind_execute(self, StatementState st, object args, int32_t limit) except -1:
+        cdef WriteBuffer buf = self.wbuf
+        buf.reset()
+        # Encoding may raise DataError: that happens before anything is
+        # written to the transport, and the state stays idle.
+        st.encode_bind(buf, '', args)
+        buf.start_message(b'E')
+        buf.write_byte(0)           # unnamed portal
+        buf.write_int32(limit)
+        buf.end_message()
+        buf.start_message(b'S')
+        buf.end_message()
+        self._reset_result()
+        self.statement = st
+        self.result_rows = []
+        self.state = STATE_BIND_EXECUTE
+        self._write(buf.to_bytes())
+        return 0
+
+    cdef int _send_close_statements(self, list names) except -1:
+        cdef WriteBuffer buf = self.wbuf
+        buf.reset()
+        for name in names:
+            buf.start_message(b'C')
+            buf.write_byte(b'S')
+            buf.write_cstr(name)
+            buf.end_message()
+        buf.start_message(b'S')
+        buf.end_message()
+        self._reset_result()
+        self.state = STATE_CLOSE_STATEMENTS
+        self._write(buf.to_bytes())
+        return 0
+
+    cdef int _send_terminate(self) except -1:
+        cdef WriteBuffer buf = WriteBuffer()
+        buf.start_message(b'X')
+        buf.end_message()
+        self.state = STATE_CLOSED
+        self._write(buf.to_bytes())
+        return 0
+
+    # --- incoming ---
+
+    cdef int _process_messages(self) except -1:
+        """Dispatch every complete message in the receive buffer."""
+        cdef ReadBuffer rb = self.rbuf
+        cdef Py_ssize_t avail
+        cdef int32_t mlen
+        cdef const char *p
+        cdef Frame frame
+        while True:
+            avail = rb.end - rb.start
+            if avail < 5:
+                rb.needed = 5
+                break
+            p = rb.data + rb.start
+            mlen = unpack_int32(p + 1)
+            if mlen < 4:
+                raise exceptions.ProtocolError(
+                    f'invalid message length {mlen} for message type {chr(<unsigned char>p[0])!r}')
+            if avail < <Py_ssize_t>mlen + 1:
+                rb.needed = <Py_ssize_t>mlen + 1
+                break
+            frame.ptr = p + 5
+            frame.remaining = mlen - 4
+            # Consume before dispatching: a handler that raises must not
+            # leave the message to be parsed again.
+            rb.start += <Py_ssize_t>mlen + 1
+            self._dispatch(p[0], &frame)
+        if rb.start == rb.end:
+            rb.start = 0
+            rb.end = 0
+        return 0
+
+    cdef int _dispatch(self, char mtype, Frame *frame) except -1:
+        # DataRow first: it is most of the traffic.
+        if mtype == b'D':
+            return self._on_data_row(frame)
+        elif mtype == b'C':
+            self.result_status = frame_read_cstr(frame)
+        elif mtype == b'Z':
+            return self._on_ready_for_query(frame)
+        elif mtype == b'2' or mtype == b'1' or mtype == b'3':
+            pass    # BindComplete, ParseComplete, CloseComplete
+        elif mtype == b'T':
+            if self.state == STATE_PREPARE and self.statement is not None:
+                self.statement.set_row_description(frame)
+            # In a simple query rows are not returned to the caller.
+        elif mtype == b't':
+            if self.statement is not None:
+                self.statement.set_param_description(frame)
+        elif mtype == b'n':
+            if self.state == STATE_PREPARE and self.statement is not None:
+                self.statement.set_no_data()
+        elif mtype == b's':
+            self.portal_suspended = True
+        elif mtype == b'I':
+            if self.result_status is None:
+                self.result_status = ''
+        elif mtype == b'E':
+            return self._on_error_response(frame)
+        elif mtype == b'N':
+            return self._on_notice(exceptions.make_server_message(read_fields(frame)))
+        elif mtype == b'A':
+            pid = frame_read_int32(frame)
+            channel = frame_read_cstr(frame)
+            payload = frame_read_cstr(frame)
+            return self._on_notification(pid, channel, payload)
+        elif mtype == b'S':
+            name = frame_read_cstr(frame)
+            value = frame_read_cstr(frame)
+            self.server_parameters[name] = value
+            return self._on_parameter_status(name, value)
+        elif mtype == b'R':
+            return self._on_authentication(frame)
+        elif mtype == b'K':
+            self.backend_pid = frame_read_int32(frame)
+            self.backend_secret = PyBytes_FromStringAndSize(frame.ptr, frame.remaining)
+            frame_read(frame, frame.remaining)
+        elif mtype == b'G':
+            return self._on_copy_in_response(frame)
+        elif mtype == b'H':
+            self.state = STATE_COPY_OUT
+        elif mtype == b'd':
+            if self.copy_out_sink is not None and not self.discard_rows:
+                self.copy_out_sink(PyBytes_FromStringAndSize(frame.ptr, frame.remaining))
+        elif mtype == b'c':
+            pass    # CopyDone: CommandComplete and ReadyForQuery follow
+        elif mtype == b'v':
+            # NegotiateProtocolVersion: we ask for 3.0 without extensions, so
+            # a server sends this only if it dropped options we never sent.
+            pass
+        else:
+            raise exceptions.ProtocolError(
+                f'unexpected message type {chr(<unsigned char>mtype)!r} from server')
+        return 0
+
+    cdef int _on_data_row(self, Frame *frame) except -1:
+        if self.discard_rows or self.result_rows is None:
+            return 0
+        try:
+            row = self.statement.decode_row(frame, self.record_class)
+        except Exception as e:
+            # Keep reading to ReadyForQuery; report the first failure then.
+            if self.result_error is None:
+                self.result_error = e
+            self.discard_rows = True
+            return 0
+        self.result_rows.append(row)
+        return 0
+
+    cdef int _on_error_response(self, Frame *frame) except -1:
+        err = exceptions.make_server_error(
+            read_fields(frame), self.statement.query if self.statement is not None else None)
+        if self.result_error is None:
+            self.result_error = err
+        if self.state == STATE_STARTUP:
+            # No ReadyForQuery follows a startup failure: the server closes.
+            self.state = STATE_CLOSED
+            self._on_result()
+        elif self.state == STATE_COPY_OUT:
+            self.state = STATE_SIMPLE_QUERY
+        return 0
+
+    cdef int _on_ready_for_query(self, Frame *frame) except -1:
+        self.xact_status = chr(frame_read_byte(frame))
+        self.state = STATE_IDLE
+        self._on_result()
+        return 0
+
+    cdef int _on_copy_in_response(self, Frame *frame) except -1:
+        # Only reachable through execute() of a COPY ... FROM STDIN: refuse it
+        # with CopyFail so the server ends the command and we stay in sync.
+        cdef WriteBuffer buf = WriteBuffer()
+        buf.start_message(b'f')
+        buf.write_cstr('COPY FROM STDIN is not supported by execute(); '
+                       'use copy_to_table() or copy_records_to_table()')
+        buf.end_message()
+        self._write(buf.to_bytes())
+        return 0
+
+    cdef int _on_authentication(self, Frame *frame) except -1:
+        cdef int32_t code = frame_read_int32(frame)
+        cdef WriteBuffer buf
+        cdef bytes payload
+        if code == 0:           # AuthenticationOk
+            self._sasl = None
+            return 0
+        buf = WriteBuffer()
+        if code == 3:           # cleartext
+            self.auth_method = 'password'
+            buf.start_message(b'p')
+            buf.write_cstr(self._require_password('password'))
+            buf.end_message()
+        elif code == 5:         # MD5
+            self.auth_method = 'md5'
+            salt = PyBytes_FromStringAndSize(frame_read(frame, 4), 4)
+            buf.start_message(b'p')
+            buf.write_cstr_bytes(auth.md5_password(
+                self._user, self._require_password('md5'), salt))
+            buf.end_message()
+        elif code == 10:        # SASL: list of mechanisms
+            mechanisms = []
+            while frame.remaining > 1:
+                mechanisms.append(frame_read_cstr(frame))
+            self.auth_method = 'sasl'
+            self._sasl = auth.start_scram_exchange(
+                mechanisms, self._require_password('SCRAM-SHA-256'),
+                channel_binding=self.channel_binding,
+                tls_cert_der=self.tls_server_cert_der)
+            self.auth_method = self._sasl.mechanism
+            payload = self._sasl.client_first_message()
+            buf.start_message(b'p')
+            buf.write_cstr(self._sasl.mechanism)
+            buf.write_int32(<int32_t>len(payload))
+            buf.write_bytes(payload)
+            buf.end_message()
+        elif code == 11:        # SASLContinue
+            if self._sasl is None:
+                raise exceptions.ProtocolError('unexpected SASLContinue message')
+            payload = self._sasl.client_final_message(
+                PyBytes_FromStringAndSize(frame.ptr, frame.remaining))
+            frame_read(frame, frame.remaining)
+            buf.start_message(b'p')
+            buf.write_bytes(payload)
+            buf.end_message()
+        elif code == 12:        # SASLFinal
+            if self._sasl is None:
+                raise exceptions.ProtocolError('unexpected SASLFinal message')
+            self._sasl.verify_server_final(
+                PyBytes_FromStringAndSize(frame.ptr, frame.remaining))
+            frame_read(frame, frame.remaining)
+            return 0
+        else:
+            method = UNSUPPORTED_AUTH_METHODS.get(code, f'code {code}')
+            raise exceptions.InterfaceError(
+                f'the server requested {method} authentication, which mypgdriver '
+                f'does not support (supported: trust, password, md5, SCRAM-SHA-256)')
+        self._write(buf.to_bytes())
+        return 0
+
+    cdef str _require_password(self, str method):
+        if self._password is None:
+            raise exceptions.InterfaceError(
+                f'the server requested {method} authentication for user '
+                f'{self._user!r}, but no password was provided')
+        return self._password
+
+    # --- test helpers: drive the state machine without a socket ---
+
+    def _feed_for_tests(self, data):
+        self.rbuf._feed(data)
+        self._process_messages()

@@ -1,0 +1,24 @@
+from mypgdriver.protocol.coreproto cimport CoreProtocol
+
+
+cdef class BaseProtocol(CoreProtocol):
+    cdef:
+        object loop
+        readonly object transport
+        object waiter               # Future of the operation in flight
+        object timeout_handle
+        object resync_waiter        # set while an abandoned operation drains
+        bint want_status
+        int op_kind
+        public object on_notice
+        public object on_notification
+        public object on_connection_lost
+        public object cancel_request   # async callable sending a CancelRequest
+        readonly object lost_exc
+        bint cancel_done
+
+    cdef object _new_waiter(self, object timeout, int op_kind)
+    cdef int _fatal(self, object exc) except -1
+    cdef _cancel_timeout(self)
+    cdef _finish_resync(self)
+    cdef _clear_failed_send(self)

@@ -1,0 +1,343 @@
+# cython: language_level=3
+"""asyncio glue: the transport, futures, timeouts and cancellation.
+
+Every operation returns a Future that the Connection awaits.  An operation
+that its caller abandons (task cancelled, timeout) is not forgotten: the
+protocol asks the server to cancel it, keeps reading until ReadyForQuery
+and only then lets the next operation start, so a connection is always
+either in sync or closed.
+"""
+
+import asyncio
+import socket
+
+from libc.stdint cimport int32_t
+from mypgdriver.protocol.coreproto cimport (
+    CoreProtocol, STATE_NEW, STATE_STARTUP, STATE_IDLE, STATE_CLOSED, STATE_COPY_IN)
+from mypgdriver.protocol.statement cimport StatementState
+
+from mypgdriver import exceptions
+
+
+cdef enum OpKind:
+    OP_NONE = 0
+    OP_STARTUP = 1
+    OP_PREPARE = 2
+    OP_BIND_EXECUTE = 3
+    OP_SIMPLE_QUERY = 4
+    OP_CLOSE_STATEMENTS = 5
+
+
+cdef class BaseProtocol(CoreProtocol):
+
+    def __init__(self, loop=None):
+        self.loop = loop if loop is not None else asyncio.get_running_loop()
+        self.transport = None
+        self.waiter = None
+        self.timeout_handle = None
+        self.resync_waiter = None
+        self.op_kind = OP_NONE
+        self.lost_exc = None
+        self.cancel_done = True
+
+    # --- asyncio.BufferedProtocol interface ---
+
+    def connection_made(self, transport):
+        self.transport = transport
+        sock = transport.get_extra_info('socket')
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+
+    def get_buffer(self, sizehint):
+        return self.rbuf.get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes):
+        self.rbuf.advance_end(nbytes)
+        try:
+            self._process_messages()
+        except BaseException as e:
+            self._fatal(e)
+            if not isinstance(e, Exception):
+                raise
+
+    def data_received(self, data):
+        # Transports that do not support get_buffer() (some TLS stacks).
+        self.rbuf._feed(data)
+        try:
+            self._process_messages()
+        except BaseException as e:
+            self._fatal(e)
+            if not isinstance(e, Exception):
+                raise
+
+    def eof_received(self):
+        return False
+
+    def connection_lost(self, exc):
+        if self.state == STATE_CLOSED and self.waiter is None and self.lost_exc is not None:
+            return
+        if self.lost_exc is None:
+            if self.result_error is not None and isinstance(self.result_error, exceptions.PostgresError):
+                # e.g. AdminShutdownError: the server said why before closing.
+                self.lost_exc = self.result_error
+            else:
+                self.lost_exc = exceptions.ConnectionDoesNotExistError(
+                    'connection was closed in the middle of operation'
+                    if self.waiter is not None else 'connection is closed')
+                if exc is not None:
+                    self.lost_exc.__cause__ = exc
+        was_closed = self.state == STATE_CLOSED
+        self.state = STATE_CLOSED
+        self._cancel_timeout()
+        waiter = self.waiter
+        self.waiter = None
+        if waiter is not None and not waiter.done():
+            if self.op_kind == OP_STARTUP and self.result_error is not None:
+                waiter.set_exception(self.result_error)
+            else:
+                waiter.set_exception(self.lost_exc)
+        if self.resync_waiter is not None and not self.resync_waiter.done():
+            self.resync_waiter.set_result(None)
+        self.resync_waiter = None
+        if self.on_connection_lost is not None:
+            self.on_connection_lost(self.lost_exc)
+
+    # --- state ---
+
+    def is_closed(self):
+        return self.state == STATE_CLOSED
+
+    def is_in_transaction(self):
+        return self.xact_status != 'I'
+
+    def is_busy(self):
+        return self.waiter is not None or (self.state != STATE_IDLE and self.state != STATE_CLOSED)
+
+    def get_backend_pid(self):
+        return self.backend_pid
+
+    def get_server_parameters(self):
+        return self.server_parameters
+
+    def get_resync_waiter(self):
+        """A Future to await before the next operation, or None when in sync."""
+        return self.resync_waiter
+
+    cdef object _new_waiter(self, object timeout, int op_kind):
+        if self.state == STATE_CLOSED:
+            raise exceptions.ConnectionDoesNotExistError(
+                'cannot perform operation: connection is closed')
+        if self.waiter is not None or self.resync_waiter is not None or (
+                self.state != STATE_IDLE and op_kind != OP_STARTUP):
+            raise exceptions.InterfaceError(
+                'cannot perform operation: another operation is in progress')
+        fut = self.loop.create_future()
+        self.waiter = fut
+        self.op_kind = op_kind
+        if timeout is not None:
+            if timeout <= 0:
+                self.waiter = None
+                raise asyncio.TimeoutError()
+            self.timeout_handle = self.loop.call_later(timeout, self._on_timeout, fut)
+        return fut
+
+    cdef _cancel_timeout(self):
+        if self.timeout_handle is not None:
+            self.timeout_handle.cancel()
+            self.timeout_handle = None
+
+    def _on_timeout(self, fut):
+        self.timeout_handle = None
+        if fut is self.waiter and not fut.done():
+            fut.set_exception(asyncio.TimeoutError())
+            self.abandon()
+
+    # --- hooks from CoreProtocol ---
+
+    cdef int _write(self, object data) except -1:
+        if self.transport is None:
+            raise exceptions.ConnectionDoesNotExistError('connection is not open')
+        self.transport.write(data)
+        return 0
+
+    cdef int _on_result(self) except -1:
+        cdef StatementState st
+        self._cancel_timeout()
+        waiter = self.waiter
+        self.waiter = None
+        op_kind = self.op_kind
+        self.op_kind = OP_NONE
+        if waiter is None or waiter.done():
+            # The caller gave up on this operation; we are in sync again.
+            self._finish_resync()
+            return 0
+        if self.result_error is not None:
+            err = self.result_error
+            self.result_error = None
+            waiter.set_exception(err)
+        elif op_kind == OP_BIND_EXECUTE:
+            if self.want_status:
+                waiter.set_result(self.result_status)
+            else:
+                waiter.set_result(self.result_rows)
+        elif op_kind == OP_PREPARE:
+            waiter.set_result(self.statement)
+        elif op_kind == OP_SIMPLE_QUERY:
+            waiter.set_result(self.result_status)
+        else:
+            waiter.set_result(None)
+        self.result_rows = None
+        self.statement = None
+        return 0
+
+    cdef int _on_notice(self, object message) except -1:
+        if self.on_notice is not None:
+            self.on_notice(message)
+        return 0
+
+    cdef int _on_notification(self, int32_t pid, str channel, str payload) except -1:
+        if self.on_notification is not None:
+            self.on_notification(pid, channel, payload)
+        return 0
+
+    cdef int _fatal(self, object exc) except -1:
+        """Something we cannot recover from: fail the operation, drop the connection."""
+        self._cancel_timeout()
+        if self.lost_exc is None:
+            self.lost_exc = exc
+        self.state = STATE_CLOSED
+        waiter = self.waiter
+        self.waiter = None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+        if self.transport is not None:
+            self.transport.abort()
+        return 0
+
+    # --- cancellation ---
+
+    def abandon(self):
+        """The caller stopped waiting for the current operation.
+
+        Ask the server to cancel it and drain its remaining messages; the next
+        operation waits for that (get_resync_waiter()).
+        """
+        if self.state == STATE_CLOSED or self.resync_waiter is not None:
+            return
+        if self.state == STATE_IDLE and self.waiter is None:
+            return
+        self.discard_rows = True
+        self.resync_waiter = self.loop.create_future()
+        if self.op_kind == OP_STARTUP:
+            # Half-authenticated connections cannot be reused.
+            self._fatal(exceptions.ConnectionDoesNotExistError(
+                'connection attempt was cancelled'))
+            return
+        if self.cancel_request is not None and self.backend_pid:
+            self.cancel_done = False
+            self.loop.create_task(self._cancel_and_wait())
+
+    async def _cancel_and_wait(self):
+        try:
+            await self.cancel_request()
+        except Exception:
+            pass    # best effort: draining to ReadyForQuery keeps us in sync regardless
+        finally:
+            self.cancel_done = True
+            if self.state == STATE_IDLE or self.state == STATE_CLOSED:
+                self._finish_resync()
+
+    cdef _finish_resync(self):
+        # In sync only when ReadyForQuery arrived *and* the cancel request, if
+        # any, was handled: a late cancel could otherwise hit the next query.
+        if self.resync_waiter is None:
+            return
+        if self.state != STATE_IDLE and self.state != STATE_CLOSED:
+            return
+        if not self.cancel_done:
+            return
+        fut = self.resync_waiter
+        self.resync_waiter = None
+        self.discard_rows = False
+        if not fut.done():
+            fut.set_result(None)
+
+    # --- operations (each returns a Future) ---
+
+    def start_startup(self):
+        fut = self._new_waiter(None, OP_STARTUP)
+        self._write(self._build_startup_message())
+        return fut
+
+    def prepare(self, StatementState st, timeout=None):
+        fut = self._new_waiter(timeout, OP_PREPARE)
+        try:
+            self._send_prepare(st)
+        except BaseException:
+            self._clear_failed_send()
+            raise
+        return fut
+
+    def bind_execute(self, StatementState st, args, int32_t limit=0, timeout=None,
+                     bint want_status=False, type record_class=None):
+        fut = self._new_waiter(timeout, OP_BIND_EXECUTE)
+        self.want_status = want_status
+        if record_class is not None:
+            self.record_class = record_class
+        try:
+            self._send_bind_execute(st, args, limit)
+        except BaseException:
+            self._clear_failed_send()
+            raise
+        return fut
+
+    def simple_query(self, str query, timeout=None):
+        fut = self._new_waiter(timeout, OP_SIMPLE_QUERY)
+        try:
+            self._send_simple_query(query)
+        except BaseException:
+            self._clear_failed_send()
+            raise
+        return fut
+
+    def close_statements(self, list names, timeout=None):
+        fut = self._new_waiter(timeout, OP_CLOSE_STATEMENTS)
+        try:
+            self._send_close_statements(names)
+        except BaseException:
+            self._clear_failed_send()
+            raise
+        return fut
+
+    cdef _clear_failed_send(self):
+        # Nothing reached the server (encoding failed before the write).
+        self._cancel_timeout()
+        self.waiter = None
+        self.op_kind = OP_NONE
+        if self.state != STATE_CLOSED:
+            self.state = STATE_IDLE
+
+    def terminate(self):
+        """Send Terminate (if possible) and close the transport."""
+        if self.transport is None:
+            self.state = STATE_CLOSED
+            return
+        if self.state != STATE_CLOSED:
+            try:
+                self._send_terminate()
+            except Exception:
+                pass
+        self.state = STATE_CLOSED
+        self.transport.close()
+
+    def abort(self):
+        self.state = STATE_CLOSED
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class Protocol(BaseProtocol, asyncio.BufferedProtocol):
+    """The asyncio protocol of one PostgreSQL connection."""

@@ -1,0 +1,33 @@
+from libc.stdint cimport uint32_t
+from mypgdriver.protocol.buffer cimport Frame, WriteBuffer
+from mypgdriver.protocol.record cimport RecordDescriptor
+
+
+cdef class StatementState:
+    # What the driver knows about one prepared statement: its parameter and
+    # column types, and the codecs picked for them once, at prepare time.
+    cdef:
+        readonly str name
+        readonly str query
+        readonly tuple param_oids       # from ParameterDescription
+        readonly tuple column_names
+        readonly tuple column_oids
+        readonly tuple column_tables    # (table oid, column number) pairs
+        tuple param_codecs              # Codec per parameter
+        tuple column_codecs             # Codec per column
+        bytes param_formats_msg         # Bind's parameter-format section, pre-encoded
+        bytes result_formats_msg        # Bind's result-format section, pre-encoded
+        readonly RecordDescriptor desc
+        readonly bint has_rows
+        public bint closed
+        public int refs                 # in-flight uses (cache eviction waits for 0)
+        public double created_at
+        public object codecs_generation # registry generation the codecs came from
+
+    cdef int set_param_description(self, Frame *frame) except -1
+    cdef int set_row_description(self, Frame *frame) except -1
+    cdef int set_no_data(self) except -1
+    cdef list missing_type_oids(self, object registry)
+    cdef int resolve_codecs(self, object registry) except -1
+    cdef int encode_bind(self, WriteBuffer buf, str portal, object args, Py_ssize_t row_index=*) except -1
+    cdef object decode_row(self, Frame *frame, type record_class)

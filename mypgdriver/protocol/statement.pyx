@@ -1,0 +1,211 @@
+# cython: language_level=3
+"""Prepared-statement state: types, codecs, Bind encoding and row decoding.
+
+The protocol's hot loop lives here: decode_row() turns one DataRow payload
+into a Record with one indirect call per field and no per-row lookups.
+"""
+
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from libc.stdint cimport int16_t, int32_t, uint32_t
+from mypgdriver.protocol.buffer cimport (
+    Frame, WriteBuffer, frame_read, frame_read_int16, frame_read_int32, frame_read_cstr,
+    unpack_int32, unpack_uint32)
+from mypgdriver.protocol.record cimport RecordDescriptor, make_record
+from mypgdriver.codecs.base cimport Codec, FORMAT_BINARY, FORMAT_TEXT
+
+from mypgdriver.exceptions import DataError, InterfaceError, ProtocolError
+
+
+cdef bytes encode_format_section(tuple codecs):
+    # int16 count + int16 codes; the one-code form (count=1) means "all of them".
+    cdef WriteBuffer w = WriteBuffer()
+    cdef Codec c
+    cdef Py_ssize_t n = len(codecs)
+    cdef bint all_binary = n > 0
+    cdef bint all_text = True
+    for c in codecs:
+        if c.format == FORMAT_BINARY:
+            all_text = False
+        else:
+            all_binary = False
+    if n == 0 or all_text:
+        w.write_int16(0)
+    elif all_binary:
+        w.write_int16(1)
+        w.write_int16(1)
+    else:
+        w.write_int16(<int16_t>n)
+        for c in codecs:
+            w.write_int16(<int16_t>c.format)
+    return w.to_bytes()
+
+
+cdef class StatementState:
+
+    def __cinit__(self, str name, str query):
+        self.name = name
+        self.query = query
+        self.param_oids = ()
+        self.column_names = ()
+        self.column_oids = ()
+        self.column_tables = ()
+        self.param_codecs = ()
+        self.column_codecs = ()
+        self.has_rows = False
+        self.closed = False
+        self.refs = 0
+        self.created_at = 0.0
+
+    def __repr__(self):
+        return f'<StatementState {self.name!r} {self.query[:60]!r}>'
+
+    cdef int set_param_description(self, Frame *frame) except -1:
+        cdef int16_t n = frame_read_int16(frame)
+        cdef list oids = []
+        for _ in range(n):
+            oids.append(<uint32_t>frame_read_int32(frame))
+        self.param_oids = tuple(oids)
+        return 0
+
+    cdef int set_row_description(self, Frame *frame) except -1:
+        cdef int16_t n = frame_read_int16(frame)
+        cdef list names = [], oids = [], tables = []
+        cdef uint32_t table_oid, type_oid
+        cdef int16_t attnum
+        for _ in range(n):
+            names.append(frame_read_cstr(frame))
+            table_oid = <uint32_t>frame_read_int32(frame)
+            attnum = frame_read_int16(frame)
+            type_oid = <uint32_t>frame_read_int32(frame)
+            frame_read(frame, 2 + 4 + 2)    # typlen, typmod, format code
+            oids.append(type_oid)
+            tables.append((table_oid, attnum))
+        self.column_names = tuple(names)
+        self.column_oids = tuple(oids)
+        self.column_tables = tuple(tables)
+        self.desc = RecordDescriptor(self.column_names)
+        self.has_rows = True
+        return 0
+
+    cdef int set_no_data(self) except -1:
+        self.column_names = ()
+        self.column_oids = ()
+        self.column_tables = ()
+        self.desc = RecordDescriptor(())
+        self.has_rows = False
+        return 0
+
+    cdef list missing_type_oids(self, object registry):
+        """Type OIDs of this statement that the registry cannot encode/decode yet."""
+        return registry.missing(self.param_oids + self.column_oids)
+
+    cdef int resolve_codecs(self, object registry) except -1:
+        self.param_codecs = tuple([registry.get_codec(oid) for oid in self.param_oids])
+        self.column_codecs = tuple([registry.get_codec(oid) for oid in self.column_oids])
+        self.param_formats_msg = encode_format_section(self.param_codecs)
+        self.result_formats_msg = encode_format_section(self.column_codecs)
+        self.codecs_generation = registry.generation
+        return 0
+
+    cdef int encode_bind(self, WriteBuffer buf, str portal, object args,
+                         Py_ssize_t row_index=-1) except -1:
+        """Append a Bind message for `args` to buf.
+
+        On bad input this raises DataError naming the argument (and the row,
+        for executemany); the caller discards the buffer, so nothing
+        half-encoded ever reaches the server.
+        """
+        cdef Py_ssize_t nparams = PyTuple_GET_SIZE(self.param_codecs)
+        cdef Py_ssize_t nargs, i, off
+        cdef Codec codec
+        cdef object arg
+        if type(args) is not tuple:
+            args = tuple(args)
+        nargs = PyTuple_GET_SIZE(args)
+        if nargs != nparams:
+            where = f' (row {row_index})' if row_index >= 0 else ''
+            raise InterfaceError(
+                f'the server expects {nparams} argument{"s" if nparams != 1 else ""} '
+                f'for this query, {nargs} {"was" if nargs == 1 else "were"} passed{where}')
+        buf.start_message(b'B')
+        buf.write_cstr(portal)
+        buf.write_cstr(self.name)
+        buf.write_bytes(self.param_formats_msg)
+        buf.write_int16(<int16_t>nparams)
+        for i in range(nparams):
+            arg = <object>PyTuple_GET_ITEM(args, i)
+            if arg is None:
+                buf.write_int32(-1)
+                continue
+            codec = <Codec>PyTuple_GET_ITEM(self.param_codecs, i)
+            off = buf.reserve_length()
+            try:
+                codec.encode(buf, arg)
+            except Exception as e:
+                raise_argument_error(e, i, arg, codec, row_index)
+            buf.patch_length(off, <int32_t>(buf.length - off - 4))
+        buf.write_bytes(self.result_formats_msg)
+        buf.end_message()
+        return 0
+
+    cdef object decode_row(self, Frame *frame, type record_class):
+        cdef Py_ssize_t ncols = PyTuple_GET_SIZE(self.column_codecs)
+        cdef Py_ssize_t i
+        cdef int32_t flen
+        cdef Frame field
+        cdef object value
+        cdef tuple values
+        cdef Codec codec
+        if frame_read_int16(frame) != ncols:
+            raise ProtocolError(
+                f'DataRow has a different number of columns than RowDescription ({ncols})')
+        values = PyTuple_New(ncols)
+        for i in range(ncols):
+            flen = frame_read_int32(frame)
+            if flen == -1:
+                value = None
+            else:
+                field.ptr = frame_read(frame, flen)
+                field.remaining = flen
+                codec = <Codec>PyTuple_GET_ITEM(self.column_codecs, i)
+                value = codec.c_decode(codec, &field)
+                if field.remaining != 0:
+                    raise ProtocolError(
+                        f'codec {codec.name} left {field.remaining} bytes undecoded '
+                        f'in column {i + 1}')
+            Py_INCREF(value)
+            PyTuple_SET_ITEM(values, i, value)
+        return make_record(record_class, self.desc, values)
+
+    # Introspection helpers used by the Python API (PreparedStatement).
+    def _param_codecs(self):
+        return self.param_codecs
+
+    def _column_codecs(self):
+        return self.column_codecs
+
+
+cdef int raise_argument_error(object exc, Py_ssize_t i, object arg, Codec codec,
+                              Py_ssize_t row_index) except -1:
+    reason = str(exc)
+    prefix = f'invalid input for query argument ${i + 1}'
+    if row_index >= 0:
+        prefix += f' in row {row_index}'
+    value_repr = repr(arg)
+    if len(value_repr) > 80:
+        value_repr = value_repr[:77] + '...'
+    msg = f'{prefix}: {value_repr} ({reason})'
+    err = DataError(msg)
+    raise err from exc
+
+
+def resolve_statement_codecs(StatementState st, registry):
+    """Pick the codec of every parameter and column of `st` (once, at prepare)."""
+    st.resolve_codecs(registry)
+
+
+def missing_statement_types(StatementState st, registry):
+    """Type OIDs of `st` the registry has no codec for yet."""
+    return st.missing_type_oids(registry)
