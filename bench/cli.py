@@ -1,0 +1,136 @@
+"""Command line: `python -m bench [options]` (see bench/README.md)."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import drivers, report
+from .runner import Options, Progress, Runner, plan
+from .server import REPO_ROOT, BenchServer
+from .workloads import BY_NAME, WORKLOADS
+
+ALL_DRIVERS = [*drivers.MODULES, "pgbench"]
+DEFAULT_DURATION = 5.0
+DEFAULT_WARMUP = 2.0
+QUICK_DURATION = 1.0
+QUICK_WARMUP = 0.5
+
+
+def _names(known: Sequence[str]) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [n for n in names if n not in known]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(unknown) or 'empty list'}; choose from {', '.join(known)}")
+        return names
+    return parse
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        levels = [int(n) for n in text.split(",") if n.strip()]
+    except ValueError:
+        levels = []
+    if not levels or min(levels) < 1:
+        raise argparse.ArgumentTypeError("a comma-separated list of positive integers, e.g. 1,10")
+    return levels
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmark mypgdriver against asyncpg, psycopg, psycopg2 and pgbench.",
+    )
+    p.add_argument("--drivers", type=_names(ALL_DRIVERS), default=ALL_DRIVERS,
+                   help=f"comma-separated (default: {','.join(ALL_DRIVERS)})")
+    p.add_argument("--workloads", type=_names(list(BY_NAME)), default=list(BY_NAME),
+                   help=f"comma-separated (default: {','.join(BY_NAME)})")
+    p.add_argument("--concurrency", type=_levels, default=None,
+                   help="connections per cell, comma-separated (default: 1,10)")
+    p.add_argument("--duration", type=float, default=None,
+                   help=f"measured seconds per cell (default: {DEFAULT_DURATION:g})")
+    p.add_argument("--warmup", type=float, default=None,
+                   help=f"warm-up seconds per cell, not measured (default: {DEFAULT_WARMUP:g})")
+    p.add_argument("--pin", action="store_true",
+                   help="at concurrency 1, run the client on core 0 and the server on core 1")
+    p.add_argument("--quick", action="store_true",
+                   help=f"smoke run: {QUICK_DURATION:g} s cells at concurrency 10 only")
+    p.add_argument("--no-control", dest="aa_control", action="store_false",
+                   help="skip the A/A control (asyncpg measured twice)")
+    p.add_argument("--output", type=Path, default=REPO_ROOT / "bench" / "results",
+                   help="results folder: a <timestamp>/ run and a latest/ copy go in it "
+                        "(default: bench/results)")
+    p.add_argument("--list", action="store_true", help="list drivers and workloads, then exit")
+    return p
+
+
+def options_from(args: argparse.Namespace) -> Options:
+    """Resolve --quick against explicit values: explicit flags win."""
+    quick = args.quick
+
+    def pick(value, normal, fast):
+        return value if value is not None else (fast if quick else normal)
+
+    pin = args.pin
+    if pin and (os.cpu_count() or 1) < 2:
+        print("note: --pin needs two cores; running unpinned", file=sys.stderr)
+        pin = False
+    return Options(
+        drivers=args.drivers,
+        workloads=args.workloads,
+        concurrency=pick(args.concurrency, [1, 10], [10]),
+        duration=pick(args.duration, DEFAULT_DURATION, QUICK_DURATION),
+        warmup=pick(args.warmup, DEFAULT_WARMUP, QUICK_WARMUP),
+        pin=pin,
+        aa_control=args.aa_control,
+    )
+
+
+def _list() -> None:
+    print("drivers:", ", ".join(ALL_DRIVERS))
+    print("workloads:")
+    for w in WORKLOADS:
+        print(f"  {w.name:<16} {w.description}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.list:
+        _list()
+        return 0
+    options = options_from(args)
+    cells = plan(options)
+    started = datetime.datetime.now().astimezone()
+    print(f"{len(cells)} cells: {len(options.workloads)} workloads x concurrency "
+          f"{','.join(map(str, options.concurrency))} x {len(set(c.label for c in cells))} drivers",
+          file=sys.stderr)
+
+    print("starting PostgreSQL ...", file=sys.stderr, flush=True)
+    server = BenchServer.start()
+    print(f"using {server.description}", file=sys.stderr)
+    progress = Progress(cells, options)
+    try:
+        results = Runner(server, options).run(cells, progress.start, progress.finish)
+    finally:
+        server.stop()
+
+    full = {
+        "started": started.isoformat(timespec="seconds"),
+        "finished": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "machine": report.machine_info(server.description, results),
+        "settings": {"duration": options.duration, "warmup": options.warmup,
+                     "concurrency": options.concurrency, "pin": options.pin, "quick": args.quick},
+        "results": results,
+    }
+    outdir = args.output / started.strftime("%Y%m%d-%H%M%S")
+    notes = report.save(full, outdir, args.output / "latest")
+    print(report.markdown(full))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"saved to {outdir} (and {args.output / 'latest'})", file=sys.stderr)
+    return 0 if len(results) == len(cells) else 1

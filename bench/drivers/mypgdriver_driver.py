@@ -1,0 +1,8 @@
+"""mypgdriver: the asyncpg driver module pointed at our package.
+
+mypgdriver's API is asyncpg's, so sharing the calls keeps the comparison
+exact: any difference in the numbers comes from the driver, not the harness.
+"""
+from .asyncpg_driver import AsyncpgStyleDriver
+
+DRIVER = AsyncpgStyleDriver("mypgdriver", "mypgdriver")

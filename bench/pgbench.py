@@ -1,0 +1,133 @@
+"""The floor: the same workloads through pgbench (C, libpq, `-M prepared`).
+
+Each workload becomes a pgbench custom script whose one transaction is one
+benchmark query, so rows/s = transactions/s * rows per query. pgbench runs
+for warm-up + duration with a per-transaction log; only transactions that
+finish inside the measuring window count, as in the Python worker.
+"""
+from __future__ import annotations
+
+import glob
+import math
+import os
+import re
+import resource
+import shutil
+import subprocess
+import tempfile
+from typing import Any, Callable
+
+from .stats import cell_result
+from .workloads import CURSOR_BATCH, Workload, sql_literal
+
+# pgbench's per-transaction log line: client_id transaction_no latency_us
+# script_no epoch_seconds epoch_microseconds [schedule_lag].
+_LATENCY, _EPOCH_S, _EPOCH_US = 2, 4, 5
+
+
+def script(w: Workload) -> str | None:
+    """The pgbench script for `w`, or None when pgbench cannot express it."""
+    if not w.pgbench:
+        return None
+    if w.kind == "fetch":
+        return w.literal_sql + ";\n"
+    if w.kind == "batch":
+        # A pipeline with one Sync at the end is what executemany sends.
+        lines = ["\\startpipeline"]
+        for record in w.records:
+            values = ", ".join(sql_literal(v) for v in record)
+            lines.append(f"INSERT INTO {w.table} ({', '.join(w.columns)}) VALUES ({values});")
+        lines.append("\\endpipeline")
+        return "\n".join(lines) + "\n"
+    if w.kind == "cursor":
+        assert w.rows is not None
+        fetches = [f"FETCH {CURSOR_BATCH} FROM bench_stream;"] * math.ceil(w.rows / CURSOR_BATCH)
+        lines = ["BEGIN;", f"DECLARE bench_stream NO SCROLL CURSOR FOR {w.literal_sql};",
+                 *fetches, "CLOSE bench_stream;", "COMMIT;"]
+        return "\n".join(lines) + "\n"
+    return None
+
+
+def version() -> str:
+    """pgbench's version string, e.g. "15.18"."""
+    out = subprocess.run(["pgbench", "--version"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"\(PostgreSQL\) (\S+)", out)
+    return found.group(1) if found else out.strip()
+
+
+def parse_log(lines: list[str], warmup: float, duration: float) -> tuple[int, list[float]]:
+    """(transactions, latencies in s) of the log lines finishing inside the window.
+
+    The window starts `warmup` seconds after the first transaction started.
+    """
+    entries = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 6:
+            continue
+        latency = int(fields[_LATENCY]) / 1e6
+        finished = int(fields[_EPOCH_S]) + int(fields[_EPOCH_US]) / 1e6
+        entries.append((finished, latency))
+    if not entries:
+        return 0, []
+    start = min(finished - latency for finished, latency in entries) + warmup
+    inside = [latency for finished, latency in entries if start <= finished <= start + duration]
+    return len(inside), inside
+
+
+def run_cell(
+    params: dict[str, Any],
+    workload: Workload,
+    concurrency: int,
+    warmup: float,
+    duration: float,
+    rows_per_query: int,
+    preexec: Callable[[], None] | None = None,
+    timeout: float = 120.0,
+) -> dict[str, Any]:
+    """Run `workload` through pgbench and return a cell result (or `error`)."""
+    text = script(workload)
+    if text is None:
+        return {"error": "pgbench cannot express this workload"}
+    if shutil.which("pgbench") is None:
+        return {"error": "pgbench not found on PATH"}
+    workdir = tempfile.mkdtemp(prefix="mypgdriver-pgbench-")
+    try:
+        path = os.path.join(workdir, "script.sql")
+        with open(path, "w") as f:
+            f.write(text)
+        cmd = [
+            "pgbench", "-n", "-M", "prepared", "-f", path, "-l",
+            "-c", str(concurrency), "-j", str(concurrency),
+            # A second of slack: the window opens only when the first
+            # transaction starts, after pgbench has connected.
+            "-T", str(math.ceil(warmup + duration) + 1),
+            "-h", str(params["host"]), "-p", str(params["port"]),
+            "-U", params["user"], params["database"],
+        ]
+        env = dict(os.environ)
+        if "password" in params:
+            env["PGPASSWORD"] = params["password"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True,
+                              timeout=timeout, preexec_fn=preexec)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            lines = (proc.stderr or proc.stdout).strip().splitlines()
+            return {"error": "pgbench: " + (lines[-1] if lines else f"exit {proc.returncode}")}
+        lines: list[str] = []
+        for log in glob.glob(os.path.join(workdir, "pgbench_log.*")):
+            with open(log) as f:
+                lines.extend(f)
+    except subprocess.TimeoutExpired:
+        return {"error": f"pgbench timed out after {timeout:.0f} s"}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    total = len(lines)
+    queries, latencies = parse_log(lines, warmup, duration)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    result = cell_result(queries=queries, rows=queries * rows_per_query, elapsed=duration,
+                         cpu_seconds=cpu * queries / total if total else 0.0, latencies=latencies)
+    result["driver_version"] = version()
+    result["event_loop"] = f"{concurrency} threads"
+    return result

@@ -1,0 +1,216 @@
+"""Runs the cells of a benchmark plan, one subprocess per cell, and collects results."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import pgbench
+from .server import REPO_ROOT, BenchServer
+from .workloads import BY_NAME, Workload
+
+AA_LABEL = "asyncpg (A/A)"
+
+# Seconds a cell may take beyond warm-up + duration (connecting, a slow
+# driver's last iteration) before it is killed and marked n/a.
+CELL_GRACE = 60.0
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: a driver running a workload at a concurrency."""
+
+    workload: str
+    concurrency: int
+    driver: str
+    label: str
+
+    def title(self) -> str:
+        return f"{self.workload} c={self.concurrency} {self.label}"
+
+
+@dataclass
+class Options:
+    """What to run and for how long (seconds), from the command line."""
+
+    drivers: list[str]
+    workloads: list[str]
+    concurrency: list[int]
+    duration: float
+    warmup: float
+    pin: bool = False
+    aa_control: bool = True
+
+
+def plan(options: Options) -> list[Cell]:
+    """The cells to run, in order.
+
+    For each workload and concurrency: asyncpg first (the baseline), the
+    others, then asyncpg again as the A/A control, so the control also sees
+    whatever drift happened while the others ran.
+    """
+    order = sorted(options.drivers, key=lambda d: d != "asyncpg")
+    cells = []
+    for workload in options.workloads:
+        for concurrency in options.concurrency:
+            for driver in order:
+                cells.append(Cell(workload, concurrency, driver, driver))
+            if options.aa_control and "asyncpg" in options.drivers:
+                cells.append(Cell(workload, concurrency, "asyncpg", AA_LABEL))
+    return cells
+
+
+class Progress:
+    """Progress lines on stderr: what runs, how many cells are left, time left."""
+
+    def __init__(self, cells: list[Cell], options: Options) -> None:
+        self.total = len(cells)
+        self.done = 0
+        self.nominal = options.warmup + options.duration
+        self.overhead = 1.0  # per-cell setup + process start, refined as cells finish
+        self.started = time.monotonic()
+
+    def start(self, cell: Cell) -> None:
+        left = (self.total - self.done) * (self.nominal + self.overhead)
+        print(f"[{self.done + 1}/{self.total}] {cell.title()} ... "
+              f"(about {_minutes(left)} left)", file=sys.stderr, flush=True)
+
+    def finish(self, cell: Cell, result: dict[str, Any]) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.started
+        self.overhead = max(0.0, elapsed / self.done - self.nominal)
+        if "error" in result:
+            outcome = f"n/a ({result['error']})"
+        else:
+            outcome = (f"{result['rows_per_s']:,.0f} rows/s, {result['queries_per_s']:,.0f} q/s, "
+                       f"{result['cpu_per_query_us']:,.1f} µs CPU/query")
+        print(f"      {outcome}", file=sys.stderr, flush=True)
+
+
+def _minutes(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds + 0.5), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def _pinning(options: Options, concurrency: int) -> tuple[set[int] | None, set[int] | None]:
+    """(client cpus, server cpus) for a cell: pinned apart at c=1 with --pin."""
+    if options.pin and concurrency == 1:
+        return {0}, {1}
+    return None, None
+
+
+def run_worker(spec: dict[str, Any], client_cpus: set[int] | None, timeout: float) -> dict[str, Any]:
+    """Run one cell in a `python -m bench.worker` subprocess and return its result."""
+    preexec = (lambda: os.sched_setaffinity(0, client_cpus)) if client_cpus else None
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.worker"], input=json.dumps(spec), capture_output=True,
+            text=True, cwd=REPO_ROOT, timeout=timeout, preexec_fn=preexec,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    lines = proc.stdout.strip().splitlines()
+    if lines:
+        try:
+            return json.loads(lines[-1])
+        except json.JSONDecodeError:
+            pass
+    # No JSON: the worker died (a segfault in a driver, say).
+    detail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+    return {"error": f"worker crashed: {detail}"}
+
+
+class Runner:
+    """Runs a plan against one server and returns the list of cell results."""
+
+    def __init__(self, server: BenchServer, options: Options) -> None:
+        self.server = server
+        self.options = options
+        self._expected_rows: dict[str, int] = {}
+        self._all_cpus = os.sched_getaffinity(0)
+        self._server_cpus: set[int] | None = None
+
+    def expected_rows(self, w: Workload) -> int:
+        """Rows one iteration must return, counted on the server when it varies."""
+        if w.rows is not None:
+            return w.rows
+        if w.name not in self._expected_rows:
+            self._expected_rows[w.name] = int(
+                self.server.psql(f"SELECT count(*) FROM ({w.literal_sql}) AS q").strip())
+        return self._expected_rows[w.name]
+
+    def _pin_server(self, cpus: set[int] | None) -> None:
+        wanted = cpus or self._all_cpus
+        if wanted == self._server_cpus:
+            return
+        if not self.server.pin(wanted):
+            print("note: cannot pin the server (not on this machine?); pinning the client only",
+                  file=sys.stderr)
+        self._server_cpus = wanted
+
+    def run(self, cells: list[Cell], on_start: Callable[[Cell], None],
+            on_finish: Callable[[Cell, dict[str, Any]], None]) -> list[dict[str, Any]]:
+        """Run `cells` in order; on Ctrl-C, stop and return what was measured."""
+        results = []
+        try:
+            for cell in cells:
+                on_start(cell)
+                try:
+                    result = self.run_cell(cell)
+                except Exception as exc:  # noqa: BLE001 - one broken cell must not end the run
+                    result = {"error": f"harness: {type(exc).__name__}: {exc}"}
+                on_finish(cell, result)
+                results.append({"workload": cell.workload, "concurrency": cell.concurrency,
+                                "driver": cell.label, **result})
+        except KeyboardInterrupt:
+            print("interrupted: reporting the cells measured so far", file=sys.stderr)
+        return results
+
+    def run_cell(self, cell: Cell) -> dict[str, Any]:
+        w = BY_NAME[cell.workload]
+        o = self.options
+        client_cpus, server_cpus = _pinning(o, cell.concurrency)
+        self._pin_server(server_cpus)
+        try:
+            for sql in w.teardown + w.setup:
+                self.server.psql(sql)
+            expected = self.expected_rows(w)
+        except Exception as exc:  # noqa: BLE001 - a broken setup is this cell's n/a
+            return {"error": f"setup failed: {exc}"}
+        timeout = o.warmup + o.duration + CELL_GRACE
+        if cell.driver == "pgbench":
+            preexec = (lambda: os.sched_setaffinity(0, client_cpus)) if client_cpus else None
+            result = pgbench.run_cell(self.server.params, w, cell.concurrency, o.warmup,
+                                      o.duration, expected, preexec, timeout)
+        else:
+            spec = {"driver": cell.driver, "workload": w.name, "concurrency": cell.concurrency,
+                    "warmup": o.warmup, "duration": o.duration, "params": self.server.params}
+            result = run_worker(spec, client_cpus, timeout)
+        if "error" not in result:
+            result = self._verify(w, expected, result)
+        if "error" in result:
+            self.server.terminate_other_backends()
+        for sql in w.teardown:
+            self.server.psql(sql)
+        return result
+
+    def _verify(self, w: Workload, expected: int, result: dict[str, Any]) -> dict[str, Any]:
+        """Turn a result that did not move the promised rows into an error.
+
+        A driver cannot win by returning less: fetched rows must match the
+        server's count, and sent rows must have arrived in the table.
+        """
+        queries, rows = result["queries"], result["rows"]
+        if queries == 0:
+            return {"error": "no query finished inside the measuring window"}
+        if rows != queries * expected:
+            return {"error": f"wrong row count: {rows / queries:g} per query, expected {expected}"}
+        if w.kind in ("copy", "batch"):
+            stored = int(self.server.psql(f"SELECT count(*) FROM {w.table}").strip())
+            if stored < rows:
+                return {"error": f"only {stored} rows in {w.table}, {rows} reported sent"}
+        return result

@@ -1,0 +1,215 @@
+"""One benchmark cell, run in its own process: `python -m bench.worker`.
+
+Reads a JSON spec on stdin ({driver, workload, concurrency, warmup,
+duration, params, expected_rows}), runs the workload on `concurrency`
+connections (tasks on one event loop for async drivers, threads for sync
+ones), and prints one JSON line with the results, or with `error` set.
+A separate process per cell keeps drivers from disturbing each other
+(imports, memory, a crash) and makes the process's CPU time the driver's.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import drivers
+from .stats import cell_result
+from .workloads import BY_NAME
+
+
+def cpu_time() -> float:
+    """User + system CPU seconds of this whole process (all threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass
+class Window:
+    """The measuring window: queries finishing inside it are counted.
+
+    Counting completions (not starts) keeps throughput unbiased even when one
+    query lasts a good part of the window (cursor_stream).
+    """
+
+    start: float = float("inf")
+    end: float = float("inf")
+    cpu_start: float = 0.0
+    cpu_end: float = 0.0
+    stopped: bool = False
+
+    def open(self) -> None:
+        self.cpu_start = cpu_time()
+        self.start = time.perf_counter()
+
+    def close(self) -> None:
+        self.end = time.perf_counter()
+        self.cpu_end = cpu_time()
+        self.stopped = True
+
+
+@dataclass
+class Tally:
+    """What one connection did inside the window."""
+
+    latencies: list[float] = field(default_factory=list)
+    rows: int = 0
+
+
+def _count(window: Window, tally: Tally, started: float, finished: float, rows: int) -> None:
+    if window.start <= finished <= window.end:
+        tally.latencies.append(finished - started)
+        tally.rows += rows
+
+
+async def _run_async(driver: Any, spec: dict[str, Any]) -> tuple[Window, list[Tally]]:
+    workload = BY_NAME[spec["workload"]]
+    sessions = await asyncio.gather(
+        *(driver.open(spec["params"], workload) for _ in range(spec["concurrency"]))
+    )
+    window = Window()
+    tallies = [Tally() for _ in sessions]
+    perf_counter = time.perf_counter
+
+    async def loop(session: Any, tally: Tally) -> None:
+        run = session.run
+        while not window.stopped:
+            started = perf_counter()
+            rows = await run()
+            _count(window, tally, started, perf_counter(), rows)
+
+    tasks = [asyncio.ensure_future(loop(s, t)) for s, t in zip(sessions, tallies)]
+    try:
+        for phase, seconds in ((window.open, spec["warmup"]), (window.close, spec["duration"])):
+            # A loop only ends early by raising: surface that at once.
+            done, _ = await asyncio.wait(tasks, timeout=seconds, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                task.result()
+            phase()
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for session in sessions:
+            await session.close()
+    return window, tallies
+
+
+def _run_threads(driver: Any, spec: dict[str, Any]) -> tuple[Window, list[Tally]]:
+    workload = BY_NAME[spec["workload"]]
+    sessions = []
+    try:
+        for _ in range(spec["concurrency"]):
+            sessions.append(driver.open(spec["params"], workload))
+        window = Window()
+        tallies = [Tally() for _ in sessions]
+        errors: list[BaseException] = []
+        failed = threading.Event()
+        perf_counter = time.perf_counter
+
+        def loop(session: Any, tally: Tally) -> None:
+            run = session.run
+            try:
+                while not window.stopped:
+                    started = perf_counter()
+                    rows = run()
+                    _count(window, tally, started, perf_counter(), rows)
+            except BaseException as exc:
+                errors.append(exc)
+                failed.set()
+
+        threads = [threading.Thread(target=loop, args=st, daemon=True) for st in zip(sessions, tallies)]
+        for thread in threads:
+            thread.start()
+        for phase, seconds in ((window.open, spec["warmup"]), (window.close, spec["duration"])):
+            if failed.wait(seconds):
+                break
+            phase()
+        # Let every thread finish its query before the connections close.
+        window.stopped = True
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        return window, tallies
+    finally:
+        for session in sessions:
+            session.close()
+
+
+def _event_loop_name() -> str:
+    try:
+        import uvloop
+    except ImportError:
+        return "asyncio"
+    return f"uvloop {uvloop.__version__}"
+
+
+def run_cell(spec: dict[str, Any], result: dict[str, Any]) -> None:
+    """Run one cell as described by `spec`, filling in `result`.
+
+    Filling a dict the caller holds keeps the driver's version in the
+    result even when the run itself fails.
+    """
+    driver = drivers.load(spec["driver"])
+    result["driver_version"] = driver.version()
+    rss_before = resident_bytes()
+    if driver.is_async:
+        result["event_loop"] = _event_loop_name()
+        coro = _run_async(driver, spec)
+        if result["event_loop"] == "asyncio":
+            window, tallies = asyncio.run(coro)
+        else:
+            import uvloop
+
+            window, tallies = uvloop.run(coro)
+    else:
+        result["event_loop"] = f"{spec['concurrency']} threads"
+        window, tallies = _run_threads(driver, spec)
+    peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    latencies = [lat for t in tallies for lat in t.latencies]
+    result.update(
+        cell_result(
+            queries=len(latencies),
+            rows=sum(t.rows for t in tallies),
+            elapsed=window.end - window.start,
+            cpu_seconds=window.cpu_end - window.cpu_start,
+            latencies=latencies,
+        )
+    )
+    result["rss_growth_mb"] = max(0, peak_bytes - rss_before) / 2**20
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line description of an exception for the results table."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def main() -> None:
+    spec = json.loads(sys.stdin.read())
+    result: dict[str, Any] = {}
+    try:
+        run_cell(spec, result)
+    except BaseException as exc:  # noqa: BLE001 - every failure becomes an n/a cell
+        result["error"] = describe_error(exc)
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
+    # A driver may leave non-daemon threads or a wedged loop behind; the
+    # result is out, so do not wait for them.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
