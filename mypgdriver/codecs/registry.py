@@ -8,20 +8,24 @@ one pool can share it.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Iterable
 
+import mypgdriver.codecs
 from mypgdriver.codecs import base
 
-# Each of these modules registers its built-in codecs when imported; adding
-# a codec family is one module plus one line here.
-CODEC_MODULES = (
-    'integer',
-    'floating',
-    'text',
-)
+# Every compiled module in this package registers its built-in codecs when
+# imported, so adding a codec family is adding one module: no list to edit.
+_NOT_CODEC_FAMILIES = {'base', 'registry', 'introspection'}
 
-for _name in CODEC_MODULES:
-    importlib.import_module(f'mypgdriver.codecs.{_name}')
+
+def _load_codec_modules() -> None:
+    for info in pkgutil.iter_modules(mypgdriver.codecs.__path__):
+        if info.name not in _NOT_CODEC_FAMILIES and not info.name.startswith('_'):
+            importlib.import_module(f'mypgdriver.codecs.{info.name}')
+
+
+_load_codec_modules()
 
 
 class CodecRegistry:
