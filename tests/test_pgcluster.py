@@ -30,7 +30,9 @@ def test_version_is_server_version_num(pg_cluster, server_version):
 
 def test_fast_settings_applied(pg_cluster):
     pg_cluster.require_local()
-    out = pg_cluster.psql("SHOW fsync; SHOW synchronous_commit; SHOW full_page_writes; SHOW max_connections")
+    out = pg_cluster.psql(
+        "SHOW fsync; SHOW synchronous_commit; SHOW full_page_writes; SHOW max_connections"
+    )
     assert out == "off\noff\noff\n300\n"
 
 
@@ -77,7 +79,8 @@ def test_ipv6_loopback_uses_role_lines(pg_cluster):
     pg_cluster.require_local()
     if not pg_cluster.ipv6:
         pytest.skip("no IPv6 loopback on this machine")
-    assert pg_cluster.psql("SELECT current_user", user="mypg_md5", password="md5-pässword", host="::1") == "mypg_md5\n"
+    out = pg_cluster.psql("SELECT current_user", user="mypg_md5", password="md5-pässword", host="::1")
+    assert out == "mypg_md5\n"
     with pytest.raises(PsqlError):
         pg_cluster.psql("SELECT 1", user="mypg_md5", password="wrong", host="::1")
 
@@ -126,7 +129,8 @@ def test_external_cluster_parses_dsn_and_runs_psql(pg_cluster):
 
 def test_external_cluster_socket_dsn():
     ext = ExternalCluster("postgresql:///mydb?host=/run/pg&port=6543&user=bob&sslmode=disable")
-    assert (ext.host, ext.port, ext.user, ext.password, ext.database) == ("/run/pg", 6543, "bob", None, "mydb")
+    parsed = (ext.host, ext.port, ext.user, ext.password, ext.database)
+    assert parsed == ("/run/pg", 6543, "bob", None, "mydb")
     assert ext.dsn() == "postgresql://bob@/mydb?host=%2Frun%2Fpg&port=6543&sslmode=disable"
 
 

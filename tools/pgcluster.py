@@ -184,7 +184,9 @@ def find_psql(bindir: str | None = None) -> str:
     found = shutil.which("psql")
     if found:
         return found
-    raise PgClusterError("psql not found; install it with: sudo apt-get install -y postgresql-client")
+    raise PgClusterError(
+        "psql not found; install it with: sudo apt-get install -y postgresql-client"
+    )
 
 
 def _server_version_num(bindir: str) -> int:
@@ -628,7 +630,9 @@ class PgCluster:
             conn_env["PGPASSWORD"] = password
         return _run_psql(self.psql_path, conn_env, sql)
 
-    def dsn(self, user: str = "postgres", password: str | None = None, database: str = "postgres") -> str:
+    def dsn(
+        self, user: str = "postgres", password: str | None = None, database: str = "postgres"
+    ) -> str:
         """A ``postgresql://`` URL for TCP connections to this server."""
         return _build_dsn(self.host, self.port, user, password, database)
 
@@ -685,7 +689,9 @@ class ExternalCluster:
         self.host = unquote(parts.hostname or "") or self.query.get("host", "127.0.0.1")
         self.port = parts.port or int(self.query.get("port", 5432))
         self.user = unquote(parts.username or "") or self.query.get("user", "postgres")
-        self.password = unquote(parts.password) if parts.password is not None else self.query.get("password")
+        self.password = (
+            unquote(parts.password) if parts.password is not None else self.query.get("password")
+        )
         self.database = unquote(parts.path.lstrip("/")) or self.query.get("dbname", self.user)
         self.psql_path = find_psql()
         self.bindir = os.path.dirname(self.psql_path)
@@ -722,19 +728,26 @@ class ExternalCluster:
             "PGUSER": user or self.user,
             "PGDATABASE": dbname or self.database,
         }
-        pw = password if password is not None else (self.password if user in (None, self.user) else None)
-        if pw is not None:
-            conn_env["PGPASSWORD"] = pw
+        if password is None and user in (None, self.user):
+            password = self.password
+        if password is not None:
+            conn_env["PGPASSWORD"] = password
         if "sslmode" in self.query:
             conn_env["PGSSLMODE"] = self.query["sslmode"]
         return _run_psql(self.psql_path, conn_env, sql)
 
-    def dsn(self, user: str | None = None, password: str | None = None, database: str | None = None) -> str:
+    def dsn(
+        self, user: str | None = None, password: str | None = None, database: str | None = None
+    ) -> str:
         """The DSN, with user/password/database replaced where given."""
         if password is None and user in (None, self.user):
             password = self.password
-        query = urllib.parse.urlencode({k: v for k, v in self.query.items() if k not in ("host", "port", "user", "password", "dbname")})
-        return _build_dsn(self.host, self.port, user or self.user, password, database or self.database, query)
+        # The parts _build_dsn places itself are dropped; sslmode and the like stay.
+        placed = ("host", "port", "user", "password", "dbname")
+        query = urllib.parse.urlencode({k: v for k, v in self.query.items() if k not in placed})
+        return _build_dsn(
+            self.host, self.port, user or self.user, password, database or self.database, query
+        )
 
     # Lifecycle calls are accepted so code can treat both kinds alike; the
     # server's life is not ours to manage.
