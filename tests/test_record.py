@@ -511,3 +511,13 @@ def test_record_orders_like_tuple_of_values(a, b):
         assert (left <= right) == (ta <= tb)
         assert (left > right) == (ta > tb)
         assert (left >= right) == (ta >= tb)
+
+
+def test_recycled_rows_keep_their_own_class():
+    # Exact Records are recycled through a freelist; subclass rows must never
+    # come back out of it as plain Records or the other way round.
+    for _ in range(3):
+        rows = [make(["a"], [i], cls=MyRecord if i % 2 else Record) for i in range(600)]
+        assert [type(r) for r in rows[:4]] == [Record, MyRecord, Record, MyRecord]
+        assert all(type(r) is (MyRecord if r[0] % 2 else Record) for r in rows)
+        del rows

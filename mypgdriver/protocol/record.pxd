@@ -2,7 +2,7 @@
 # make_record(); everything else is the Python-visible mapping/sequence API.
 
 cdef class RecordDescriptor:
-    # Column names in order, and name -> position (first occurrence wins).
+    # Column names in order, and name -> position (last occurrence wins, as in asyncpg).
     cdef readonly tuple names
     cdef dict index
 
