@@ -486,8 +486,8 @@ class ScramSha256:
         iterations_text = _take(attributes, 2, "i", what)
         # Further attributes are extensions, which RFC 5802 says to ignore.
 
-        # The server must echo our nonce and add its own part; compared in
-        # constant time like every other check on the server's values.
+        # The server must echo our nonce and add a part of its own (RFC 5802
+        # section 5.1); one that adds nothing gives no replay protection.
         ours = self._client_nonce.encode("ascii")
         theirs = combined_nonce.encode("utf-8")
         if (len(theirs) <= len(ours)
