@@ -109,3 +109,6 @@ cdef Codec text_fallback_codec(uint32_t oid, str name):
 def make_text_fallback(oid, name):
     """A codec that moves values of type `oid` as text (str both ways)."""
     return text_fallback_codec(oid, name)
+
+FORMAT_TEXT_PY = FORMAT_TEXT
+FORMAT_BINARY_PY = FORMAT_BINARY

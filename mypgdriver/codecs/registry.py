@@ -1,25 +1,29 @@
 """Which codec handles which type OID.
 
-Built-in types are known up front (no catalog query for them, ever); types
-the server reports that the driver has no codec for are moved as text, so
-every query works.  The registry is a plain object so that connections of
-one pool can share it.
+The registry holds *type information* (what a type is: scalar, array of X,
+domain over Y, composite with fields ...) and builds codecs from it on
+demand, memoised.  Built-in types come from a generated table, so they
+never need a catalog query; other types are learned by introspection (one
+query for all unknown OIDs of a statement, recursively) and cached here.
+User codecs (set_type_codec) are overrides by OID; changing one clears the
+memo so that arrays and composites pick it up too.  Nothing here is tied to
+one connection, so connections of a pool can share a registry.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Iterable
+from typing import Iterable, NamedTuple, Optional
 
 import mypgdriver.codecs
-from mypgdriver.codecs import base
+from mypgdriver.codecs import base, pg_types
 
-# Every compiled module in this package registers its built-in codecs when
-# imported, so adding a codec family is adding one module: no list to edit.
-_NOT_CODEC_FAMILIES = {'base', 'registry', 'introspection'}
+_NOT_CODEC_FAMILIES = {'base', 'registry', 'introspection', 'pg_types'}
 
 
 def _load_codec_modules() -> None:
+    # Every compiled module in this package registers its built-in codecs
+    # when imported, so adding a codec family is adding one module.
     for info in pkgutil.iter_modules(mypgdriver.codecs.__path__):
         if info.name not in _NOT_CODEC_FAMILIES and not info.name.startswith('_'):
             importlib.import_module(f'mypgdriver.codecs.{info.name}')
@@ -27,39 +31,124 @@ def _load_codec_modules() -> None:
 
 _load_codec_modules()
 
+from mypgdriver.codecs.array import make_array_codec  # noqa: E402
+
+
+class TypeInfo(NamedTuple):
+    """What the catalog says about one type (pg_type and friends)."""
+
+    oid: int
+    name: str
+    schema: str
+    kind: str                 # typtype: b base, c composite, d domain, e enum, p pseudo, r range, m multirange
+    category: str             # typcategory; 'A' for arrays
+    element: int = 0          # arrays: element type
+    base: int = 0             # domains: base type
+    range_subtype: int = 0    # ranges: subtype
+    multirange_of: int = 0    # multiranges: their range type
+    delimiter: str = ','
+    field_names: tuple = ()   # composites
+    field_oids: tuple = ()
+
+
+BUILTIN_TYPES = {
+    oid: TypeInfo(oid, name, 'pg_catalog', typtype, category, elem, 0, subtype, mrange, delim)
+    for oid, (name, typtype, category, elem, subtype, mrange, delim) in pg_types.TYPES.items()
+}
+
+# Container codec builders register themselves here (kind -> factory), so
+# this module does not need to know every container family.
+CONTAINER_FACTORIES: dict = {}
+
 
 class CodecRegistry:
     """Maps type OIDs to codecs for one connection (or one pool)."""
 
     def __init__(self) -> None:
-        self._builtin = base.builtin_codecs()
-        self._codecs: dict[int, object] = {}
-        self._fallbacks: dict[int, object] = {}
-        # Bumped whenever a codec changes, so cached statements can tell
+        self._builtin_codecs = base.builtin_codecs()
+        self._types: dict[int, TypeInfo] = dict(BUILTIN_TYPES)
+        self._overrides: dict[int, object] = {}
+        self._memo: dict[int, object] = {}
+        # Bumped whenever codecs change, so that cached statements can tell
         # that their codec arrays are stale.
         self.generation = 0
 
-    def get_codec(self, oid: int):
-        """The codec for `oid`: a registered one, a built-in one, else text."""
-        codec = self._codecs.get(oid)
-        if codec is not None:
-            return codec
-        codec = self._builtin.get(oid)
-        if codec is not None:
-            return codec
-        codec = self._fallbacks.get(oid)
-        if codec is None:
-            codec = base.make_text_fallback(oid, f'oid {oid}')
-            self._fallbacks[oid] = codec
-        return codec
+    # --- type information ---
 
-    def has_binary_codec(self, oid: int) -> bool:
-        return oid in self._codecs or oid in self._builtin
+    def type_info(self, oid: int) -> Optional[TypeInfo]:
+        return self._types.get(oid)
+
+    def type_by_name(self, name: str, schema: str) -> Optional[TypeInfo]:
+        for info in self._types.values():
+            if info.name == name and info.schema == schema:
+                return info
+        return None
+
+    def add_types(self, infos: Iterable[TypeInfo]) -> None:
+        """Learn types from introspection."""
+        for info in infos:
+            self._types[info.oid] = info
+        self._memo.clear()
+        self.generation += 1
 
     def missing(self, oids: Iterable[int]) -> list[int]:
-        """OIDs that need a catalog lookup before a codec can be chosen.
+        """OIDs that need a catalog lookup before a codec can be chosen."""
+        return [oid for oid in set(oids) if oid not in self._types and oid not in self._overrides]
 
-        Until introspection lands, unknown types fall back to text, so
-        nothing is ever missing.
-        """
-        return []
+    # --- user codecs ---
+
+    def set_override(self, oid: int, codec) -> None:
+        self._overrides[oid] = codec
+        self._memo.clear()
+        self.generation += 1
+
+    def remove_override(self, oid: int) -> None:
+        self._overrides.pop(oid, None)
+        self._memo.clear()
+        self.generation += 1
+
+    # --- codecs ---
+
+    def get_codec(self, oid: int):
+        """The codec for `oid`; types without a binary codec are moved as text."""
+        codec = self._memo.get(oid)
+        if codec is None:
+            codec = self._build(oid, 0)
+            self._memo[oid] = codec
+        return codec
+
+    def _build(self, oid: int, depth: int):
+        if depth > 64:
+            # A type graph this deep is a cycle (the catalog cannot create
+            # one, but a broken extension could): move the value as text.
+            return base.make_text_fallback(oid, f'oid {oid}')
+        codec = self._overrides.get(oid)
+        if codec is not None:
+            return codec
+        codec = self._builtin_codecs.get(oid)
+        if codec is not None:
+            return codec
+        info = self._types.get(oid)
+        if info is None:
+            return base.make_text_fallback(oid, f'oid {oid}')
+        if info.category == 'A' and info.element:
+            element = self._child(info.element, depth)
+            if element.format == base.FORMAT_BINARY_PY:
+                return make_array_codec(oid, info.name, info.schema, element, info.element,
+                                        info.delimiter)
+            return base.make_text_fallback(oid, info.name)
+        if info.kind == 'd' and info.base:
+            return self._child(info.base, depth)
+        factory = CONTAINER_FACTORIES.get(info.kind)
+        if factory is not None:
+            codec = factory(self, info, depth)
+            if codec is not None:
+                return codec
+        return base.make_text_fallback(oid, info.name)
+
+    def _child(self, oid: int, depth: int):
+        codec = self._memo.get(oid)
+        if codec is None:
+            codec = self._build(oid, depth + 1)
+            self._memo[oid] = codec
+        return codec

@@ -1,0 +1,163 @@
+# cython: language_level=3
+"""Arrays of any element type and any number of dimensions (binary format).
+
+Wire format (array_send): int32 ndim, int32 has-nulls flag, uint32 element
+type OID, ndim x (int32 length, int32 lower bound), then each element as
+int32 length (-1 = NULL) + bytes, in row-major order.  Lower bounds are not
+kept: arrays decode to nested lists, as in asyncpg.
+"""
+
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
+from libc.stdint cimport int32_t, uint32_t
+from mypgdriver.protocol.buffer cimport (
+    Frame, WriteBuffer, frame_read, frame_read_int32)
+from mypgdriver.codecs.base cimport (
+    Codec, make_codec, raise_encode_error, raise_decode_error, FORMAT_BINARY)
+
+from collections.abc import Sequence as _Sequence
+
+# PostgreSQL's MAXDIM.
+cdef int MAX_DIMS = 6
+
+
+cdef object decode_level(Codec elem, Frame *frame, int32_t *dims, int ndim, int level):
+    cdef int32_t n = dims[level]
+    cdef int32_t i, flen
+    cdef Frame field
+    cdef list items = PyList_New(n)
+    cdef object item
+    for i in range(n):
+        if level + 1 < ndim:
+            item = decode_level(elem, frame, dims, ndim, level + 1)
+        else:
+            flen = frame_read_int32(frame)
+            if flen == -1:
+                item = None
+            else:
+                field.ptr = frame_read(frame, flen)
+                field.remaining = flen
+                item = elem.c_decode(elem, &field)
+                if field.remaining != 0:
+                    raise_decode_error(elem, 'element not fully consumed')
+        Py_INCREF(item)
+        PyList_SET_ITEM(items, i, item)
+    return items
+
+
+cdef object array_decode(Codec codec, Frame *frame):
+    cdef int32_t ndim = frame_read_int32(frame)
+    cdef int32_t dims[6]
+    cdef int i
+    frame_read(frame, 8)        # has-nulls flag, element OID
+    if ndim == 0:
+        return []
+    if ndim < 0 or ndim > MAX_DIMS:
+        raise_decode_error(codec, f'invalid number of dimensions {ndim}')
+    for i in range(ndim):
+        dims[i] = frame_read_int32(frame)
+        frame_read(frame, 4)    # lower bound
+        if dims[i] < 0:
+            raise_decode_error(codec, f'invalid dimension length {dims[i]}')
+    return decode_level(codec.element_codec, frame, dims, ndim, 0)
+
+
+cdef inline bint is_subarray(object value, bint tuples_are_elements):
+    # Lists are always dimensions.  Plain tuples are dimensions too, unless the
+    # element type is itself tuple-shaped (composites), where a tuple is one
+    # element.  Tuple subclasses (Point, Box...) and str/bytes never are.
+    cdef type t = type(value)
+    if t is list:
+        return True
+    if t is tuple:
+        return not tuples_are_elements
+    if t is str or t is bytes or t is bytearray or t is memoryview or isinstance(value, tuple):
+        return False
+    return isinstance(value, _Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
+cdef int encode_level(Codec codec, Codec elem, WriteBuffer buf, object value, list dims,
+                      int level, bint tuples_are_elements, bint *has_null) except -1:
+    cdef Py_ssize_t off
+    cdef int ndim = len(dims)
+    if len(value) != dims[level]:
+        raise_encode_error(
+            codec, value,
+            'multi-dimensional arrays must have sub-arrays of matching length '
+            f'(expected {dims[level]} elements at depth {level + 1}, got {len(value)})')
+    for item in value:
+        if level + 1 < ndim:
+            if not is_subarray(item, tuples_are_elements):
+                raise_encode_error(
+                    codec, value,
+                    f'expected a sub-array at depth {level + 2}, got {type(item).__name__}')
+            encode_level(codec, elem, buf, item, dims, level + 1, tuples_are_elements, has_null)
+        elif item is None:
+            has_null[0] = True
+            buf.write_int32(-1)
+        else:
+            if is_subarray(item, tuples_are_elements):
+                raise_encode_error(
+                    codec, value,
+                    'multi-dimensional arrays must have sub-arrays of matching depth')
+            off = buf.reserve_length()
+            elem.c_encode(elem, buf, item)
+            buf.patch_length(off, <int32_t>(buf.length - off - 4))
+    return 0
+
+
+cdef int array_encode(Codec codec, WriteBuffer buf, object value) except -1:
+    cdef Codec elem = codec.element_codec
+    cdef bint tuples_are_elements = elem.kind == 'composite'
+    cdef bint has_null = False
+    cdef list dims = []
+    cdef Py_ssize_t header, nulls_at
+    cdef object probe
+    if isinstance(value, (str, bytes, bytearray, memoryview)) or not (
+            type(value) is list or type(value) is tuple or isinstance(value, _Sequence)):
+        raise_encode_error(
+            codec, value, f'a sequence is required for an array (got type {type(value).__name__})')
+    probe = value
+    while True:
+        dims.append(len(probe))
+        if len(probe) == 0 or len(dims) > MAX_DIMS:
+            break
+        probe = probe[0]
+        if not is_subarray(probe, tuples_are_elements):
+            break
+    if len(dims) > MAX_DIMS:
+        raise_encode_error(codec, value, f'too many dimensions (PostgreSQL allows {MAX_DIMS})')
+    if dims[len(dims) - 1] == 0:
+        # An empty (sub-)array makes the whole value the empty array.
+        buf.write_int32(0)
+        buf.write_int32(0)
+        buf.write_int32(<int32_t><uint32_t>elem_oid_of(codec))
+        return 0
+    buf.write_int32(<int32_t>len(dims))
+    nulls_at = buf.length
+    buf.write_int32(0)
+    buf.write_int32(<int32_t><uint32_t>elem_oid_of(codec))
+    for d in dims:
+        buf.write_int32(<int32_t>d)
+        buf.write_int32(1)
+    encode_level(codec, elem, buf, value, dims, 0, tuples_are_elements, &has_null)
+    if has_null:
+        buf.patch_length(nulls_at, 1)
+    return 0
+
+
+cdef inline uint32_t elem_oid_of(Codec codec):
+    # The element OID on the wire is the declared element type (a domain's
+    # own OID, say), which may differ from the codec doing the work.
+    return <uint32_t>codec.extra
+
+
+def make_array_codec(uint32_t oid, str name, str schema, Codec element, uint32_t element_oid,
+                     str delimiter=','):
+    """A binary array codec whose elements use `element` (a binary codec)."""
+    cdef Codec c = make_codec(oid, name, schema, 'array', FORMAT_BINARY,
+                              array_decode, array_encode)
+    c.element_codec = element
+    c.extra = element_oid
+    c.element_delimiter = delimiter
+    return c
