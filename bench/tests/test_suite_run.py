@@ -1,0 +1,49 @@
+"""The whole suite end to end: a throwaway server, real drivers, saved results."""
+from __future__ import annotations
+
+import glob
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from bench.runner import run_worker
+from bench.server import REPO_ROOT
+
+asyncpg = pytest.importorskip("asyncpg")
+if shutil.which("initdb") is None and not glob.glob("/usr/lib/postgresql/*/bin/initdb"):
+    pytest.skip("no PostgreSQL server binaries", allow_module_level=True)
+
+
+def test_small_run_saves_a_table_json_and_an_error_cell(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--drivers", "asyncpg,pgbench",
+         "--workloads", "oneplusone,copyfrom", "--concurrency", "2",
+         "--duration", "0.3", "--warmup", "0.1", "--output", str(tmp_path)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "latest" / "results.json").read_text())
+    cells = {(r["workload"], r["driver"]): r for r in report["results"]}
+    assert sorted(cells) == [
+        ("copyfrom", "asyncpg"), ("copyfrom", "asyncpg (A/A)"), ("copyfrom", "pgbench"),
+        ("oneplusone", "asyncpg"), ("oneplusone", "asyncpg (A/A)"), ("oneplusone", "pgbench"),
+    ]
+    assert cells[("copyfrom", "pgbench")]["error"] == "pgbench cannot express this workload"
+    for key in [("oneplusone", "asyncpg"), ("oneplusone", "pgbench"), ("copyfrom", "asyncpg")]:
+        cell = cells[key]
+        assert "error" not in cell, cell
+        assert cell["queries"] > 0
+    assert cells[("copyfrom", "asyncpg")]["rows"] == 10_000 * cells[("copyfrom", "asyncpg")]["queries"]
+    assert report["machine"]["drivers"]["asyncpg"] == asyncpg.__version__
+    assert report["machine"]["server"].startswith("PostgreSQL ")
+    assert "| oneplusone | 2 |" in proc.stdout
+    assert (tmp_path / "latest" / "results.md").read_text().startswith("# mypgdriver benchmark")
+
+
+def test_worker_turns_an_unknown_driver_into_an_error_cell():
+    spec = {"driver": "no-such-driver", "workload": "oneplusone", "concurrency": 1,
+            "warmup": 0.0, "duration": 0.1, "params": {}}
+    assert run_worker(spec, None, timeout=60) == {"error": "KeyError: 'no-such-driver'"}

@@ -1,0 +1,303 @@
+"""Unit tests of the harness pieces that need no database."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from bench import cli, pgbench, report, stats, worker
+from bench.drivers import MODULES
+from bench.runner import AA_LABEL, Cell, Options, plan
+from bench.workloads import BY_NAME, CURSOR_BATCH, WORKLOADS, Workload, sql_literal
+
+from . import fake_driver
+
+
+# -- workloads -----------------------------------------------------------------
+
+
+def test_pyformat_sql_replaces_placeholders_and_escapes_percent():
+    w = Workload(name="x", description="", kind="fetch", sql="SELECT $1 % 2, $2 LIKE 'a%'")
+    assert w.pyformat_sql == "SELECT %s %% 2, %s LIKE 'a%%'"
+
+
+def test_literal_sql_inlines_arguments():
+    assert BY_NAME["pg_type"].literal_sql.endswith("WHERE typtypmod = -1 AND typisdefined = true")
+    assert BY_NAME["generate_series"].literal_sql == "SELECT i FROM generate_series(1, 1000) AS i"
+
+
+@pytest.mark.parametrize(
+    "value, literal",
+    [(True, "true"), (False, "false"), (-1, "-1"), (10.333, "10.333"), ("it's", "'it''s'")],
+)
+def test_sql_literal(value, literal):
+    assert sql_literal(value) == literal
+
+
+def test_sql_literal_rejects_unknown_types():
+    with pytest.raises(TypeError):
+        sql_literal(b"bytes")
+
+
+def test_workloads_are_the_issue_set_in_order():
+    assert [w.name for w in WORKLOADS] == [
+        "pg_type", "generate_series", "large_object", "arrays", "copyfrom", "batch",
+        "oneplusone", "wide_row", "cursor_stream",
+    ]
+
+
+def test_only_pg_type_leaves_its_row_count_to_the_server():
+    assert [w.name for w in WORKLOADS if w.rows is None] == ["pg_type"]
+
+
+@pytest.mark.parametrize("name, rows", [("copyfrom", 10_000), ("batch", 1000)])
+def test_sent_records_match_the_row_count(name, rows):
+    w = BY_NAME[name]
+    assert len(w.records) == w.rows == rows
+    assert w.records[0] == (10, 11, 10, "TESTTESTTEST", 10.333, 12341234, "123412341234")
+    assert len(w.columns) == len(w.column_types) == 7
+
+
+def test_wide_row_table_has_twenty_columns():
+    ddl = BY_NAME["wide_row"].setup[0]
+    columns = ddl[ddl.index("(") + 1: ddl.rindex(")")]
+    assert len([c for c in columns.split(",") if not c.strip()[0].isdigit()]) == 20
+
+
+def test_every_driver_module_handles_every_kind():
+    import importlib
+
+    from bench.drivers import asyncpg_driver, mypgdriver_driver
+
+    kinds = {w.kind for w in WORKLOADS}
+    for name, module in MODULES.items():
+        if name == "mypgdriver":
+            continue  # shares asyncpg's module, checked next
+        assert set(importlib.import_module(module)._BUILDERS) == kinds, name
+    assert isinstance(mypgdriver_driver.DRIVER, asyncpg_driver.AsyncpgStyleDriver)
+    assert mypgdriver_driver.DRIVER.name == "mypgdriver"
+
+
+# -- stats ---------------------------------------------------------------------
+
+
+def test_percentile_is_nearest_rank():
+    values = [float(v) for v in range(1, 101)]
+    assert stats.percentile(values, 0.50) == 50.0
+    assert stats.percentile(values, 0.99) == 99.0
+    assert stats.percentile([7.0], 0.99) == 7.0
+
+
+def test_cell_result_numbers():
+    r = stats.cell_result(queries=4, rows=400, elapsed=2.0, cpu_seconds=0.002,
+                          latencies=[0.004, 0.001, 0.002, 0.003])
+    assert r["queries_per_s"] == 2.0
+    assert r["rows_per_s"] == 200.0
+    assert r["latency_mean_ms"] == pytest.approx(2.5)
+    assert r["latency_p50_ms"] == pytest.approx(2.0)
+    assert r["latency_p99_ms"] == pytest.approx(4.0)
+    assert r["cpu_per_query_us"] == pytest.approx(500.0)
+
+
+def test_cell_result_without_queries_has_no_latency():
+    r = stats.cell_result(queries=0, rows=0, elapsed=1.0, cpu_seconds=0.1, latencies=[])
+    assert r["latency_mean_ms"] is None
+    assert r["latency_p99_ms"] is None
+    assert r["cpu_per_query_us"] is None
+
+
+# -- pgbench -------------------------------------------------------------------
+
+
+def test_pgbench_script_for_a_query_is_the_literal_sql():
+    assert pgbench.script(BY_NAME["oneplusone"]) == "SELECT 1+1;\n"
+
+
+def test_pgbench_cannot_copy():
+    assert pgbench.script(BY_NAME["copyfrom"]) is None
+
+
+def test_pgbench_batch_is_one_pipeline_of_inserts():
+    lines = pgbench.script(BY_NAME["batch"]).splitlines()
+    assert lines[0] == "\\startpipeline" and lines[-1] == "\\endpipeline"
+    assert len(lines) == 1002
+    assert lines[1] == ("INSERT INTO mypgdriver_bench_copy (a, b, c, d, e, f, g) VALUES "
+                        "(10, 11, 10, 'TESTTESTTEST', 10.333, 12341234, '123412341234');")
+
+
+def test_pgbench_cursor_fetches_all_rows_in_batches():
+    lines = pgbench.script(BY_NAME["cursor_stream"]).splitlines()
+    assert lines[0] == "BEGIN;" and lines[-1] == "COMMIT;"
+    fetches = [line for line in lines if line.startswith("FETCH")]
+    assert fetches == [f"FETCH {CURSOR_BATCH} FROM bench_stream;"] * (100_000 // CURSOR_BATCH)
+
+
+def test_pgbench_log_counts_transactions_finishing_inside_the_window():
+    # client tx latency_us script epoch_s epoch_us; first start is t=100.0
+    lines = [
+        "0 1 500000 0 100 500000",   # finishes 100.5: warm-up
+        "0 2 400000 0 101 0",        # finishes 101.0: window start, counted
+        "1 1 250000 0 102 0",        # counted
+        "0 3 100000 0 103 0",        # finishes 103.0: window end, counted
+        "1 2 100000 0 103 100000",   # after the window
+        "garbage",
+    ]
+    queries, latencies = pgbench.parse_log(lines, warmup=1.0, duration=2.0)
+    assert queries == 3
+    assert latencies == [0.4, 0.25, 0.1]
+
+
+# -- plan ----------------------------------------------------------------------
+
+
+def _options(**kw) -> Options:
+    base = dict(drivers=["psycopg", "asyncpg"], workloads=["oneplusone"], concurrency=[1, 10],
+                duration=1.0, warmup=0.0)
+    base.update(kw)
+    return Options(**base)
+
+
+def test_plan_runs_asyncpg_first_and_its_control_last():
+    cells = plan(_options())
+    assert cells == [
+        Cell("oneplusone", 1, "asyncpg", "asyncpg"),
+        Cell("oneplusone", 1, "psycopg", "psycopg"),
+        Cell("oneplusone", 1, "asyncpg", AA_LABEL),
+        Cell("oneplusone", 10, "asyncpg", "asyncpg"),
+        Cell("oneplusone", 10, "psycopg", "psycopg"),
+        Cell("oneplusone", 10, "asyncpg", AA_LABEL),
+    ]
+
+
+def test_plan_without_asyncpg_has_no_control():
+    assert [c.label for c in plan(_options(drivers=["psycopg2"], concurrency=[10]))] == ["psycopg2"]
+
+
+def test_plan_without_control():
+    assert [c.label for c in plan(_options(concurrency=[10], aa_control=False))] == ["asyncpg", "psycopg"]
+
+
+# -- command line --------------------------------------------------------------
+
+
+def test_quick_sets_short_cells_at_concurrency_10():
+    o = cli.options_from(cli.parser().parse_args(["--quick"]))
+    assert (o.duration, o.warmup, o.concurrency) == (cli.QUICK_DURATION, cli.QUICK_WARMUP, [10])
+    assert o.drivers == cli.ALL_DRIVERS
+
+
+def test_explicit_values_beat_quick():
+    args = cli.parser().parse_args(["--quick", "--duration", "3", "--concurrency", "1,4"])
+    o = cli.options_from(args)
+    assert (o.duration, o.concurrency) == (3.0, [1, 4])
+
+
+def test_defaults():
+    o = cli.options_from(cli.parser().parse_args([]))
+    assert (o.duration, o.warmup, o.concurrency) == (5.0, cli.DEFAULT_WARMUP, [1, 10])
+    assert o.workloads == [w.name for w in WORKLOADS]
+
+
+@pytest.mark.parametrize("argv", [["--drivers", "asyncpg,nope"], ["--concurrency", "0"],
+                                  ["--workloads", ""]])
+def test_bad_arguments_exit_with_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.parser().parse_args(argv)
+    assert exc.value.code == 2
+
+
+def test_name_lists_are_split_on_commas():
+    assert cli._names(["a", "b"])("b, a") == ["b", "a"]
+    with pytest.raises(argparse.ArgumentTypeError):
+        cli._names(["a"])("c")
+
+
+# -- worker loops (fake drivers, no database) ------------------------------------
+
+
+def _spec(concurrency: int = 2) -> dict:
+    return {"driver": "fake", "workload": "oneplusone", "concurrency": concurrency,
+            "warmup": 0.01, "duration": 0.05, "params": {}}
+
+
+@pytest.mark.parametrize("make", [fake_driver.FakeSyncDriver, fake_driver.FakeAsyncDriver])
+def test_worker_counts_rows_of_every_measured_query(make, monkeypatch):
+    driver = make()
+    monkeypatch.setattr(worker.drivers, "load", lambda name: driver)
+    result: dict = {}
+    worker.run_cell(_spec(), result)
+    assert result["driver_version"] == driver.version()
+    assert result["queries"] > 0
+    assert result["rows"] == fake_driver.ROWS_PER_RUN * result["queries"]
+    assert driver.closed == 2
+
+
+@pytest.mark.parametrize("make", [fake_driver.FakeSyncDriver, fake_driver.FakeAsyncDriver])
+def test_worker_reports_a_failing_driver(make, monkeypatch):
+    driver = make(fail_after=2)
+    monkeypatch.setattr(worker.drivers, "load", lambda name: driver)
+    result: dict = {}
+    with pytest.raises(ConnectionResetError):
+        worker.run_cell(_spec(), result)
+    assert driver.closed == 2
+
+
+def test_describe_error_keeps_the_first_line():
+    assert worker.describe_error(ValueError("bad\nmore")) == "ValueError: bad"
+    assert worker.describe_error(KeyError()) == "KeyError"
+
+
+# -- report --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, text", [(1_460_000, "1.46M"), (980_000, "980k"),
+                                         (38_240, "38.2k"), (512, "512"), (7.25, "7.25")])
+def test_si(value, text):
+    assert report.si(value) == text
+
+
+def _cell(driver, rows_per_s, cpu=10.0, workload="oneplusone", concurrency=10):
+    return {"workload": workload, "concurrency": concurrency, "driver": driver,
+            "rows_per_s": rows_per_s, "queries_per_s": rows_per_s, "latency_mean_ms": 0.5,
+            "latency_p50_ms": 0.4, "latency_p99_ms": 2.0, "cpu_per_query_us": cpu,
+            "rss_growth_mb": 1.0, "driver_version": "1.0", "event_loop": "uvloop 0.23.0"}
+
+
+def _report(results):
+    return {"started": "2026-01-01T00:00:00+00:00",
+            "machine": report.machine_info("PostgreSQL 15.0", results),
+            "settings": {"duration": 5.0, "warmup": 2.0, "concurrency": [10], "pin": False},
+            "results": results}
+
+
+def test_markdown_shows_ratios_the_control_spread_and_errors():
+    results = [
+        _cell("asyncpg", 40_000, cpu=20.0),
+        {"workload": "oneplusone", "concurrency": 10, "driver": "mypgdriver",
+         "error": "AttributeError: 'Connection' object has no attribute 'executemany' at all"},
+        _cell("psycopg", 60_000, cpu=15.0),
+        _cell(AA_LABEL, 36_000, cpu=21.0),
+    ]
+    text = report.markdown(_report(results))
+    assert "| workload | c | A/A | asyncpg | mypgdriver | psycopg |" in text
+    assert ("| oneplusone | 10 | 0.90 | 40k | n/a (AttributeError: 'Connection' object has no "
+            "attrib…) | 60k (1.50) |") in text
+    assert "| oneplusone | 10 | 1.05 | 20.0 | n/a (AttributeError" in text
+    assert "| psycopg | 10 | 60k | 60k | 0.500 | 0.400 | 2.000 | 15.0 | 1.50 | 1.0 |" in text
+
+
+def test_machine_info_lists_driver_versions_once():
+    info = report.machine_info("PostgreSQL 15.0", [_cell("asyncpg", 1), _cell(AA_LABEL, 1)])
+    assert info["drivers"] == {"asyncpg": "1.0"}
+    assert info["event_loops"] == {"asyncpg": "uvloop 0.23.0"}
+
+
+def test_save_writes_json_markdown_and_latest_copy(tmp_path):
+    pytest.importorskip("matplotlib")
+    results = [_cell("asyncpg", 40_000), _cell("psycopg", 60_000),
+               _cell("asyncpg", 4_000, workload="arrays")]
+    notes = report.save(_report(results), tmp_path / "run", tmp_path / "latest")
+    assert notes == []
+    names = sorted(p.name for p in (tmp_path / "latest").iterdir())
+    assert names == ["results.json", "results.md", "rows_per_s.png",
+                     "rows_per_s_arrays.png", "rows_per_s_oneplusone.png"]
