@@ -6,6 +6,7 @@ import itertools
 from typing import Any, Optional, Sequence
 
 from mypgdriver import exceptions
+from mypgdriver.codecs import introspection
 from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.protocol.record import Record
 from mypgdriver.protocol.statement import (
@@ -43,7 +44,7 @@ class Connection:
     __slots__ = ('_protocol', '_transport', '_loop', '_addr', '_config', '_params',
                  '_stmt_cache', '_codecs', '_stmt_ids', '_stmts_to_close', '_closed',
                  '_server_version', '_id', '_record_class', '_command_timeout',
-                 '_max_cacheable_size', '__weakref__')
+                 '_max_cacheable_size', '_introspection_query', '__weakref__')
 
     def __init__(self, protocol, transport, loop, addr, config: ConnectionConfig, params):
         self._protocol = protocol
@@ -57,6 +58,7 @@ class Connection:
         self._stmts_to_close: list = []
         self._closed = False
         self._codecs = CodecRegistry()
+        self._introspection_query = None
         self._record_class = config.record_class
         self._command_timeout = config.command_timeout
         self._max_cacheable_size = config.max_cacheable_statement_size
@@ -207,12 +209,22 @@ class Connection:
             raise
         missing = missing_statement_types(state, self._codecs)
         if missing:
-            raise exceptions.InternalClientError(
-                f'no codec for type OIDs {missing} (type introspection is not available yet)')
+            await self._introspect_types(missing, timeout)
         resolve_statement_codecs(state, self._codecs)
         if use_cache:
             self._stmt_cache.put(query, state)
         return state
+
+    async def _introspect_types(self, oids, timeout) -> None:
+        """Teach the codec registry about `oids` (and what they contain)."""
+        if self._introspection_query is None:
+            version = self._server_version
+            num = version.major * 10000 + version.micro if version.major >= 10 else (
+                version.major * 10000 + version.minor * 100 + version.micro)
+            self._introspection_query = introspection.introspection_query(num)
+        rows = await self._execute(self._introspection_query, (list(oids),), 0, timeout,
+                                   False, Record)
+        self._codecs.add_types(introspection.rows_to_type_info(rows))
 
     def _on_statement_removed(self, state) -> None:
         if state.name and not state.closed:

@@ -112,3 +112,13 @@ def make_text_fallback(oid, name):
 
 FORMAT_TEXT_PY = FORMAT_TEXT
 FORMAT_BINARY_PY = FORMAT_BINARY
+
+
+def clone_codec(Codec codec, oid, name, schema, kind):
+    """A copy of `codec` that answers for another type (enums, set_builtin_type_codec)."""
+    cdef Codec c = codec.copy()
+    c.oid = oid
+    c.name = name
+    c.schema = schema
+    c.kind = kind
+    return c

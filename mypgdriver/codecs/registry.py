@@ -21,12 +21,18 @@ from mypgdriver.codecs import base, pg_types
 _NOT_CODEC_FAMILIES = {'base', 'registry', 'introspection', 'pg_types'}
 
 
+# Container families (composite, range, ...) build codecs from type info:
+# a module exposes CONTAINER_KINDS = {typtype: factory(registry, info, depth)}.
+CONTAINER_FACTORIES: dict = {}
+
+
 def _load_codec_modules() -> None:
     # Every compiled module in this package registers its built-in codecs
     # when imported, so adding a codec family is adding one module.
     for info in pkgutil.iter_modules(mypgdriver.codecs.__path__):
         if info.name not in _NOT_CODEC_FAMILIES and not info.name.startswith('_'):
-            importlib.import_module(f'mypgdriver.codecs.{info.name}')
+            module = importlib.import_module(f'mypgdriver.codecs.{info.name}')
+            CONTAINER_FACTORIES.update(getattr(module, 'CONTAINER_KINDS', {}))
 
 
 _load_codec_modules()
@@ -55,11 +61,6 @@ BUILTIN_TYPES = {
     oid: TypeInfo(oid, name, 'pg_catalog', typtype, category, elem, 0, subtype, mrange, delim)
     for oid, (name, typtype, category, elem, subtype, mrange, delim) in pg_types.TYPES.items()
 }
-
-# Container codec builders register themselves here (kind -> factory), so
-# this module does not need to know every container family.
-CONTAINER_FACTORIES: dict = {}
-
 
 class CodecRegistry:
     """Maps type OIDs to codecs for one connection (or one pool)."""
@@ -139,12 +140,19 @@ class CodecRegistry:
             return base.make_text_fallback(oid, info.name)
         if info.kind == 'd' and info.base:
             return self._child(info.base, depth)
+        if info.kind == 'e':
+            # An enum's binary form is its label, like text.
+            return base.clone_codec(self._builtin_codecs[25], oid, info.name, info.schema, 'enum')
         factory = CONTAINER_FACTORIES.get(info.kind)
         if factory is not None:
             codec = factory(self, info, depth)
             if codec is not None:
                 return codec
         return base.make_text_fallback(oid, info.name)
+
+    def child_codec(self, oid: int, depth: int):
+        """For container factories: the codec of a contained type."""
+        return self._child(oid, depth)
 
     def _child(self, oid: int, depth: int):
         codec = self._memo.get(oid)
