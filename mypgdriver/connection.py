@@ -13,6 +13,7 @@ from mypgdriver.protocol.statement import (
     StatementState, missing_statement_types, resolve_statement_codecs)
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
 from mypgdriver.statement_cache import StatementCache
+from mypgdriver.type_codecs import TypeCodecsMixin
 
 _connection_ids = itertools.count(1)
 
@@ -33,7 +34,7 @@ class ConnectionConfig:
         self.record_class = record_class
 
 
-class Connection:
+class Connection(TypeCodecsMixin):
     """A connection to a PostgreSQL server.
 
     Create one with :func:`mypgdriver.connect`.  A connection runs one
