@@ -17,7 +17,7 @@ ALL_DRIVERS = [*drivers.MODULES, "pgbench"]
 DEFAULT_DURATION = 5.0
 DEFAULT_WARMUP = 2.0
 QUICK_DURATION = 1.0
-QUICK_WARMUP = 0.5
+QUICK_WARMUP = 0.3
 
 
 def _names(known: Sequence[str]) -> Callable[[str], list[str]]:

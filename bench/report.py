@@ -87,12 +87,14 @@ def _labels(results: list[dict[str, Any]]) -> list[str]:
 def _matrix(results: list[dict[str, Any]], metric: str, fmt: Callable[[float], str],
             with_ratio: bool) -> list[str]:
     # The control has its own column, as a ratio: the noise next to the ratios.
-    labels = [label for label in _labels(results) if label != AA_LABEL]
-    lines = [_row(["workload", "c", "A/A", *labels]),
-             _row(["---", "---:", "---:", *["---:"] * len(labels)])]
+    all_labels = _labels(results)
+    control = [AA_LABEL] if AA_LABEL in all_labels else []
+    labels = [label for label in all_labels if label != AA_LABEL]
+    lines = [_row(["workload", "c", *(["A/A"] if control else []), *labels]),
+             _row(["---", "---:", *["---:"] * (len(control) + len(labels))])]
     for (workload, concurrency), by_driver in _groups(results).items():
         base = by_driver.get(BASELINE, {}).get(metric)
-        aa = _ratio(by_driver.get(AA_LABEL, {}).get(metric), base)
+        aa = [_ratio(by_driver.get(AA_LABEL, {}).get(metric), base)] if control else []
         cells = []
         for label in labels:
             r = by_driver.get(label)
@@ -104,7 +106,7 @@ def _matrix(results: list[dict[str, Any]], metric: str, fmt: Callable[[float], s
                 cells.append(f"{fmt(r[metric])} ({_ratio(r[metric], base)})")
             else:
                 cells.append(fmt(r[metric]))
-        lines.append(_row([workload, str(concurrency), aa, *cells]))
+        lines.append(_row([workload, str(concurrency), *aa, *cells]))
     return lines
 
 

@@ -144,6 +144,8 @@ class Runner:
         return self._expected_rows[w.name]
 
     def _pin_server(self, cpus: set[int] | None) -> None:
+        if not self.options.pin:
+            return
         wanted = cpus or self._all_cpus
         if wanted == self._server_cpus:
             return

@@ -2,8 +2,8 @@
 
 Plain `execute`/`fetchall` (psycopg2 has no server-side prepare),
 `copy_from` with tab-separated text built per iteration, `execute_batch`
-sending the whole batch in one round trip, and a named cursor in a
-transaction for streaming.
+with its default pages of 100 statements (one page of 1,000 measured 5%
+slower here), and a named cursor in a transaction for streaming.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _batch(conn, w: Workload) -> Runner:
     sql, records = w.pyformat_sql, w.records
 
     def run() -> int:
-        execute_batch(cur, sql, records, page_size=len(records))
+        execute_batch(cur, sql, records)
         return len(records)
 
     return run

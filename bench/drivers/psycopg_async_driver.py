@@ -11,7 +11,7 @@ Runner = Callable[[], Awaitable[int]]
 
 
 async def _fetch(conn, w: Workload) -> Runner:
-    cur = conn.cursor()
+    cur = conn.cursor(binary=True)
     sql, args = w.pyformat_sql, w.args
 
     async def run() -> int:
@@ -22,7 +22,7 @@ async def _fetch(conn, w: Workload) -> Runner:
 
 
 async def _copy(conn, w: Workload) -> Runner:
-    cur = conn.cursor()
+    cur = conn.cursor(binary=True)
     sql, types, records = copy_sql(w), list(w.column_types), w.records
 
     async def run() -> int:
@@ -36,7 +36,7 @@ async def _copy(conn, w: Workload) -> Runner:
 
 
 async def _batch(conn, w: Workload) -> Runner:
-    cur = conn.cursor()
+    cur = conn.cursor(binary=True)
     sql, records = w.pyformat_sql, w.records
 
     async def run() -> int:
@@ -51,7 +51,7 @@ async def _cursor(conn, w: Workload) -> Runner:
 
     async def run() -> int:
         rows = 0
-        async with conn.transaction(), conn.cursor(name="bench_stream") as cur:
+        async with conn.transaction(), conn.cursor(name="bench_stream", binary=True) as cur:
             cur.itersize = CURSOR_BATCH
             await cur.execute(sql, args)
             async for _ in cur:

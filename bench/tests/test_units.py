@@ -301,3 +301,9 @@ def test_save_writes_json_markdown_and_latest_copy(tmp_path):
     names = sorted(p.name for p in (tmp_path / "latest").iterdir())
     assert names == ["results.json", "results.md", "rows_per_s.png",
                      "rows_per_s_arrays.png", "rows_per_s_oneplusone.png"]
+
+
+def test_markdown_without_control_has_no_spread_column():
+    text = report.markdown(_report([_cell("psycopg", 60_000), _cell("psycopg2", 30_000)]))
+    assert "| workload | c | psycopg | psycopg2 |" in text
+    assert "| oneplusone | 10 | 60k | 30k |" in text
