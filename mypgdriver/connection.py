@@ -128,6 +128,27 @@ class Connection(TypeCodecsMixin):
             return None
         return rows[0][column]
 
+    # --- session state ---
+
+    async def reset(self, *, timeout: Optional[float] = None) -> None:
+        """Return the session to a clean state (what a pool does on release).
+
+        Rolls back an open transaction, closes all cursors, releases session
+        advisory locks, stops listening on all channels and resets all
+        settings to their defaults.
+        """
+        self._check_open()
+        query = self._reset_query()
+        if self.is_in_transaction():
+            query = 'ROLLBACK;\n' + query
+        await self.execute(query, timeout=timeout)
+
+    def _reset_query(self) -> str:
+        return ('SELECT pg_catalog.pg_advisory_unlock_all();\n'
+                'CLOSE ALL;\n'
+                'UNLISTEN *;\n'
+                'RESET ALL;')
+
     # --- closing ---
 
     async def close(self, *, timeout: Optional[float] = None) -> None:
