@@ -48,7 +48,8 @@ cdef object DECIMAL_NEG_INF = Decimal('-Infinity')
 
 
 cdef inline int64_t floor_div4(int64_t v) noexcept:
-    return v // 4 if v >= 0 else -((-v + 3) // 4)
+    """v // 4 rounded down (C division truncates toward zero)."""
+    return v // 4 - (1 if v % 4 < 0 else 0)
 
 
 # --- decoding -----------------------------------------------------------------
