@@ -14,6 +14,8 @@ from mypgdriver.protocol.statement import (
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
 from mypgdriver.statement_cache import StatementCache
 from mypgdriver.type_codecs import TypeCodecsMixin
+from mypgdriver.copy import CopyMixin
+from mypgdriver.listeners import ListenersMixin
 
 _connection_ids = itertools.count(1)
 
@@ -34,7 +36,7 @@ class ConnectionConfig:
         self.record_class = record_class
 
 
-class Connection(TypeCodecsMixin):
+class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
     """A connection to a PostgreSQL server.
 
     Create one with :func:`mypgdriver.connect`.  A connection runs one
@@ -45,7 +47,12 @@ class Connection(TypeCodecsMixin):
     __slots__ = ('_protocol', '_transport', '_loop', '_addr', '_config', '_params',
                  '_stmt_cache', '_codecs', '_stmt_ids', '_stmts_to_close', '_closed',
                  '_server_version', '_id', '_record_class', '_command_timeout',
-                 '_max_cacheable_size', '_introspection_query', '__weakref__')
+                 '_max_cacheable_size', '_introspection_query',
+                 # listeners.py
+                 '_listeners', '_log_listeners', '_termination_listeners',
+                 # query logging, transactions, cursors
+                 '_query_loggers', '_top_xact', '_cursor_ids',
+                 '__weakref__')
 
     def __init__(self, protocol, transport, loop, addr, config: ConnectionConfig, params):
         self._protocol = protocol
@@ -60,6 +67,15 @@ class Connection(TypeCodecsMixin):
         self._closed = False
         self._codecs = CodecRegistry()
         self._introspection_query = None
+        self._listeners: dict = {}
+        self._log_listeners: list = []
+        self._termination_listeners: list = []
+        self._query_loggers: list = []
+        self._top_xact = None
+        self._cursor_ids = itertools.count(1)
+        protocol.on_notice = self._dispatch_notice
+        protocol.on_notification = self._dispatch_notification
+        protocol.on_connection_lost = self._dispatch_connection_lost
         self._record_class = config.record_class
         self._command_timeout = config.command_timeout
         self._max_cacheable_size = config.max_cacheable_statement_size
@@ -108,6 +124,77 @@ class Connection(TypeCodecsMixin):
         if not args:
             return await self._simple_query(query, timeout)
         return await self._execute(query, args, 0, timeout, True, None)
+
+    async def executemany(self, command: str, args, *, timeout: Optional[float] = None) -> None:
+        """Run `command` once per argument sequence in `args`, pipelined.
+
+        All rows travel in one pipeline (many Bind/Execute messages per network
+        write, one Sync at the end), so this costs one round trip, not one per
+        row.  It is atomic: if any row fails (bad input raises DataError naming
+        the row index; a server error raises that error), nothing is applied.
+        `args` may be any iterable or async iterable of argument sequences.
+        """
+        self._check_open()
+        if self._stmts_to_close or self._protocol.get_resync_waiter() is not None:
+            await self._wait_in_sync()
+        if timeout is None:
+            timeout = self._command_timeout
+        deadline = None if timeout is None else self._loop.time() + timeout
+        state = self._stmt_cache.get(command)
+        if state is None:
+            state = await self._prepare_state(command, timeout)
+        if deadline is not None:
+            timeout = deadline - self._loop.time()
+        await self._executemany_state(state, args, timeout)
+
+    async def _executemany_state(self, state, args, timeout) -> None:
+        proto = self._protocol
+        batch_size = 1000
+        fut = proto.executemany_start(state, timeout)
+        try:
+            base = 0
+            if hasattr(args, '__aiter__'):
+                batch = []
+                async for row in args:
+                    batch.append(row)
+                    if len(batch) >= batch_size:
+                        proto.executemany_write(state, batch, base)
+                        base += len(batch)
+                        batch = []
+                        if proto.executemany_failed():
+                            break
+                        drain = proto.get_drain_waiter()
+                        if drain is not None:
+                            await drain
+                if batch:
+                    proto.executemany_write(state, batch, base)
+            else:
+                iterator = iter(args)
+                while True:
+                    batch = list(itertools.islice(iterator, batch_size))
+                    if not batch:
+                        break
+                    proto.executemany_write(state, batch, base)
+                    base += len(batch)
+                    if proto.executemany_failed():
+                        break
+                    drain = proto.get_drain_waiter()
+                    if drain is not None:
+                        await drain
+            proto.executemany_finish(False)
+        except asyncio.CancelledError:
+            proto.abandon()
+            raise
+        except BaseException:
+            # Bad input (DataError naming the row) or a failing iterator:
+            # make the server roll back what was already sent, then re-raise.
+            proto.executemany_finish(True)
+            try:
+                await fut
+            except Exception:
+                pass
+            raise
+        await self._await_op(fut)
 
     async def fetch(self, query: str, *args, timeout: Optional[float] = None,
                     record_class=None) -> list:
@@ -176,6 +263,14 @@ class Connection(TypeCodecsMixin):
             await asyncio.shield(resync)
         if self._stmts_to_close:
             await self._close_removed_statements()
+
+    async def _await_op(self, fut):
+        """Await a protocol operation; if our task is cancelled, resync the connection."""
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            self._protocol.abandon()
+            raise
 
     async def _simple_query(self, query: str, timeout) -> str:
         self._check_open()

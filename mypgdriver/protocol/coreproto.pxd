@@ -15,6 +15,7 @@ cdef enum ProtocolState:
     STATE_COPY_OUT = 8
     STATE_COPY_IN = 9
     STATE_CLOSED = 10        # terminated or lost: nothing more can be sent
+    STATE_COPY_IN_WAIT = 11  # COPY FROM STDIN sent, CopyInResponse not yet received
 
 
 cdef class CoreProtocol:
@@ -45,6 +46,9 @@ cdef class CoreProtocol:
         bint discard_rows                 # after a cancel: drain without decoding
         bint portal_suspended
         object copy_out_sink              # callable(bytes) for COPY TO STDOUT, or None
+        public bint count_rows_only       # Cursor.forward(): count rows, do not decode
+        public Py_ssize_t rows_counted
+        bint many_sent_any                # executemany: some rows already on the wire
 
     # --- hooks the asyncio layer implements ---
     cdef int _write(self, object data) except -1
@@ -58,8 +62,15 @@ cdef class CoreProtocol:
     cdef bytes _build_startup_message(self)
     cdef int _send_simple_query(self, str query) except -1
     cdef int _send_prepare(self, StatementState st) except -1
-    cdef int _send_bind_execute(self, StatementState st, object args, int32_t limit) except -1
-    cdef int _send_close_statements(self, list names) except -1
+    cdef int _send_bind_execute(self, StatementState st, object args, str portal, int32_t limit) except -1
+    cdef int _send_execute_portal(self, StatementState st, str portal, int32_t limit) except -1
+    cdef int _send_close(self, char kind, list names) except -1
+    cdef int _start_many(self, StatementState st) except -1
+    cdef int _write_many(self, StatementState st, object rows, Py_ssize_t base_index) except -1
+    cdef int _finish_many(self, bint abort) except -1
+    cdef int _send_copy_query(self, str query, bint copy_in) except -1
+    cdef int _write_copy_message(self, char mtype, object data) except -1
+    cdef int _on_copy_in_ready(self) except -1
     cdef int _send_terminate(self) except -1
 
     # --- incoming ---

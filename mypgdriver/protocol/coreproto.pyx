@@ -152,14 +152,15 @@ cdef class CoreProtocol:
         self._write(buf.to_bytes())
         return 0
 
-    cdef int _send_bind_execute(self, StatementState st, object args, int32_t limit) except -1:
+    cdef int _send_bind_execute(self, StatementState st, object args, str portal,
+                                int32_t limit) except -1:
         cdef WriteBuffer buf = self.wbuf
         buf.reset()
         # Encoding may raise DataError: that happens before anything is
         # written to the transport, and the state stays idle.
-        st.encode_bind(buf, '', args)
+        st.encode_bind(buf, portal, args)
         buf.start_message(b'E')
-        buf.write_byte(0)           # unnamed portal
+        buf.write_cstr(portal)
         buf.write_int32(limit)
         buf.end_message()
         buf.start_message(b'S')
@@ -171,12 +172,31 @@ cdef class CoreProtocol:
         self._write(buf.to_bytes())
         return 0
 
-    cdef int _send_close_statements(self, list names) except -1:
+    cdef int _send_execute_portal(self, StatementState st, str portal, int32_t limit) except -1:
+        # A named portal outlives Sync inside a transaction block, so each
+        # cursor fetch is one Execute + Sync round trip.
+        cdef WriteBuffer buf = self.wbuf
+        buf.reset()
+        buf.start_message(b'E')
+        buf.write_cstr(portal)
+        buf.write_int32(limit)
+        buf.end_message()
+        buf.start_message(b'S')
+        buf.end_message()
+        self._reset_result()
+        self.statement = st
+        self.result_rows = []
+        self.rows_counted = 0
+        self.state = STATE_BIND_EXECUTE
+        self._write(buf.to_bytes())
+        return 0
+
+    cdef int _send_close(self, char kind, list names) except -1:
         cdef WriteBuffer buf = self.wbuf
         buf.reset()
         for name in names:
             buf.start_message(b'C')
-            buf.write_byte(b'S')
+            buf.write_byte(kind)
             buf.write_cstr(name)
             buf.end_message()
         buf.start_message(b'S')
@@ -184,6 +204,78 @@ cdef class CoreProtocol:
         self._reset_result()
         self.state = STATE_CLOSE_STATEMENTS
         self._write(buf.to_bytes())
+        return 0
+
+    # executemany: many Bind/Execute pairs, one Sync.  Everything up to the
+    # Sync is one implicit transaction, so one failing row undoes them all.
+
+    cdef int _start_many(self, StatementState st) except -1:
+        self._reset_result()
+        self.statement = st
+        self.many_sent_any = False
+        self.state = STATE_BIND_EXECUTE_MANY
+        return 0
+
+    cdef int _write_many(self, StatementState st, object rows, Py_ssize_t base_index) except -1:
+        cdef WriteBuffer buf = self.wbuf
+        cdef Py_ssize_t i = base_index
+        if self.result_error is not None:
+            return 0    # the server already failed: it skips to Sync anyway
+        buf.reset()
+        for args in rows:
+            st.encode_bind(buf, '', args, i)
+            buf.start_message(b'E')
+            buf.write_byte(0)
+            buf.write_int32(0)
+            buf.end_message()
+            i += 1
+        if buf.length:
+            self.many_sent_any = True
+            self._write(buf.to_bytes())
+        return 0
+
+    cdef int _finish_many(self, bint abort) except -1:
+        cdef WriteBuffer buf = self.wbuf
+        buf.reset()
+        if abort:
+            # Make the server fail the implicit transaction, so the rows
+            # already sent are rolled back when Sync arrives.
+            buf.start_message(b'E')
+            buf.write_cstr('__mypgdriver_abort_pipeline__')
+            buf.write_int32(0)
+            buf.end_message()
+        buf.start_message(b'S')
+        buf.end_message()
+        self._write(buf.to_bytes())
+        return 0
+
+    # COPY: the command goes as a simple Query; CopyInResponse / CopyOutResponse
+    # switch the stream into copy mode until CopyDone + CommandComplete.
+
+    cdef int _send_copy_query(self, str query, bint copy_in) except -1:
+        cdef WriteBuffer buf = self.wbuf
+        buf.reset()
+        buf.start_message(b'Q')
+        buf.write_cstr(query)
+        buf.end_message()
+        self._reset_result()
+        self.state = STATE_COPY_IN_WAIT if copy_in else STATE_SIMPLE_QUERY
+        self._write(buf.to_bytes())
+        return 0
+
+    cdef int _write_copy_message(self, char mtype, object data) except -1:
+        cdef WriteBuffer buf = WriteBuffer()
+        buf.start_message(mtype)
+        if data is not None:
+            if isinstance(data, str):
+                buf.write_cstr(data)
+            else:
+                buf.write_bytelike(data)
+        buf.end_message()
+        self._write(buf.to_bytes())
+        return 0
+
+    cdef int _on_copy_in_ready(self) except -1:
         return 0
 
     cdef int _send_terminate(self) except -1:
@@ -293,6 +385,9 @@ cdef class CoreProtocol:
     cdef int _on_data_row(self, Frame *frame) except -1:
         if self.discard_rows or self.result_rows is None:
             return 0
+        if self.count_rows_only:
+            self.rows_counted += 1
+            return 0
         try:
             row = self.statement.decode_row(frame, self.record_class)
         except Exception as e:
@@ -324,8 +419,12 @@ cdef class CoreProtocol:
         return 0
 
     cdef int _on_copy_in_response(self, Frame *frame) except -1:
-        # Only reachable through execute() of a COPY ... FROM STDIN: refuse it
-        # with CopyFail so the server ends the command and we stay in sync.
+        if self.state == STATE_COPY_IN_WAIT and not self.discard_rows:
+            self.state = STATE_COPY_IN
+            return self._on_copy_in_ready()
+        # Reached through execute() of a COPY ... FROM STDIN (or an abandoned
+        # copy): refuse it with CopyFail so the server ends the command and
+        # we stay in sync.
         cdef WriteBuffer buf = WriteBuffer()
         buf.start_message(b'f')
         buf.write_cstr('COPY FROM STDIN is not supported by execute(); '

@@ -16,9 +16,14 @@ cdef class BaseProtocol(CoreProtocol):
         public object cancel_request   # async callable sending a CancelRequest
         readonly object lost_exc
         bint cancel_done
+        object drain_waiter         # set while the transport asks us to stop writing
+        bint writing_paused
+        bint sync_sent              # executemany: Sync already written
+        public object copy_ready    # Future: CopyInResponse arrived (True) or not (False)
 
     cdef object _new_waiter(self, object timeout, int op_kind)
     cdef int _fatal(self, object exc) except -1
     cdef _cancel_timeout(self)
     cdef _finish_resync(self)
     cdef _clear_failed_send(self)
+    cdef _wake_copy_and_drain(self)

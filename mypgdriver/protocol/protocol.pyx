@@ -13,10 +13,13 @@ import socket
 
 from libc.stdint cimport int32_t
 from mypgdriver.protocol.coreproto cimport (
-    CoreProtocol, STATE_NEW, STATE_STARTUP, STATE_IDLE, STATE_CLOSED, STATE_COPY_IN)
+    CoreProtocol, STATE_NEW, STATE_STARTUP, STATE_IDLE, STATE_CLOSED, STATE_COPY_IN,
+    STATE_COPY_IN_WAIT, STATE_BIND_EXECUTE_MANY, STATE_SIMPLE_QUERY)
 from mypgdriver.protocol.statement cimport StatementState
+from mypgdriver.protocol.buffer cimport WriteBuffer
 
 from mypgdriver import exceptions
+from mypgdriver.protocol.record import Record
 
 
 cdef enum OpKind:
@@ -26,6 +29,8 @@ cdef enum OpKind:
     OP_BIND_EXECUTE = 3
     OP_SIMPLE_QUERY = 4
     OP_CLOSE_STATEMENTS = 5
+    OP_EXECUTE_MANY = 6
+    OP_COPY = 7
 
 
 cdef class BaseProtocol(CoreProtocol):
@@ -39,6 +44,9 @@ cdef class BaseProtocol(CoreProtocol):
         self.op_kind = OP_NONE
         self.lost_exc = None
         self.cancel_done = True
+        self.drain_waiter = None
+        self.writing_paused = False
+        self.copy_ready = None
 
     # --- asyncio.BufferedProtocol interface ---
 
@@ -76,6 +84,32 @@ cdef class BaseProtocol(CoreProtocol):
     def eof_received(self):
         return False
 
+    def pause_writing(self):
+        self.writing_paused = True
+
+    def resume_writing(self):
+        self.writing_paused = False
+        waiter = self.drain_waiter
+        self.drain_waiter = None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def get_drain_waiter(self):
+        """A Future to await before writing more (transport buffer full), or None."""
+        if not self.writing_paused:
+            return None
+        if self.drain_waiter is None:
+            self.drain_waiter = self.loop.create_future()
+        return self.drain_waiter
+
+    def pause_reading(self):
+        if self.transport is not None and self.state != STATE_CLOSED:
+            self.transport.pause_reading()
+
+    def resume_reading(self):
+        if self.transport is not None and self.state != STATE_CLOSED:
+            self.transport.resume_reading()
+
     def connection_lost(self, exc):
         if self.state == STATE_CLOSED and self.waiter is None and self.lost_exc is not None:
             return
@@ -102,8 +136,16 @@ cdef class BaseProtocol(CoreProtocol):
         if self.resync_waiter is not None and not self.resync_waiter.done():
             self.resync_waiter.set_result(None)
         self.resync_waiter = None
+        self._wake_copy_and_drain()
         if self.on_connection_lost is not None:
             self.on_connection_lost(self.lost_exc)
+
+    cdef _wake_copy_and_drain(self):
+        if self.copy_ready is not None and not self.copy_ready.done():
+            self.copy_ready.set_result(False)
+        if self.drain_waiter is not None and not self.drain_waiter.done():
+            self.drain_waiter.set_result(None)
+        self.drain_waiter = None
 
     # --- state ---
 
@@ -170,6 +212,10 @@ cdef class BaseProtocol(CoreProtocol):
         self.waiter = None
         op_kind = self.op_kind
         self.op_kind = OP_NONE
+        if self.copy_ready is not None:
+            if not self.copy_ready.done():
+                self.copy_ready.set_result(False)
+            self.copy_ready = None
         if waiter is None or waiter.done():
             # The caller gave up on this operation; we are in sync again.
             self._finish_resync()
@@ -185,12 +231,18 @@ cdef class BaseProtocol(CoreProtocol):
                 waiter.set_result(self.result_rows)
         elif op_kind == OP_PREPARE:
             waiter.set_result(self.statement)
-        elif op_kind == OP_SIMPLE_QUERY:
+        elif op_kind == OP_SIMPLE_QUERY or op_kind == OP_COPY:
             waiter.set_result(self.result_status)
         else:
             waiter.set_result(None)
         self.result_rows = None
         self.statement = None
+        self.copy_out_sink = None
+        return 0
+
+    cdef int _on_copy_in_ready(self) except -1:
+        if self.copy_ready is not None and not self.copy_ready.done():
+            self.copy_ready.set_result(True)
         return 0
 
     cdef int _on_notice(self, object message) except -1:
@@ -213,6 +265,7 @@ cdef class BaseProtocol(CoreProtocol):
         self.waiter = None
         if waiter is not None and not waiter.done():
             waiter.set_exception(exc)
+        self._wake_copy_and_drain()
         if self.transport is not None:
             self.transport.abort()
         return 0
@@ -231,6 +284,13 @@ cdef class BaseProtocol(CoreProtocol):
             return
         self.discard_rows = True
         self.resync_waiter = self.loop.create_future()
+        if self.state == STATE_COPY_IN:
+            # The server waits for copy data that will never come: end it.
+            self._write_copy_message(b'f', 'COPY cancelled by the client')
+        elif self.state == STATE_BIND_EXECUTE_MANY and self.op_kind == OP_EXECUTE_MANY \
+                and not self.sync_sent:
+            self._finish_many(True)
+            self.sync_sent = True
         if self.op_kind == OP_STARTUP:
             # Half-authenticated connections cannot be reused.
             self._fatal(exceptions.ConnectionDoesNotExistError(
@@ -285,14 +345,153 @@ cdef class BaseProtocol(CoreProtocol):
                      bint want_status=False, type record_class=None):
         fut = self._new_waiter(timeout, OP_BIND_EXECUTE)
         self.want_status = want_status
-        if record_class is not None:
-            self.record_class = record_class
+        self.count_rows_only = False
+        self.record_class = record_class if record_class is not None else Record
         try:
-            self._send_bind_execute(st, args, limit)
+            self._send_bind_execute(st, args, '', limit)
         except BaseException:
             self._clear_failed_send()
             raise
         return fut
+
+    def bind_execute_portal(self, StatementState st, args, str portal, int32_t limit,
+                            timeout=None, type record_class=None):
+        """Bind `args` to a named portal and fetch its first `limit` rows."""
+        fut = self._new_waiter(timeout, OP_BIND_EXECUTE)
+        self.want_status = False
+        self.count_rows_only = False
+        self.record_class = record_class if record_class is not None else Record
+        try:
+            self._send_bind_execute(st, args, portal, limit)
+        except BaseException:
+            self._clear_failed_send()
+            raise
+        return fut
+
+    def execute_portal(self, StatementState st, str portal, int32_t limit, timeout=None,
+                       type record_class=None, bint count_only=False):
+        """Fetch up to `limit` more rows (0 = all) of an open portal."""
+        fut = self._new_waiter(timeout, OP_BIND_EXECUTE)
+        self.want_status = False
+        self.count_rows_only = count_only
+        self.record_class = record_class if record_class is not None else Record
+        try:
+            self._send_execute_portal(st, portal, limit)
+        except BaseException:
+            self._clear_failed_send()
+            raise
+        return fut
+
+    def last_portal_suspended(self):
+        """True if the last portal execution stopped at its row limit (more rows remain)."""
+        return self.portal_suspended
+
+    def last_rows_counted(self):
+        return self.rows_counted
+
+    def close_portals(self, list names, timeout=None):
+        fut = self._new_waiter(timeout, OP_CLOSE_STATEMENTS)
+        try:
+            self._send_close(b'P', names)
+        except BaseException:
+            self._clear_failed_send()
+            raise
+        return fut
+
+    # executemany: start, write batches, finish; the Future completes at
+    # ReadyForQuery.
+
+    def executemany_start(self, StatementState st, timeout=None):
+        fut = self._new_waiter(timeout, OP_EXECUTE_MANY)
+        self.sync_sent = False
+        self._start_many(st)
+        return fut
+
+    def executemany_write(self, StatementState st, rows, Py_ssize_t base_index):
+        """Encode and send a batch of rows; DataError names the bad row's index."""
+        if self.state != STATE_BIND_EXECUTE_MANY or self.sync_sent:
+            return
+        self._write_many(st, rows, base_index)
+
+    def executemany_failed(self):
+        """True once the server reported an error: sending more rows is pointless."""
+        return self.result_error is not None or self.state == STATE_CLOSED
+
+    def executemany_finish(self, bint abort=False):
+        """Send Sync (after a failing message when `abort`: nothing is committed).
+
+        If no row was sent yet and we abort, nothing reaches the server and
+        the connection is idle again at once.
+        """
+        if self.state != STATE_BIND_EXECUTE_MANY or self.sync_sent:
+            return
+        if abort and not self.many_sent_any:
+            waiter = self.waiter
+            self._clear_failed_send()
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+            return
+        self.sync_sent = True
+        self._finish_many(abort)
+
+    # COPY
+
+    def copy_out(self, str query, sink, timeout=None):
+        """Run COPY ... TO STDOUT; each data chunk goes to `sink(bytes)`."""
+        fut = self._new_waiter(timeout, OP_COPY)
+        self.copy_out_sink = sink
+        try:
+            self._send_copy_query(query, False)
+        except BaseException:
+            self.copy_out_sink = None
+            self._clear_failed_send()
+            raise
+        return fut
+
+    def copy_in(self, str query, timeout=None):
+        """Run COPY ... FROM STDIN.
+
+        Returns the operation's Future (completes at ReadyForQuery with the
+        status tag); `copy_ready` completes with True once the server accepts
+        data (copy_in_data), or False if the command failed before that.
+        """
+        fut = self._new_waiter(timeout, OP_COPY)
+        self.copy_ready = self.loop.create_future()
+        try:
+            self._send_copy_query(query, True)
+        except BaseException:
+            self.copy_ready = None
+            self._clear_failed_send()
+            raise
+        return fut
+
+    def copy_in_data(self, data):
+        if self.state == STATE_COPY_IN:
+            self._write_copy_message(b'd', data)
+
+    def copy_in_records(self, StatementState st, records, bint first, bint last):
+        """Encode records in binary COPY format with `st`'s column codecs and send them."""
+        if self.state != STATE_COPY_IN:
+            return
+        cdef WriteBuffer buf = self.wbuf
+        buf.reset()
+        buf.start_message(b'd')
+        st.encode_copy_records(buf, records, first, last)
+        buf.end_message()
+        self._write(buf.to_bytes())
+
+    def copy_in_done(self):
+        if self.state == STATE_COPY_IN:
+            self._write_copy_message(b'c', None)
+            self.state = STATE_SIMPLE_QUERY
+
+    def copy_in_fail(self, str message):
+        if self.state == STATE_COPY_IN:
+            self._write_copy_message(b'f', message)
+            self.state = STATE_SIMPLE_QUERY
+
+    def is_copy_in_active(self):
+        return self.state == STATE_COPY_IN
 
     def simple_query(self, str query, timeout=None):
         fut = self._new_waiter(timeout, OP_SIMPLE_QUERY)
@@ -306,7 +505,7 @@ cdef class BaseProtocol(CoreProtocol):
     def close_statements(self, list names, timeout=None):
         fut = self._new_waiter(timeout, OP_CLOSE_STATEMENTS)
         try:
-            self._send_close_statements(names)
+            self._send_close(b'S', names)
         except BaseException:
             self._clear_failed_send()
             raise

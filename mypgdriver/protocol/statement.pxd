@@ -31,3 +31,5 @@ cdef class StatementState:
     cdef int resolve_codecs(self, object registry) except -1
     cdef int encode_bind(self, WriteBuffer buf, str portal, object args, Py_ssize_t row_index=*) except -1
     cdef object decode_row(self, Frame *frame, type record_class)
+    cpdef int encode_copy_records(self, WriteBuffer buf, object records, bint header,
+                                  bint trailer, Py_ssize_t base_index=*) except -1

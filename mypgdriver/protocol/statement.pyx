@@ -179,6 +179,59 @@ cdef class StatementState:
             PyTuple_SET_ITEM(values, i, value)
         return make_record(record_class, self.desc, values)
 
+    cpdef int encode_copy_records(self, WriteBuffer buf, object records, bint header,
+                                  bint trailer, Py_ssize_t base_index=0) except -1:
+        """Append `records` as binary COPY tuples using this statement's column codecs.
+
+        The statement is a SELECT of the target columns, so its column types
+        are exactly what COPY expects.  A bad record raises DataError naming
+        its index; the caller then fails the COPY, so nothing is committed.
+        """
+        cdef Py_ssize_t ncols = PyTuple_GET_SIZE(self.column_codecs)
+        cdef Py_ssize_t index = base_index, j, off
+        cdef Codec codec
+        if header:
+            for j in range(ncols):
+                codec = <Codec>PyTuple_GET_ITEM(self.column_codecs, j)
+                if codec.format != FORMAT_BINARY:
+                    raise DataError(
+                        f'column {self.column_names[j]!r} has a type without a binary codec '
+                        f'(oid {codec.oid}); use copy_to_table() with a text format instead')
+            buf.write_raw(b'PGCOPY\n\xff\r\n\x00', 11)
+            buf.write_int32(0)      # flags
+            buf.write_int32(0)      # header extension length
+        for record in records:
+            if type(record) is not tuple:
+                try:
+                    record = tuple(record)
+                except TypeError:
+                    raise DataError(
+                        f'invalid record {index}: expected a sequence of {ncols} values, '
+                        f'got {type(record).__name__}') from None
+            if PyTuple_GET_SIZE(record) != ncols:
+                raise DataError(
+                    f'invalid record {index}: expected {ncols} values, '
+                    f'got {PyTuple_GET_SIZE(record)}')
+            buf.write_int16(<int16_t>ncols)
+            for j in range(ncols):
+                value = <object>PyTuple_GET_ITEM(record, j)
+                if value is None:
+                    buf.write_int32(-1)
+                    continue
+                codec = <Codec>PyTuple_GET_ITEM(self.column_codecs, j)
+                off = buf.reserve_length()
+                try:
+                    codec.c_encode(codec, buf, value)
+                except Exception as e:
+                    raise DataError(
+                        f'invalid input in record {index}, column '
+                        f'{self.column_names[j]!r}: {value!r} ({e})') from e
+                buf.patch_length(off, <int32_t>(buf.length - off - 4))
+            index += 1
+        if trailer:
+            buf.write_int16(-1)
+        return 0
+
     # Introspection helpers used by the Python API (PreparedStatement).
     def _param_codecs(self):
         return self.param_codecs
