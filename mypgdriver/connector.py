@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import random
+import socket
 from typing import Any, Optional
 
-from mypgdriver import exceptions
+from mypgdriver import exceptions, tls
 from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params
 from mypgdriver.connection import Connection, ConnectionConfig
 from mypgdriver.protocol.protocol import Protocol
@@ -79,26 +81,45 @@ async def connect(dsn: Optional[str] = None, *,
 
 async def _connect_any_host(loop, params: ConnectParams, config, connection_class, timeout):
     deadline = loop.time() + timeout if timeout is not None else None
+    hosts = list(params.hosts)
+    if params.load_balance_hosts == 'random':
+        random.shuffle(hosts)
+    target = params.target_session_attrs
     failures: list[tuple[HostSpec, BaseException]] = []
-    for hostspec in params.hosts:
-        remaining = None if deadline is None else deadline - loop.time()
-        if remaining is not None and remaining <= 0:
-            break
-        if params.connect_timeout is not None:
-            remaining = params.connect_timeout if remaining is None else min(
-                remaining, params.connect_timeout)
-        try:
-            return await asyncio.wait_for(
-                _connect_host(loop, hostspec, params, config, connection_class), remaining)
-        except (OSError, asyncio.TimeoutError, exceptions.ConnectionDoesNotExistError) as e:
-            failures.append((hostspec, e))
-        except exceptions.PostgresError as e:
-            # The server answered and refused (bad password, no such
-            # database): trying another host would only hide the cause,
-            # unless that host is a different server.
-            if len(params.hosts) == 1:
+    # prefer-standby: a first pass wants a standby, a second takes anything.
+    passes = ['standby', 'any'] if target == 'prefer-standby' else [target]
+    for wanted in passes:
+        for hostspec in hosts:
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                break
+            if params.connect_timeout is not None:
+                remaining = params.connect_timeout if remaining is None else min(
+                    remaining, params.connect_timeout)
+            try:
+                conn = await asyncio.wait_for(
+                    _connect_host(loop, hostspec, params, config, connection_class), remaining)
+            except (OSError, asyncio.TimeoutError, exceptions.ConnectionDoesNotExistError,
+                    exceptions.ProtocolError) as e:
+                failures.append((hostspec, e))
+                continue
+            except exceptions.PostgresError as e:
+                # The server answered and refused (bad password, no such
+                # database): with one host that is the answer; with several,
+                # another host may be a different server.
+                if len(params.hosts) == 1:
+                    raise
+                failures.append((hostspec, e))
+                continue
+            try:
+                mismatch = await _session_attrs_mismatch(conn, wanted)
+            except BaseException:
+                conn.terminate()
                 raise
-            failures.append((hostspec, e))
+            if mismatch is None:
+                return conn
+            await conn.close()
+            failures.append((hostspec, exceptions.TargetServerAttributeNotMatched(mismatch)))
     if not failures:
         raise asyncio.TimeoutError('connection attempt timed out')
     if len(failures) == 1:
@@ -106,14 +127,42 @@ async def _connect_any_host(loop, params: ConnectParams, config, connection_clas
         if isinstance(err, asyncio.TimeoutError):
             raise asyncio.TimeoutError(
                 f'timed out connecting to {_describe(hostspec)}') from err
-        if isinstance(err, exceptions.PostgresError):
-            raise err
-        raise _connection_error(f'cannot connect to {_describe(hostspec)}: {err}') from err
+        # One host: the original error, as asyncpg lets it through (e.g.
+        # ConnectionRefusedError, ssl.SSLCertVerificationError).
+        raise err
     lines = '\n'.join(f'  {_describe(h)}: {type(e).__name__}: {e}' for h, e in failures)
     last = failures[-1][1]
     if all(isinstance(e, asyncio.TimeoutError) for _, e in failures):
         raise asyncio.TimeoutError(f'timed out connecting to every host:\n{lines}') from last
+    if all(isinstance(e, exceptions.TargetServerAttributeNotMatched) for _, e in failures):
+        raise exceptions.TargetServerAttributeNotMatched(
+            f'no host matches target_session_attrs={target!r}:\n{lines}')
     raise _connection_error(f'cannot connect to any host:\n{lines}') from last
+
+
+async def _session_attrs_mismatch(conn, wanted: str) -> Optional[str]:
+    """Why `conn` does not match target_session_attrs=`wanted`, or None if it does."""
+    if wanted == 'any':
+        return None
+    settings = conn._protocol.get_server_parameters()
+    if wanted in ('read-write', 'read-only'):
+        # PostgreSQL 14+ reports default_transaction_read_only and
+        # in_hot_standby at startup; older servers need a query.
+        if 'default_transaction_read_only' in settings and 'in_hot_standby' in settings:
+            read_only = (settings['default_transaction_read_only'] == 'on'
+                         or settings['in_hot_standby'] == 'on')
+        else:
+            read_only = (await conn.fetchval('SHOW transaction_read_only')) == 'on'
+        if read_only == (wanted == 'read-only'):
+            return None
+        return f'server is {"read-only" if read_only else "read-write"}'
+    if 'in_hot_standby' in settings:
+        standby = settings['in_hot_standby'] == 'on'
+    else:
+        standby = await conn.fetchval('SELECT pg_catalog.pg_is_in_recovery()')
+    if standby == (wanted == 'standby'):
+        return None
+    return f'server is {"a standby" if standby else "a primary"}'
 
 
 def _connection_error(message: str) -> Exception:
@@ -128,7 +177,7 @@ class ConnectionFailure(exceptions.ConnectionFailureError, OSError):
 
 def _describe(hostspec: HostSpec) -> str:
     if hostspec.is_unix_socket:
-        return hostspec.socket_path
+        return hostspec.socket_path.replace('\0', '@')
     host = f'[{hostspec.host}]' if ':' in hostspec.host else hostspec.host
     return f'{host}:{hostspec.port}'
 
@@ -139,11 +188,51 @@ async def _open_transport(loop, hostspec: HostSpec, protocol_factory):
     return await loop.create_connection(protocol_factory, hostspec.host, hostspec.port)
 
 
-async def _connect_host(loop, hostspec: HostSpec, params: ConnectParams, config,
-                        connection_class) -> Connection:
-    if params.ssl is not None or params.sslmode in ('require', 'verify-ca', 'verify-full'):
-        raise exceptions.ClientConfigurationError(
-            f'sslmode={params.sslmode!r}: TLS connections are not supported yet by mypgdriver')
+def _set_keepalives(transport, params: ConnectParams) -> None:
+    sock = transport.get_extra_info('socket')
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1 if params.keepalives else 0)
+        if params.keepalives:
+            for option, value in (('TCP_KEEPIDLE', params.keepalives_idle),
+                                  ('TCP_KEEPINTVL', params.keepalives_interval),
+                                  ('TCP_KEEPCNT', params.keepalives_count)):
+                if value is not None and hasattr(socket, option):
+                    sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+    except OSError:
+        pass
+
+
+async def _open_for_startup(loop, hostspec: HostSpec, params: ConnectParams, proto,
+                            *, plain: bool):
+    """Open the transport (with TLS as sslmode asks) and attach `proto` to it."""
+    mode = params.sslmode
+    wants_tls = not plain and not hostspec.is_unix_socket and (
+        params.ssl is not None or mode not in ('disable', 'allow'))
+    if not wants_tls:
+        transport, _ = await _open_transport(loop, hostspec, lambda: proto)
+        return transport
+    required = mode in ('require', 'verify-ca', 'verify-full')
+    server_hostname = hostspec.host
+    if params.sslnegotiation == 'direct':
+        ctx = tls.make_ssl_context(params, direct=True)
+        transport, _ = await loop.create_connection(
+            lambda: proto, hostspec.host, hostspec.port, ssl=ctx,
+            server_hostname=server_hostname)
+    else:
+        ctx = tls.make_ssl_context(params)
+        transport, is_tls = await tls.open_negotiated(
+            loop, hostspec.host, hostspec.port, ctx, server_hostname, required=required)
+        transport.set_protocol(proto)
+        proto.connection_made(transport)
+    ssl_object = transport.get_extra_info('ssl_object')
+    if ssl_object is not None:
+        proto.tls_server_cert_der = ssl_object.getpeercert(binary_form=True)
+    return transport
+
+
+def _startup_parameters(params: ConnectParams) -> dict:
     startup = {
         'database': params.database,
         'client_encoding': 'UTF8',
@@ -153,22 +242,42 @@ async def _connect_host(loop, hostspec: HostSpec, params: ConnectParams, config,
             raise exceptions.ClientConfigurationError(
                 f'client_encoding {value!r} is not supported: mypgdriver always uses UTF8')
         startup[key] = value
+    return startup
 
+
+async def _connect_host(loop, hostspec: HostSpec, params: ConnectParams, config,
+                        connection_class) -> Connection:
+    startup = _startup_parameters(params)
+    plain_first = params.sslmode == 'allow' and params.ssl is None
+    try:
+        return await _startup(loop, hostspec, params, config, connection_class, startup,
+                              plain=plain_first or params.sslmode == 'disable')
+    except exceptions.InvalidAuthorizationSpecificationError:
+        # sslmode=allow: plain text was refused (e.g. only hostssl lines
+        # match), so try again with TLS, as libpq does.
+        if not plain_first or hostspec.is_unix_socket:
+            raise
+    return await _startup(loop, hostspec, params, config, connection_class, startup,
+                          plain=False)
+
+
+async def _startup(loop, hostspec, params, config, connection_class, startup, *, plain):
     proto = Protocol(loop)
     proto._configure_startup(params.user, hostspec.password, startup)
     proto.channel_binding = params.channel_binding
-    transport, _ = await _open_transport(loop, hostspec, lambda: proto)
+    transport = await _open_for_startup(loop, hostspec, params, proto, plain=plain)
     try:
+        _set_keepalives(transport, params)
         await proto.start_startup()
     except BaseException:
         transport.abort()
         raise
     conn = connection_class(proto, transport, loop, _describe(hostspec), config, params)
-    proto.cancel_request = lambda: _send_cancel_request(loop, hostspec, proto)
+    proto.cancel_request = lambda: _send_cancel_request(loop, hostspec, params, proto)
     return conn
 
 
-async def _send_cancel_request(loop, hostspec: HostSpec, proto) -> None:
+async def _send_cancel_request(loop, hostspec: HostSpec, params: ConnectParams, proto) -> None:
     """Send a CancelRequest for `proto`'s backend over a new connection.
 
     Returns when the server has closed that connection: by then the signal
@@ -188,7 +297,21 @@ async def _send_cancel_request(loop, hostspec: HostSpec, proto) -> None:
             if not done.done():
                 done.set_result(None)
 
-    transport, _ = await _open_transport(loop, hostspec, _CancelProtocol)
+    if proto.tls_server_cert_der is not None and not hostspec.is_unix_socket:
+        # The same transport kind as the connection: TLS when it uses TLS.
+        ctx = tls.make_ssl_context(params, direct=params.sslnegotiation == 'direct')
+        if params.sslnegotiation == 'direct':
+            transport, _ = await loop.create_connection(
+                _CancelProtocol, hostspec.host, hostspec.port, ssl=ctx,
+                server_hostname=hostspec.host)
+        else:
+            transport, _ = await tls.open_negotiated(
+                loop, hostspec.host, hostspec.port, ctx, hostspec.host, required=False)
+            cancel_proto = _CancelProtocol()
+            transport.set_protocol(cancel_proto)
+            cancel_proto.connection_made(transport)
+    else:
+        transport, _ = await _open_transport(loop, hostspec, _CancelProtocol)
     try:
         await asyncio.wait_for(asyncio.shield(done), 10)
     finally:

@@ -1,0 +1,138 @@
+"""TLS for PostgreSQL connections: contexts from libpq's sslmode rules, and the
+SSLRequest negotiation.
+
+sslmode (libpq-ssl "SSL Mode Descriptions"):
+  disable      never TLS
+  allow        plain text first; TLS only if the server refuses plain text
+  prefer       TLS if the server accepts it, else plain text (the default)
+  require      TLS, no certificate check (unless a root certificate file
+               exists: then the chain is verified, as libpq does)
+  verify-ca    TLS, certificate chain verified against sslrootcert
+  verify-full  verify-ca plus host name check
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+
+from mypgdriver import exceptions
+
+SSL_REQUEST_CODE = 80877103
+_ALPN = 'postgresql'
+
+
+def _postgresql_dir() -> str:
+    return os.path.join(os.path.expanduser('~'), '.postgresql')
+
+
+def make_ssl_context(params, *, direct: bool = False) -> ssl.SSLContext:
+    """The SSLContext for `params` (a ConnectParams), following libpq's defaults.
+
+    A context passed by the caller (connect(ssl=ctx)) is used as is.
+    """
+    if params.ssl is not None:
+        ctx = params.ssl
+        if direct:
+            _set_alpn(ctx)
+        return ctx
+    mode = params.sslmode
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    rootcert = params.sslrootcert or os.path.join(_postgresql_dir(), 'root.crt')
+    verify = mode in ('verify-ca', 'verify-full')
+    if mode == 'require' and (params.sslrootcert or os.path.exists(rootcert)):
+        # libpq: with a root certificate present, require behaves as verify-ca.
+        verify = True
+    if verify:
+        if rootcert == 'system':
+            ctx.load_default_certs()
+        elif os.path.exists(rootcert):
+            ctx.load_verify_locations(cafile=rootcert)
+        else:
+            raise exceptions.ClientConfigurationError(
+                f'root certificate file "{rootcert}" does not exist; either provide the '
+                f'file, use sslrootcert=system, or change sslmode to disable server '
+                f'certificate verification')
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.check_hostname = mode == 'verify-full'
+        if params.sslcrl:
+            ctx.load_verify_locations(cafile=params.sslcrl)
+            ctx.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
+    else:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    cert = params.sslcert or os.path.join(_postgresql_dir(), 'postgresql.crt')
+    key = params.sslkey or os.path.join(_postgresql_dir(), 'postgresql.key')
+    if os.path.exists(cert):
+        try:
+            ctx.load_cert_chain(cert, key, password=params.sslpassword)
+        except (OSError, ssl.SSLError) as e:
+            raise exceptions.ClientConfigurationError(
+                f'cannot load the client certificate {cert!r} / key {key!r}: {e}') from None
+    elif params.sslcert:
+        raise exceptions.ClientConfigurationError(
+            f'client certificate file {cert!r} does not exist')
+    if direct:
+        _set_alpn(ctx)
+    return ctx
+
+
+def _set_alpn(ctx: ssl.SSLContext) -> None:
+    # Direct TLS (PostgreSQL 17+) requires the 'postgresql' ALPN protocol.
+    ctx.set_alpn_protocols([_ALPN])
+
+
+class _SSLRequestProtocol(asyncio.Protocol):
+    """Sends SSLRequest and reads the one-byte answer."""
+
+    def __init__(self, loop) -> None:
+        self.answer = loop.create_future()
+        self.extra = b''
+
+    def connection_made(self, transport) -> None:
+        transport.write(b'\x00\x00\x00\x08' + SSL_REQUEST_CODE.to_bytes(4, 'big'))
+
+    def data_received(self, data: bytes) -> None:
+        if not self.answer.done():
+            self.answer.set_result(data[:1])
+            self.extra = data[1:]
+        else:
+            self.extra += data
+
+    def connection_lost(self, exc) -> None:
+        if not self.answer.done():
+            self.answer.set_exception(exc or ConnectionResetError(
+                'server closed the connection during SSL negotiation'))
+
+
+async def open_negotiated(loop, host: str, port: int, ctx: ssl.SSLContext,
+                          server_hostname: str | None, *, required: bool):
+    """Open TCP, ask for TLS; return (transport, is_tls).
+
+    If the server declines and TLS is not required, the plain transport is
+    returned for the startup to continue on.
+    """
+    transport, neg = await loop.create_connection(lambda: _SSLRequestProtocol(loop), host, port)
+    try:
+        answer = await neg.answer
+        if answer == b'S':
+            if neg.extra:
+                # Bytes after 'S' would be read as if they had come through
+                # TLS (CVE-2021-23222): refuse.
+                raise exceptions.ProtocolError(
+                    'server sent unencrypted data after accepting SSL')
+            tls_transport = await loop.start_tls(
+                transport, neg, ctx, server_hostname=server_hostname)
+            return tls_transport, True
+        if answer == b'N':
+            if required:
+                raise ConnectionError(
+                    f'PostgreSQL server at "{host}:{port}" rejected SSL upgrade, '
+                    f'but SSL was required')
+            return transport, False
+        raise exceptions.ProtocolError(
+            f'unexpected answer {answer!r} to SSLRequest (is this a PostgreSQL server?)')
+    except BaseException:
+        transport.abort()
+        raise
