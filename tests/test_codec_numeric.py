@@ -126,7 +126,8 @@ async def test_computed_values_decode(conn) -> None:
 # --- encoding arguments -------------------------------------------------------------
 
 ARGUMENTS = [
-    Decimal("0"), Decimal("-0"), Decimal("0E-5"), Decimal("0E+5"), Decimal("1.500"),
+    Decimal("0"), Decimal("-0"), Decimal("0E-5"), Decimal("0E+5"), Decimal("-0E+1000000"),
+    Decimal("1.500"),
     Decimal("-1.500"), Decimal("1E+30"), Decimal("-1E+30"), Decimal("1E-30"),
     Decimal("-0.000001"), Decimal("0.1"), Decimal("1.0000000000"), Decimal("1.23456E-8"),
     Decimal("10000"), Decimal("1E+4"), Decimal("9999.9999"), Decimal("123456789012345678901234567890.5"),
@@ -351,7 +352,9 @@ async def test_same_values_as_asyncpg(conn, connect_kwargs) -> None:
                 # Equal values; asyncpg may use another exponent (10000 comes
                 # back as Decimal('1E+4') there, Decimal('10000') here).
                 assert ours == theirs, literal
-        for value in ARGUMENTS[:-4] + [0.1, -2.5, 12, 10 ** 30, True]:
+        # asyncpg refuses zero with a huge exponent, which we send as 0.
+        same = [v for v in ARGUMENTS[:-4] if not (v.is_zero() and v.as_tuple().exponent > 10)]
+        for value in same + [0.1, -2.5, 12, 10 ** 30, True]:
             ours = await conn.fetchval("SELECT $1::numeric::text", value)
             theirs = await other.fetchval("SELECT $1::numeric::text", value)
             assert ours == theirs, value

@@ -222,6 +222,9 @@ cdef int encode_decimal(Codec codec, WriteBuffer buf, object value) except -1:
     first = 0
     while first < ndec - 1 and PyLong_AsLong(<object>PyTuple_GET_ITEM(digits, first)) == 0:
         first += 1
+    if PyLong_AsLong(<object>PyTuple_GET_ITEM(digits, first)) == 0:
+        # Zero, whatever its exponent (Decimal('0E+1000000') is still 0).
+        return write_numeric(buf, NULL, 0, 0, NUMERIC_POS, dscale)
     # p_hi: the power of ten of the most significant decimal digit.
     p_hi = exponent + (ndec - first) - 1
     weight = floor_div4(p_hi)
