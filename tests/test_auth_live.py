@@ -27,7 +27,7 @@ ROLE_IDS = [method for _, _, method in PASSWORD_ROLES]
 #: How the driver names each method in its "no password" error.
 METHOD_NAMES = {"password": "password", "md5": "md5", "scram-sha-256": "SCRAM-SHA-256"}
 
-SASLPREP_ROLE = "mypg_auth_live_saslprep"
+SASLPREP_ROLE = "authlive_saslprep"
 SASLPREP_STORED_PASSWORD = "IX-full-ä"
 #: Equal to the stored password after SASLprep: the soft hyphen maps to
 #: nothing and the fullwidth letters fold to ASCII under NFKC.
@@ -65,7 +65,7 @@ def saslprep_role(pg_cluster) -> str:
     return SASLPREP_ROLE
 
 
-GSS_ROLE = "mypg_auth_live_gss"
+GSS_ROLE = "authlive_gss"
 
 
 @pytest.fixture(scope="module")
