@@ -224,11 +224,7 @@ cdef object record_decode(Codec codec, Frame *frame):
             if fcodec.format != FORMAT_BINARY:
                 # The server sends every field in binary; a text codec would
                 # return garbage rather than fail.
-                raise UnsupportedClientFeatureError(
-                    f'cannot decode field {i + 1} of an anonymous record: no binary '
-                    f'codec for its type ({fcodec.name}, OID {field_oid})',
-                    hint='Cast the field to text, or the row to a named composite type, '
-                         'in the query.')
+                unknown_field_type(registry, i, field_oid)
             field.ptr = frame_read(frame, flen)
             field.remaining = flen
             item = fcodec.c_decode(fcodec, &field)
@@ -237,6 +233,21 @@ cdef object record_decode(Codec codec, Frame *frame):
         Py_INCREF(item)
         PyTuple_SET_ITEM(values, i, item)
     return make_record(Record, anonymous_descriptor(count), values)
+
+
+cdef int unknown_field_type(object registry, Py_ssize_t i, uint32_t field_oid) except -1:
+    # Field types of anonymous records are not part of the statement's
+    # description, so introspection never saw them.
+    info = registry.type_info(field_oid)
+    if info is None:
+        what = f'its type (OID {field_oid}) is not known to this connection'
+    else:
+        what = f'there is no binary codec for its type {info.schema}.{info.name} (OID {field_oid})'
+    raise UnsupportedClientFeatureError(
+        f'cannot decode field {i + 1} of an anonymous record: {what}',
+        hint='Cast the field to a built-in type (e.g. text), or the row to a named '
+             'composite type, in the query; or run a query that returns the type '
+             'itself first.')
 
 
 cdef int record_encode(Codec codec, WriteBuffer buf, object value) except -1:
