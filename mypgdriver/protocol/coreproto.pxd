@@ -1,4 +1,5 @@
 from libc.stdint cimport int32_t
+from cpython.object cimport PyObject
 from mypgdriver.protocol.buffer cimport Frame, ReadBuffer, WriteBuffer
 from mypgdriver.protocol.statement cimport StatementState
 
@@ -40,7 +41,14 @@ cdef class CoreProtocol:
         # the current operation
         StatementState statement
         public type record_class
-        list result_rows
+        # Rows of the current result, kept in a C array and turned into a list
+        # only at the end: a list growing row by row is a tracked container
+        # that every young-generation GC pass (triggered by the row
+        # allocations themselves) would walk again and again.
+        PyObject **rows
+        Py_ssize_t rows_len
+        Py_ssize_t rows_cap
+        bint collecting_rows
         str result_status
         object result_error               # first ErrorResponse (or client-side failure) of the operation
         bint discard_rows                 # after a cancel: drain without decoding
@@ -59,6 +67,9 @@ cdef class CoreProtocol:
 
     # --- operations ---
     cdef int _reset_result(self) except -1
+    cdef int _append_row(self, object row) except -1
+    cdef list _take_rows(self)
+    cdef void _drop_rows(self) noexcept
     cdef bytes _build_startup_message(self)
     cdef int _send_simple_query(self, str query) except -1
     cdef int _send_prepare(self, StatementState st) except -1

@@ -20,6 +20,10 @@ operation in sync (PostgreSQL docs, "Extended Query", error handling).
 
 from libc.stdint cimport int16_t, int32_t, uint32_t
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from mypgdriver.protocol.buffer cimport (
     Frame, ReadBuffer, WriteBuffer, frame_read, frame_read_byte, frame_read_int32,
     frame_read_cstr, frame_read_cstr_bytes, unpack_int32)
@@ -68,11 +72,54 @@ cdef class CoreProtocol:
         self.record_class = Record
         self.channel_binding = 'prefer'
         self.auth_method = None
-        self.result_rows = None
         self.result_status = None
         self.result_error = None
         self.discard_rows = False
         self.portal_suspended = False
+        self.rows = NULL
+        self.rows_len = 0
+        self.rows_cap = 0
+        self.collecting_rows = False
+
+    def __dealloc__(self):
+        self._drop_rows()
+        PyMem_Free(self.rows)
+        self.rows = NULL
+
+    cdef int _append_row(self, object row) except -1:
+        cdef Py_ssize_t cap
+        cdef PyObject **grown
+        if self.rows_len == self.rows_cap:
+            cap = self.rows_cap * 2 if self.rows_cap else 64
+            grown = <PyObject**>PyMem_Realloc(self.rows, cap * sizeof(PyObject*))
+            if grown == NULL:
+                raise MemoryError
+            self.rows = grown
+            self.rows_cap = cap
+        Py_INCREF(row)
+        self.rows[self.rows_len] = <PyObject*>row
+        self.rows_len += 1
+        return 0
+
+    cdef list _take_rows(self):
+        # Moves the references into a new list: no increments, no copies.
+        cdef Py_ssize_t i, n = self.rows_len
+        cdef list result = PyList_New(n)
+        for i in range(n):
+            PyList_SET_ITEM(result, i, <object>self.rows[i])
+        self.rows_len = 0
+        if self.rows_cap > 65536:
+            # Do not keep a huge array around after one big result.
+            PyMem_Free(self.rows)
+            self.rows = NULL
+            self.rows_cap = 0
+        return result
+
+    cdef void _drop_rows(self) noexcept:
+        cdef Py_ssize_t i
+        for i in range(self.rows_len):
+            Py_XDECREF(self.rows[i])
+        self.rows_len = 0
 
     def _configure_startup(self, str user, str password, dict params):
         """Set who to log in as; `params` are the startup parameters."""
@@ -101,7 +148,8 @@ cdef class CoreProtocol:
     # --- outgoing ---
 
     cdef int _reset_result(self) except -1:
-        self.result_rows = None
+        self._drop_rows()
+        self.collecting_rows = False
         self.result_status = None
         self.result_error = None
         self.discard_rows = False
@@ -167,7 +215,7 @@ cdef class CoreProtocol:
         buf.end_message()
         self._reset_result()
         self.statement = st
-        self.result_rows = []
+        self.collecting_rows = True
         self.state = STATE_BIND_EXECUTE
         self._write(buf.to_bytes())
         return 0
@@ -185,7 +233,7 @@ cdef class CoreProtocol:
         buf.end_message()
         self._reset_result()
         self.statement = st
-        self.result_rows = []
+        self.collecting_rows = True
         self.rows_counted = 0
         self.state = STATE_BIND_EXECUTE
         self._write(buf.to_bytes())
@@ -313,7 +361,10 @@ cdef class CoreProtocol:
             # Consume before dispatching: a handler that raises must not
             # leave the message to be parsed again.
             rb.start += <Py_ssize_t>mlen + 1
-            self._dispatch(p[0], &frame)
+            if p[0] == b'D':
+                self._on_data_row(&frame)
+            else:
+                self._dispatch(p[0], &frame)
         if rb.start == rb.end:
             rb.start = 0
             rb.end = 0
@@ -383,7 +434,7 @@ cdef class CoreProtocol:
         return 0
 
     cdef int _on_data_row(self, Frame *frame) except -1:
-        if self.discard_rows or self.result_rows is None:
+        if self.discard_rows or not self.collecting_rows:
             return 0
         if self.count_rows_only:
             self.rows_counted += 1
@@ -396,7 +447,7 @@ cdef class CoreProtocol:
                 self.result_error = e
             self.discard_rows = True
             return 0
-        self.result_rows.append(row)
+        self._append_row(row)
         return 0
 
     cdef int _on_error_response(self, Frame *frame) except -1:

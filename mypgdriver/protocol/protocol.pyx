@@ -228,14 +228,15 @@ cdef class BaseProtocol(CoreProtocol):
             if self.want_status:
                 waiter.set_result(self.result_status)
             else:
-                waiter.set_result(self.result_rows)
+                waiter.set_result(self._take_rows())
         elif op_kind == OP_PREPARE:
             waiter.set_result(self.statement)
         elif op_kind == OP_SIMPLE_QUERY or op_kind == OP_COPY:
             waiter.set_result(self.result_status)
         else:
             waiter.set_result(None)
-        self.result_rows = None
+        self._drop_rows()
+        self.collecting_rows = False
         self.statement = None
         self.copy_out_sink = None
         return 0

@@ -246,7 +246,12 @@ cdef int raise_argument_error(object exc, Py_ssize_t i, object arg, Codec codec,
     prefix = f'invalid input for query argument ${i + 1}'
     if row_index >= 0:
         prefix += f' in row {row_index}'
-    value_repr = repr(arg)
+    try:
+        value_repr = repr(arg)
+    except Exception:
+        # e.g. an int beyond sys.get_int_max_str_digits(): never let the
+        # error message hide the error.
+        value_repr = f'<{type(arg).__name__} object>'
     if len(value_repr) > 80:
         value_repr = value_repr[:77] + '...'
     msg = f'{prefix}: {value_repr} ({reason})'
