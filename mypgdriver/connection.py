@@ -215,6 +215,18 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
             return None
         return rows[0][column]
 
+    async def cancel(self) -> None:
+        """Ask the server to cancel whatever this connection is running.
+
+        Callable from another task: the running call then raises
+        :exc:`~mypgdriver.exceptions.QueryCanceledError` and the connection
+        stays usable.  Does nothing when the connection is idle.
+        """
+        proto = self._protocol
+        if self.is_closed() or not proto.is_busy() or proto.cancel_request is None:
+            return
+        await proto.cancel_request()
+
     # --- session state ---
 
     async def reset(self, *, timeout: Optional[float] = None) -> None:
