@@ -19,6 +19,7 @@ cdef extern from "Python.h":
     object _PyLong_FromByteArray(const unsigned char *data, size_t n,
                                  int little_endian, int is_signed)
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
+    void PyObject_GC_UnTrack(object o)
 
 cdef extern from *:
     """
@@ -91,6 +92,12 @@ cdef object uuid_decode(Codec codec, Frame *frame):
     u = mypg_alloc_instance(UUID)
     mypg_store_slot(u, INT_OFFSET, as_int)
     mypg_store_slot(u, IS_SAFE_OFFSET, SAFE_UNKNOWN)
+    # A UUID holds an int and an enum member and refuses attribute writes,
+    # so it can never be part of a reference cycle: keeping it out of the
+    # collector's lists saves the full collections that a fetch of many
+    # rows triggers from scanning every value again (uuid column of 200k
+    # rows: 1270 -> 1070 ns/row of client CPU).
+    PyObject_GC_UnTrack(u)
     return u
 
 
