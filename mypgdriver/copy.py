@@ -1,8 +1,780 @@
-"""COPY: bulk transfer into and out of tables (part of Connection)."""
+"""COPY: bulk transfer into and out of tables (part of Connection).
+
+COPY runs as a simple Query; the server then switches the connection into
+copy mode (PostgreSQL docs, "Protocol: COPY Operations").  Data leaving the
+server is handed to the caller's output as it arrives, with reading paused
+while a slow output catches up; data entering the server is sent in chunks,
+waiting for the transport to drain, so memory stays bounded both ways.
+"""
 from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import os
+from typing import (Any, AsyncIterable, Awaitable, Callable, Iterable, Optional, Sequence,
+                    Union)
+
+from mypgdriver import exceptions
+from mypgdriver.protocol.buffer import WriteBuffer
+
+PathLike = Union[str, bytes, 'os.PathLike[str]', 'os.PathLike[bytes]']
+
+#: COPY OUT: stop reading from the socket once this much data waits for a
+#: slow output, and read again once the output took it.
+COPY_OUT_PAUSE_BYTES = 512 * 1024
+
+#: COPY IN: small chunks from an iterable are joined up to this size, so a
+#: source yielding one line at a time does not cost one write per line.
+COPY_IN_CHUNK_BYTES = 256 * 1024
+
+#: How much a file-like source is asked for per read() (as asyncpg does).
+COPY_IN_READ_BYTES = 512 * 1024
+
+#: copy_records_to_table(): target size of one CopyData message; the number
+#: of records per message is estimated from the first, small batch.
+COPY_RECORDS_CHUNK_BYTES = 256 * 1024
+COPY_RECORDS_FIRST_BATCH = 16
+
+_TEXT_FORMATS = ('text', 'csv')
+_FORMATS = ('text', 'csv', 'binary')
+
+
+# --- SQL text: identifiers, literals, option lists -------------------------------------
+
+def quote_ident(name: str) -> str:
+    """Quote `name` as an SQL identifier: exact case, embedded quotes doubled."""
+    if not isinstance(name, str):
+        raise TypeError(f'an identifier must be a str, not {type(name).__name__}')
+    if not name:
+        raise ValueError('an identifier cannot be empty')
+    if '\x00' in name:
+        raise ValueError('an identifier cannot contain NUL characters')
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(value: str) -> str:
+    """Quote `value` as an SQL string literal.
+
+    A value with backslashes uses the E'' form with the backslashes doubled,
+    which means the same whatever standard_conforming_strings is set to (as
+    PostgreSQL's own quote_literal() does).
+    """
+    if not isinstance(value, str):
+        raise TypeError(f'expected a str, not {type(value).__name__}')
+    if '\x00' in value:
+        raise ValueError('a string literal cannot contain NUL characters')
+    quoted = value.replace("'", "''")
+    if '\\' in quoted:
+        return "E'" + quoted.replace('\\', '\\\\') + "'"
+    return "'" + quoted + "'"
+
+
+def _table_name(table_name: str, schema_name: Optional[str]) -> str:
+    if schema_name:
+        return quote_ident(schema_name) + '.' + quote_ident(table_name)
+    return quote_ident(table_name)
+
+
+def _identifier_list(names: Iterable[str], what: str) -> str:
+    # A single str is iterable too, and would silently become a list of
+    # one-letter column names.
+    if isinstance(names, (str, bytes)):
+        raise TypeError(f'{what} must be a sequence of column names, not a single string')
+    return ', '.join(quote_ident(name) for name in names)
+
+
+def _columns_clause(columns: Optional[Iterable[str]]) -> str:
+    if not columns:
+        return ''
+    return '(' + _identifier_list(columns, 'columns') + ')'
+
+
+def _where_clause(where: Optional[str], server_version) -> str:
+    if not where:
+        return ''
+    if not isinstance(where, str):
+        raise TypeError(f'where must be a str (an SQL expression), not {type(where).__name__}')
+    if server_version is not None and server_version.major < 12:
+        raise exceptions.UnsupportedServerFeatureError(
+            'the where parameter requires PostgreSQL 12 or later (COPY FROM ... WHERE)')
+    return ' WHERE ' + where
+
+
+def copy_options(*, format: Optional[str] = None, oids: Optional[bool] = None,
+                 freeze: Optional[bool] = None, delimiter: Optional[str] = None,
+                 null: Optional[str] = None, header: Union[bool, str, None] = None,
+                 quote: Optional[str] = None, escape: Optional[str] = None,
+                 force_quote: Union[bool, Sequence[str], None] = None,
+                 force_not_null: Union[bool, Sequence[str], None] = None,
+                 force_null: Union[bool, Sequence[str], None] = None,
+                 encoding: Optional[str] = None) -> str:
+    """Build the ``(FORMAT csv, DELIMITER ',', ...)`` option list of a COPY command.
+
+    Options left as None are not sent, so the server's defaults apply.
+    Combinations that COPY rejects in any case (a text option with the binary
+    format, a CSV option with another format) raise ValueError here, before
+    anything is sent.
+    """
+    opts = []
+    fmt = 'text'
+    if format is not None:
+        if not isinstance(format, str) or format.lower() not in _FORMATS:
+            raise ValueError(f"format must be one of 'text', 'csv' or 'binary', not {format!r}")
+        fmt = format.lower()
+        opts.append('FORMAT ' + fmt)
+
+    for name, value in (('oids', oids), ('freeze', freeze)):
+        if value is not None:
+            if not isinstance(value, bool):
+                raise TypeError(f'{name} must be a bool, not {type(value).__name__}')
+            opts.append(f'{name.upper()} {str(value).lower()}')
+
+    text_options = {'delimiter': delimiter, 'null': null, 'header': header, 'quote': quote,
+                    'escape': escape, 'force_quote': force_quote,
+                    'force_not_null': force_not_null, 'force_null': force_null}
+    if fmt == 'binary':
+        given = [name for name, value in text_options.items() if value is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} cannot be used with format='binary'")
+    if fmt != 'csv':
+        given = [name for name in ('quote', 'escape', 'force_quote', 'force_not_null',
+                                   'force_null') if text_options[name] is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} can only be used with format='csv'")
+
+    for name, value in (('delimiter', delimiter), ('null', null)):
+        if value is not None:
+            opts.append(f'{name.upper()} {quote_literal(value)}')
+    if header is not None:
+        if isinstance(header, bool):
+            opts.append(f'HEADER {str(header).lower()}')
+        elif isinstance(header, str) and header.lower() == 'match':
+            opts.append('HEADER match')
+        else:
+            raise ValueError(f"header must be True, False or 'match', not {header!r}")
+    for name, value in (('quote', quote), ('escape', escape)):
+        if value is not None:
+            opts.append(f'{name.upper()} {quote_literal(value)}')
+    for name, value in (('force_quote', force_quote), ('force_not_null', force_not_null),
+                        ('force_null', force_null)):
+        if value is None or value is False:
+            continue
+        if value is True:
+            opts.append(f'{name.upper()} *')
+        else:
+            opts.append(f'{name.upper()} ({_identifier_list(value, name)})')
+    if encoding is not None:
+        opts.append(f'ENCODING {quote_literal(encoding)}')
+    return ' (' + ', '.join(opts) + ')' if opts else ''
+
+
+# --- query arguments for COPY (query) TO STDOUT ---------------------------------------
+
+def _is_ident_start(ch: str) -> bool:
+    return ch.isalpha() or ch == '_' or ch >= '\x80'
+
+
+def _is_ident_char(ch: str) -> bool:
+    return ch.isalnum() or ch in '_$' or ch >= '\x80'
+
+
+def _dollar_quote_tag(query: str, i: int) -> Optional[str]:
+    """The ``$tag$`` opening a dollar-quoted string at `i`, or None."""
+    j = i + 1
+    n = len(query)
+    if j < n and query[j] == '$':
+        return '$$'
+    if j < n and _is_ident_start(query[j]):
+        j += 1
+        while j < n and (_is_ident_char(query[j]) and query[j] != '$'):
+            j += 1
+        if j < n and query[j] == '$':
+            return query[i:j + 1]
+    return None
+
+
+def substitute_parameters(query: str, values: Sequence[str],
+                          standard_conforming_strings: bool = True) -> str:
+    """Replace each ``$n`` of `query` with ``values[n - 1]`` (SQL text).
+
+    Only real parameter references are replaced: ``$1`` inside string
+    literals (plain, E'', dollar-quoted), quoted identifiers, comments, or
+    as part of an identifier such as ``a$1`` stays as it is.
+    """
+    out = []
+    n = len(query)
+    i = 0
+    start = 0      # query[start:i] is copied unchanged
+    while i < n:
+        ch = query[i]
+        if ch == "'":
+            escapes = not standard_conforming_strings or (
+                i > 0 and query[i - 1] in 'eE' and (i < 2 or not _is_ident_char(query[i - 2])))
+            i += 1
+            while i < n:
+                c = query[i]
+                if c == '\\' and escapes:
+                    i += 2
+                elif c == "'":
+                    if i + 1 < n and query[i + 1] == "'":
+                        i += 2
+                    else:
+                        i += 1
+                        break
+                else:
+                    i += 1
+        elif ch == '"':
+            end = query.find('"', i + 1)
+            while end != -1 and end + 1 < n and query[end + 1] == '"':
+                end = query.find('"', end + 2)
+            i = n if end == -1 else end + 1
+        elif ch == '-' and query.startswith('--', i):
+            end = query.find('\n', i)
+            i = n if end == -1 else end + 1
+        elif ch == '/' and query.startswith('/*', i):
+            depth = 1
+            i += 2
+            while i < n and depth:
+                if query.startswith('/*', i):
+                    depth += 1
+                    i += 2
+                elif query.startswith('*/', i):
+                    depth -= 1
+                    i += 2
+                else:
+                    i += 1
+        elif ch == '$':
+            j = i + 1
+            while j < n and query[j].isdigit() and query[j].isascii():
+                j += 1
+            if j > i + 1:
+                number = int(query[i + 1:j])
+                if not 1 <= number <= len(values):
+                    raise exceptions.InterfaceError(
+                        f'the query refers to ${number}, but {len(values)} '
+                        f'argument{"s were" if len(values) != 1 else " was"} given')
+                out.append(query[start:i])
+                out.append(values[number - 1])
+                start = i = j
+                continue
+            tag = _dollar_quote_tag(query, i)
+            if tag is None:
+                i += 1
+            else:
+                end = query.find(tag, i + len(tag))
+                i = n if end == -1 else end + len(tag)
+        elif _is_ident_start(ch):
+            # Identifiers may contain '$' (a$1 is one name, not a parameter).
+            i += 1
+            while i < n and _is_ident_char(query[i]):
+                i += 1
+        elif ch.isdigit():
+            i += 1
+            while i < n and (query[i].isalnum() or query[i] in '._'):
+                i += 1
+        else:
+            i += 1
+    out.append(query[start:])
+    return ''.join(out)
+
+
+# --- COPY OUT: from the protocol's sink to the caller's output ------------------------
+
+class _CopyOutStream:
+    """Collects the CopyData chunks the protocol delivers until the output takes them.
+
+    feed() runs inside the protocol's message loop, so it must never raise
+    and never block: it only appends, and pauses reading when too much is
+    waiting.
+    """
+
+    __slots__ = ('_protocol', 'chunks', 'size', 'waiter', 'paused')
+
+    def __init__(self, protocol) -> None:
+        self._protocol = protocol
+        self.chunks: list = []
+        self.size = 0
+        self.waiter: Optional[asyncio.Future] = None
+        self.paused = False
+
+    def feed(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size >= COPY_OUT_PAUSE_BYTES and not self.paused:
+            self.paused = True
+            self._protocol.pause_reading()
+        self.wake()
+
+    def wake(self, _fut=None) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def take(self) -> bytes:
+        """All data collected so far, as one bytes object (one write per batch)."""
+        chunks = self.chunks
+        data = chunks[0] if len(chunks) == 1 else b''.join(chunks)
+        self.chunks = []
+        self.size = 0
+        self.resume()
+        return data
+
+    def resume(self) -> None:
+        if self.paused:
+            self.paused = False
+            self._protocol.resume_reading()
+
+
+def _fspath(obj) -> Optional[Union[str, bytes]]:
+    if isinstance(obj, (str, bytes)) or hasattr(obj, '__fspath__'):
+        return os.fspath(obj)
+    return None
+
+
+async def _read_chunks(loop, file) -> AsyncIterable:
+    """Chunks of a file-like object; a blocking read() runs in the default executor."""
+    read = file.read
+    if inspect.iscoroutinefunction(read):
+        while True:
+            data = await read(COPY_IN_READ_BYTES)
+            if not data:
+                return
+            yield data
+    while True:
+        data = await loop.run_in_executor(None, read, COPY_IN_READ_BYTES)
+        if not data:
+            return
+        yield data
+
+
+async def _iterate(iterable: Iterable) -> AsyncIterable:
+    for item in iterable:
+        yield item
 
 
 class CopyMixin:
     """copy_to_table(), copy_from_table(), copy_from_query(), copy_records_to_table()."""
 
     __slots__ = ()
+
+    # --- COPY ... TO STDOUT ---
+
+    async def copy_from_table(self, table_name: str, *, output: Any,
+                              columns: Optional[Iterable[str]] = None,
+                              schema_name: Optional[str] = None,
+                              timeout: Optional[float] = None, format: Optional[str] = None,
+                              oids: Optional[bool] = None, delimiter: Optional[str] = None,
+                              null: Optional[str] = None, header: Union[bool, str, None] = None,
+                              quote: Optional[str] = None, escape: Optional[str] = None,
+                              force_quote: Union[bool, Sequence[str], None] = None,
+                              encoding: Optional[str] = None) -> str:
+        """Copy the contents of a table to `output`; return the status, e.g. ``'COPY 100'``.
+
+        `output` is a path (str or path-like object, the file is created or
+        truncated), a file-like object with a ``write(bytes)`` method (called
+        in the default executor unless it is a coroutine function), or a
+        coroutine function taking each ``bytes`` chunk.  `columns` restricts
+        the copy to those columns; the other keyword arguments are the COPY
+        options of the same names (see PostgreSQL's COPY documentation).
+        """
+        opts = copy_options(format=format, oids=oids, delimiter=delimiter, null=null,
+                            header=header, quote=quote, escape=escape,
+                            force_quote=force_quote, encoding=encoding)
+        query = (f'COPY {_table_name(table_name, schema_name)}{_columns_clause(columns)} '
+                 f'TO STDOUT{opts}')
+        return await self._copy_out(query, output, timeout)
+
+    async def copy_from_query(self, query: str, *args: Any, output: Any,
+                              timeout: Optional[float] = None, format: Optional[str] = None,
+                              oids: Optional[bool] = None, delimiter: Optional[str] = None,
+                              null: Optional[str] = None, header: Union[bool, str, None] = None,
+                              quote: Optional[str] = None, escape: Optional[str] = None,
+                              force_quote: Union[bool, Sequence[str], None] = None,
+                              encoding: Optional[str] = None) -> str:
+        """Copy the result of `query` to `output`; return the status, e.g. ``'COPY 10'``.
+
+        COPY takes no bind parameters, so `args` are turned into SQL literals
+        by the server (each cast to the type the server infers for its
+        ``$n``) and written into the query text; ``$n`` inside string
+        literals, quoted names and comments is left alone.  `output` and the
+        options are as for :meth:`copy_from_table`.
+        """
+        opts = copy_options(format=format, oids=oids, delimiter=delimiter, null=null,
+                            header=header, quote=quote, escape=escape,
+                            force_quote=force_quote, encoding=encoding)
+        deadline = self._copy_deadline(timeout)
+        if args:
+            query = await self._inline_arguments(query, args, self._copy_time_left(deadline))
+        return await self._copy_out(f'COPY ({query}) TO STDOUT{opts}', output,
+                                    self._copy_time_left(deadline))
+
+    # --- COPY ... FROM STDIN ---
+
+    async def copy_to_table(self, table_name: str, *, source: Any,
+                            columns: Optional[Iterable[str]] = None,
+                            schema_name: Optional[str] = None, timeout: Optional[float] = None,
+                            format: Optional[str] = None, oids: Optional[bool] = None,
+                            freeze: Optional[bool] = None, delimiter: Optional[str] = None,
+                            null: Optional[str] = None, header: Union[bool, str, None] = None,
+                            quote: Optional[str] = None, escape: Optional[str] = None,
+                            force_quote: Union[bool, Sequence[str], None] = None,
+                            force_not_null: Union[bool, Sequence[str], None] = None,
+                            force_null: Union[bool, Sequence[str], None] = None,
+                            encoding: Optional[str] = None,
+                            where: Optional[str] = None) -> str:
+        """Copy data from `source` into a table; return the status, e.g. ``'COPY 140000'``.
+
+        `source` is a path (str or path-like object), a file-like object with
+        ``read(n)`` (read in chunks, in the default executor unless it is a
+        coroutine function), a bytes-like object holding all the data, or an
+        iterable or asynchronous iterable of bytes-like chunks.  `where` is an
+        SQL expression filtering the rows (PostgreSQL 12+); the other keyword
+        arguments are the COPY options of the same names.  ``force_quote``
+        only exists for COPY TO and is rejected here.
+
+        If the server rejects a row, or the source fails, nothing is copied:
+        the source's exception is raised after the server ended the COPY, and
+        the connection stays usable.
+        """
+        if force_quote is not None:
+            raise ValueError('force_quote applies only when copying out of the server '
+                             '(copy_from_table, copy_from_query)')
+        opts = copy_options(format=format, oids=oids, freeze=freeze, delimiter=delimiter,
+                            null=null, header=header, quote=quote, escape=escape,
+                            force_not_null=force_not_null, force_null=force_null,
+                            encoding=encoding)
+        query = (f'COPY {_table_name(table_name, schema_name)}{_columns_clause(columns)} '
+                 f'FROM STDIN{opts}{_where_clause(where, self._server_version)}')
+        return await self._copy_in(query, source, timeout)
+
+    async def copy_records_to_table(self, table_name: str, *, records: Any,
+                                    columns: Optional[Iterable[str]] = None,
+                                    schema_name: Optional[str] = None,
+                                    timeout: Optional[float] = None,
+                                    where: Optional[str] = None) -> str:
+        """Copy `records` (sequences of column values) into a table with binary COPY.
+
+        Values are encoded by the same codecs as query arguments, for the
+        types of the target columns.  `records` may be any iterable or
+        asynchronous iterable; they are sent in chunks of about 256 KiB while
+        more are being produced.  `where` is an SQL expression filtering the
+        rows (PostgreSQL 12+).  Returns the status, e.g. ``'COPY 2'``.
+
+        A record that cannot be encoded raises DataError naming its index
+        (counting from 0) and column; then, as when the server rejects a
+        row, nothing is copied and the connection stays usable.
+        """
+        tab = _table_name(table_name, schema_name)
+        cols = _columns_clause(columns)
+        select_list = cols[1:-1] if cols else '*'
+        query = (f'COPY {tab}{cols} FROM STDIN (FORMAT binary)'
+                 f'{_where_clause(where, self._server_version)}')
+        deadline = self._copy_deadline(timeout)
+        await self._copy_wait_in_sync()
+        # The column types COPY expects are those of this SELECT; preparing it
+        # also resolves their codecs (introspecting unknown types if needed).
+        intro = f'SELECT {select_list} FROM {tab} LIMIT 0'
+        state = self._stmt_cache.get(intro)
+        if state is None:
+            state = await self._prepare_state(intro, self._copy_time_left(deadline))
+        return await self._copy_records_in(query, state, records,
+                                           self._copy_time_left(deadline))
+
+    # --- internals ---
+
+    def _copy_deadline(self, timeout: Optional[float]) -> Optional[float]:
+        if timeout is None:
+            timeout = self._command_timeout
+        return None if timeout is None else self._loop.time() + timeout
+
+    def _copy_time_left(self, deadline: Optional[float]) -> Optional[float]:
+        if deadline is None:
+            return None
+        left = deadline - self._loop.time()
+        if left <= 0:
+            raise asyncio.TimeoutError()
+        return left
+
+    async def _copy_wait_in_sync(self) -> None:
+        self._check_open()
+        if self._stmts_to_close or self._protocol.get_resync_waiter() is not None:
+            await self._wait_in_sync()
+
+    async def _inline_arguments(self, query: str, args: Sequence, timeout) -> str:
+        """`query` with each ``$n`` replaced by its argument as a typed SQL literal."""
+        deadline = None if timeout is None else self._loop.time() + timeout
+        await self._copy_wait_in_sync()
+        state = await self._prepare_state(query, timeout, cache=False)
+        oids = state.param_oids
+        if len(oids) != len(args):
+            raise exceptions.InterfaceError(
+                f'the server expects {len(oids)} argument{"s" if len(oids) != 1 else ""} '
+                f'for this query, {len(args)} {"was" if len(args) == 1 else "were"} passed')
+        types = [self._codecs.type_info(oid) for oid in oids]
+        names = [quote_ident(t.schema) + '.' + quote_ident(t.name) if t is not None
+                 else f'pg_catalog.format_type({oid}, -1)'
+                 for t, oid in zip(types, oids)]
+        if any(t is None for t in types):
+            # A type the registry knows only by a user codec: ask the server for its name.
+            missing = [oid for t, oid in zip(types, oids) if t is None]
+            rows = await self._execute(
+                'SELECT t.oid, n.nspname, t.typname FROM pg_catalog.pg_type t '
+                'JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace '
+                'WHERE t.oid = ANY($1::oid[])', (missing,), 0,
+                self._copy_time_left(deadline), False, None)
+            found = {row[0]: quote_ident(row[1]) + '.' + quote_ident(row[2]) for row in rows}
+            names = [found.get(oid, name) if t is None else name
+                     for t, oid, name in zip(types, oids, names)]
+        # The server renders each value as a literal of its type: the text
+        # form is then exactly what the type's input function reads back.
+        select = ', '.join(f'pg_catalog.quote_literal(${i}::{name}::text)'
+                           for i, name in enumerate(names, 1))
+        rows = await self._execute(f'SELECT {select}', args, 1,
+                                   self._copy_time_left(deadline), False, None)
+        literals = [f'({"NULL" if lit is None else lit}::{name})'
+                    for lit, name in zip(rows[0], names)]
+        scs = self._protocol.get_server_parameters().get('standard_conforming_strings', 'on')
+        return substitute_parameters(query, literals, scs == 'on')
+
+    async def _copy_out(self, query: str, output: Any, timeout: Optional[float]) -> str:
+        loop = self._loop
+        opened = None
+        path = _fspath(output)
+        if path is not None:
+            opened = await loop.run_in_executor(None, open, path, 'wb')
+            write = opened.write
+        elif hasattr(output, 'write'):
+            write = output.write
+        elif callable(output):
+            write = output
+        else:
+            raise TypeError('output must be a path, a file-like object or a coroutine '
+                            f'function, not {type(output).__name__}')
+        if inspect.iscoroutinefunction(write):
+            writer = write
+        elif write is output:
+            async def writer(data: bytes) -> None:
+                # A plain callable: await what it returns, if anything.
+                result = write(data)
+                if inspect.isawaitable(result):
+                    await result
+        else:
+            async def writer(data: bytes) -> None:
+                await loop.run_in_executor(None, write, data)
+        try:
+            return await self._copy_out_stream(query, writer, timeout)
+        finally:
+            if opened is not None:
+                await loop.run_in_executor(None, opened.close)
+
+    async def _copy_out_stream(self, query: str, writer: Callable[[bytes], Awaitable],
+                               timeout: Optional[float]) -> str:
+        await self._copy_wait_in_sync()
+        if timeout is None:
+            timeout = self._command_timeout
+        proto = self._protocol
+        stream = _CopyOutStream(proto)
+        fut = proto.copy_out(query, stream.feed, timeout)
+        fut.add_done_callback(stream.wake)
+        try:
+            while True:
+                if stream.chunks:
+                    if fut.done() and not fut.cancelled() and fut.exception() is not None:
+                        break       # failed or timed out: the rest is not worth writing
+                    await writer(stream.take())
+                elif fut.done():
+                    break
+                else:
+                    stream.waiter = self._loop.create_future()
+                    await stream.waiter
+        except BaseException:
+            # The output failed, or we were cancelled: stop the COPY; the
+            # protocol drains what is left before the next operation.
+            if not fut.done():
+                fut.cancel()
+            proto.abandon()
+            raise
+        finally:
+            stream.resume()
+        return fut.result()
+
+    async def _copy_in(self, query: str, source: Any, timeout: Optional[float]) -> str:
+        loop = self._loop
+        opened = None
+        path = _fspath(source)
+        if path is not None:
+            opened = await loop.run_in_executor(None, open, path, 'rb')
+            chunks = _read_chunks(loop, opened)
+        elif hasattr(source, 'read'):
+            chunks = _read_chunks(loop, source)
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            chunks = _iterate((source,))
+        elif hasattr(source, '__aiter__'):
+            chunks = source
+        elif hasattr(source, '__iter__'):
+            chunks = _iterate(source)
+        else:
+            raise TypeError('source must be a path, a file-like object, a bytes-like object '
+                            f'or an (async) iterable of bytes, not {type(source).__name__}')
+        try:
+            return await self._copy_in_stream(query, chunks, timeout)
+        finally:
+            if opened is not None:
+                await loop.run_in_executor(None, opened.close)
+
+    async def _copy_in_stream(self, query: str, chunks: AsyncIterable,
+                              timeout: Optional[float]) -> str:
+        await self._copy_wait_in_sync()
+        if timeout is None:
+            timeout = self._command_timeout
+        proto = self._protocol
+        fut = proto.copy_in(query, timeout)
+        if not await self._copy_in_started(fut):
+            return await self._await_op(fut)
+        try:
+            pending: list = []
+            size = 0
+            async for chunk in chunks:
+                if fut.done():
+                    break       # the server failed the COPY (or it timed out)
+                if not isinstance(chunk, (bytes, bytearray, memoryview)):
+                    raise TypeError(f'COPY data must be bytes-like, not {type(chunk).__name__}')
+                pending.append(chunk)
+                size += chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
+                if size >= COPY_IN_CHUNK_BYTES:
+                    proto.copy_in_data(pending[0] if len(pending) == 1 else b''.join(pending))
+                    pending = []
+                    size = 0
+                    drain = proto.get_drain_waiter()
+                    if drain is not None:
+                        await drain
+            if pending:
+                proto.copy_in_data(b''.join(pending))
+            proto.copy_in_done()
+        except BaseException as exc:
+            await self._fail_copy_in(fut, exc)
+            raise
+        return await self._await_op(fut)
+
+    async def _copy_records_in(self, query: str, state, records: Any,
+                               timeout: Optional[float]) -> str:
+        proto = self._protocol
+        fut = proto.copy_in(query, timeout)
+        if not await self._copy_in_started(fut):
+            return await self._await_op(fut)
+        try:
+            if hasattr(records, '__aiter__'):
+                await self._send_records_async(state, records, fut)
+            else:
+                await self._send_records(state, records, fut)
+            proto.copy_in_done()
+        except BaseException as exc:
+            await self._fail_copy_in(fut, exc)
+            raise
+        return await self._await_op(fut)
+
+    async def _send_records(self, state, records: Iterable, fut) -> None:
+        proto = self._protocol
+        iterator = iter(records)
+        batch = list(itertools.islice(iterator, COPY_RECORDS_FIRST_BATCH))
+        per_chunk = self._send_first_records(state, batch)
+        base = len(batch)
+        while not fut.done():
+            batch = list(itertools.islice(iterator, per_chunk))
+            if not batch:
+                break
+            self._send_record_batch(state, batch, base)
+            base += len(batch)
+            drain = proto.get_drain_waiter()
+            if drain is not None:
+                await drain
+        proto.copy_in_records(state, (), False, True)
+
+    async def _send_records_async(self, state, records: AsyncIterable, fut) -> None:
+        proto = self._protocol
+        per_chunk = None
+        base = 0
+        batch: list = []
+        async for record in records:
+            batch.append(record)
+            if per_chunk is None:
+                if len(batch) < COPY_RECORDS_FIRST_BATCH:
+                    continue
+                per_chunk = self._send_first_records(state, batch)
+            elif len(batch) < per_chunk:
+                continue
+            else:
+                self._send_record_batch(state, batch, base)
+            base += len(batch)
+            batch = []
+            if fut.done():
+                break
+            drain = proto.get_drain_waiter()
+            if drain is not None:
+                await drain
+        if per_chunk is None:
+            self._send_first_records(state, batch)
+        elif batch:
+            self._send_record_batch(state, batch, base)
+        proto.copy_in_records(state, (), False, True)
+
+    def _send_first_records(self, state, batch: list) -> int:
+        """Send the header and the first records; return how many records make a chunk."""
+        buf = WriteBuffer()
+        state.encode_copy_records(buf, batch, True, False, 0)
+        data = buf.getvalue()
+        self._protocol.copy_in_data(data)
+        if not batch:
+            return COPY_RECORDS_FIRST_BATCH
+        per_record = max(1, (len(data) - 19) // len(batch))     # 19: the header
+        return max(1, COPY_RECORDS_CHUNK_BYTES // per_record)
+
+    def _send_record_batch(self, state, batch: list, base: int) -> None:
+        try:
+            self._protocol.copy_in_records(state, batch, False, False)
+        except exceptions.DataError:
+            # copy_in_records() counts records from 0 in each batch; encode
+            # the batch again (only on this error path) to name the record's
+            # index in the whole input.
+            state.encode_copy_records(WriteBuffer(), batch, False, False, base)
+            raise
+
+    async def _copy_in_started(self, fut) -> bool:
+        """Wait until the server accepts COPY data (True) or the command ended (False)."""
+        proto = self._protocol
+        ready = proto.copy_ready
+
+        def command_ended(_fut) -> None:
+            if not ready.done():
+                ready.set_result(False)
+
+        fut.add_done_callback(command_ended)
+        try:
+            return await ready
+        except BaseException:
+            if not fut.done():
+                fut.cancel()
+            proto.abandon()
+            raise
+
+    async def _fail_copy_in(self, fut, exc: BaseException) -> None:
+        """End a COPY FROM STDIN that our side cannot finish, so nothing is committed."""
+        proto = self._protocol
+        if isinstance(exc, Exception):
+            # CopyFail makes the server abort the command and answer with
+            # an error and ReadyForQuery; the caller raises `exc` instead.
+            proto.copy_in_fail(f'{type(exc).__name__}: {exc}'[:1000])
+            try:
+                await fut
+            except asyncio.CancelledError:
+                proto.abandon()
+                raise
+            except Exception:
+                pass
+            return
+        # Cancelled (or interrupted): abandon() ends the COPY with CopyFail
+        # and drains the rest before the next operation.
+        if not fut.done():
+            fut.cancel()
+        proto.abandon()

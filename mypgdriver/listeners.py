@@ -1,5 +1,61 @@
-"""Notifications, server log messages and termination: the callbacks a Connection runs."""
+"""Notifications, server log messages and termination: the callbacks a Connection runs.
+
+The protocol reports these events from inside its message loop.  Callbacks
+never run there: each one is scheduled on the event loop (``call_soon``, in
+arrival order), so a slow, failing or re-entrant callback cannot disturb
+the connection.  A callback may be a plain function or a coroutine function;
+an awaitable it returns runs as a task.  Exceptions are passed to the
+loop's exception handler, as for any other unhandled callback error.
+"""
 from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any, Callable
+
+from mypgdriver import exceptions
+from mypgdriver.copy import quote_ident
+
+NotificationCallback = Callable[[Any, int, str, str], Any]
+LogCallback = Callable[[Any, exceptions.PostgresLogMessage], Any]
+TerminationCallback = Callable[[Any], Any]
+
+# Tasks of async callbacks still running: the event loop holds tasks only
+# weakly, and a callback must not vanish half-way through.
+_running_callbacks: set = set()
+
+
+def _check_callback(callback: Any) -> None:
+    if not callable(callback):
+        raise exceptions.InterfaceError(
+            f'expected a callable or an async def function, got {callback!r}')
+
+
+def _run_callback(loop: asyncio.AbstractEventLoop, kind: str, callback: Callable,
+                  args: tuple) -> None:
+    try:
+        result = callback(*args)
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(result, loop=loop)
+            _running_callbacks.add(task)
+            task.add_done_callback(lambda t: _callback_done(loop, kind, callback, t))
+    except Exception as exc:
+        _report(loop, kind, callback, exc)
+
+
+def _callback_done(loop: asyncio.AbstractEventLoop, kind: str, callback: Callable,
+                   task: asyncio.Future) -> None:
+    _running_callbacks.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        _report(loop, kind, callback, task.exception())
+
+
+def _report(loop: asyncio.AbstractEventLoop, kind: str, callback: Callable,
+            exc: BaseException) -> None:
+    loop.call_exception_handler({
+        'message': f'unhandled exception in {kind} callback {callback!r}',
+        'exception': exc,
+    })
 
 
 class ListenersMixin:
@@ -11,11 +67,93 @@ class ListenersMixin:
 
     __slots__ = ()
 
-    def _dispatch_notice(self, message) -> None:
-        pass
+    # --- LISTEN / NOTIFY ---
+
+    async def add_listener(self, channel: str, callback: NotificationCallback) -> None:
+        """Call `callback` for each notification sent on `channel`.
+
+        The callback receives ``(connection, pid, channel, payload)``: the
+        server process ID of the notifying session, the channel name and the
+        payload string.  Notifications arrive whenever the server sends
+        them, also while the connection is otherwise idle.  `channel` is an
+        exact (case-sensitive) name; several callbacks may listen on one
+        channel, and ``LISTEN`` is sent for the first only.
+        """
+        self._check_open()
+        _check_callback(callback)
+        callbacks = self._listeners.get(channel)
+        if callbacks is None:
+            await self.execute('LISTEN ' + quote_ident(channel))
+            callbacks = self._listeners.setdefault(channel, {})
+        callbacks[callback] = None      # a dict: ordered, and a callback counts once
+
+    async def remove_listener(self, channel: str, callback: NotificationCallback) -> None:
+        """Stop calling `callback` for `channel`; ``UNLISTEN`` once no callback is left."""
+        if self.is_closed():
+            return
+        callbacks = self._listeners.get(channel)
+        if callbacks is None or callback not in callbacks:
+            return
+        del callbacks[callback]
+        if not callbacks:
+            del self._listeners[channel]
+            await self.execute('UNLISTEN ' + quote_ident(channel))
+
+    # --- NoticeResponse ---
+
+    def add_log_listener(self, callback: LogCallback) -> None:
+        """Call `callback` for each message the server logs to this session.
+
+        The callback receives ``(connection, message)``, `message` being a
+        :class:`~mypgdriver.exceptions.PostgresLogMessage` (a subclass per
+        SQLSTATE, e.g. ``PostgresWarning``) for a WARNING, NOTICE, INFO,
+        LOG or DEBUG message, such as ``RAISE NOTICE`` in PL/pgSQL.
+        """
+        if self.is_closed():
+            raise exceptions.InterfaceError('connection is closed')
+        _check_callback(callback)
+        if callback not in self._log_listeners:
+            self._log_listeners.append(callback)
+
+    def remove_log_listener(self, callback: LogCallback) -> None:
+        """Stop calling `callback` for log messages (no error if it was not added)."""
+        if callback in self._log_listeners:
+            self._log_listeners.remove(callback)
+
+    # --- termination ---
+
+    def add_termination_listener(self, callback: TerminationCallback) -> None:
+        """Call ``callback(connection)`` once, when the connection is closed or lost."""
+        _check_callback(callback)
+        if callback not in self._termination_listeners:
+            self._termination_listeners.append(callback)
+
+    def remove_termination_listener(self, callback: TerminationCallback) -> None:
+        """Forget a callback given to :meth:`add_termination_listener`."""
+        if callback in self._termination_listeners:
+            self._termination_listeners.remove(callback)
+
+    # --- from the protocol ---
+
+    def _dispatch_notice(self, message: exceptions.PostgresLogMessage) -> None:
+        for callback in self._log_listeners:
+            self._loop.call_soon(_run_callback, self._loop, 'log listener', callback,
+                                 (self, message))
 
     def _dispatch_notification(self, pid: int, channel: str, payload: str) -> None:
-        pass
+        callbacks = self._listeners.get(channel)
+        if callbacks:
+            args = (self, pid, channel, payload)
+            for callback in callbacks:
+                self._loop.call_soon(_run_callback, self._loop, 'notification listener',
+                                     callback, args)
 
-    def _dispatch_connection_lost(self, exc) -> None:
-        pass
+    def _dispatch_connection_lost(self, exc: BaseException | None) -> None:
+        callbacks = self._termination_listeners[:]
+        # Cleared first: each callback runs once, however the end is reported.
+        self._termination_listeners.clear()
+        self._listeners.clear()
+        self._log_listeners.clear()
+        for callback in callbacks:
+            self._loop.call_soon(_run_callback, self._loop, 'termination listener',
+                                 callback, (self,))
