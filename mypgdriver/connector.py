@@ -14,7 +14,7 @@ from typing import Any, Optional
 from mypgdriver import exceptions, tls
 from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params
 from mypgdriver.connection import Connection, ConnectionConfig
-from mypgdriver.protocol.protocol import Protocol
+from mypgdriver.protocol.protocol import Protocol, check_record_class
 from mypgdriver.protocol.record import Record
 
 _CANCEL_REQUEST_CODE = 80877102
@@ -46,9 +46,7 @@ async def connect(dsn: Optional[str] = None, *,
         raise exceptions.InterfaceError(
             f'connection_class is expected to be a subclass of mypgdriver.Connection, '
             f'got {connection_class!r}')
-    if not (isinstance(record_class, type) and issubclass(record_class, Record)):
-        raise exceptions.InterfaceError(
-            f'record_class is expected to be a subclass of mypgdriver.Record, got {record_class!r}')
+    check_record_class(record_class)
     for name, value in (('statement_cache_size', statement_cache_size),
                         ('max_cacheable_statement_size', max_cacheable_statement_size),
                         ('max_cached_statement_lifetime', max_cached_statement_lifetime)):

@@ -262,18 +262,14 @@ async def test_text_is_sent_as_utf8(conn):
 
 # --- "char" (the one-byte type) --------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason='bug: "char" decodes to str; asyncpg decodes it to bytes')
 async def test_char_result_is_bytes_like_asyncpg(conn):
     assert await conn.fetchval("SELECT 'a'::\"char\"") == b"a"
 
 
-@pytest.mark.xfail(strict=True, reason='bug: "char" rejects bytes arguments; asyncpg takes bytes')
 async def test_char_argument_accepts_bytes_like_asyncpg(conn):
     assert await conn.fetchval("SELECT $1::\"char\"::text", b"a") == "a"
 
 
-@pytest.mark.xfail(strict=True, reason='bug: a non-ASCII "char" value raises UnicodeDecodeError '
-                                       "from the decoder")
 async def test_char_with_high_byte_decodes(conn):
     # 'é'::"char" keeps the first byte of its UTF-8 form.
     assert await conn.fetchval("SELECT 'é'::\"char\"") == b"\xc3"

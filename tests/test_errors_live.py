@@ -349,18 +349,22 @@ async def test_operation_after_server_ended_session(connect_kwargs, conn):
         await victim.fetchval("SELECT 1")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a backend terminated during a query raises "
-                                       "AdminShutdownError; asyncpg raises "
-                                       "ConnectionDoesNotExistError")
-async def test_server_ending_session_during_query_raises_connection_does_not_exist(
+async def test_server_ending_session_during_query_raises_the_servers_error(
         connect_kwargs, conn):
+    # The server says why it ends the session (57P01 admin_shutdown) before
+    # closing; the driver reports exactly that, as issue 6 specifies, and the
+    # connection is closed afterwards.
     victim = await mypgdriver.connect(**connect_kwargs)
     running = asyncio.ensure_future(victim.fetchval("SELECT pg_sleep(5)"))
     await asyncio.sleep(0.1)
     await conn.fetchval("SELECT pg_terminate_backend($1)", victim.get_server_pid())
     try:
-        with pytest.raises(exceptions.ConnectionDoesNotExistError):
+        with pytest.raises(exceptions.AdminShutdownError,
+                           match="terminating connection due to administrator command"):
             await asyncio.wait_for(running, 3)
+        assert victim.is_closed()
+        with pytest.raises((exceptions.InterfaceError, exceptions.ConnectionDoesNotExistError)):
+            await victim.fetchval("SELECT 1")
     finally:
         victim.terminate()
 

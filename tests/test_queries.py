@@ -176,11 +176,19 @@ async def test_record_class_per_connection_and_override(connect_kwargs):
         await conn.close()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a non-Record record_class per call raises "
-                                       "TypeError from the row builder, not InterfaceError")
 async def test_bad_record_class_per_call_raises_interface_error(conn):
     with pytest.raises(exceptions.InterfaceError, match="record_class is expected to be a subclass"):
         await conn.fetchrow("SELECT 1", record_class=dict)
+    assert await conn.fetchval("SELECT 2") == 2
+
+
+async def test_record_class_with_own_constructor_is_refused(conn):
+    class WithInit(mypgdriver.Record):
+        def __init__(self, *args):
+            pass
+
+    with pytest.raises(exceptions.InterfaceError, match="must not redefine __new__ or __init__"):
+        await conn.fetchrow("SELECT 1", record_class=WithInit)
 
 
 async def test_bad_record_class_per_call_leaves_connection_usable(conn):

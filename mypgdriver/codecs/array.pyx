@@ -161,3 +161,164 @@ def make_array_codec(uint32_t oid, str name, str schema, Codec element, uint32_t
     c.extra = element_oid
     c.element_delimiter = delimiter
     return c
+
+
+# --- text format -----------------------------------------------------------
+# For element types that only have a text form (money, extension types,
+# text-format user codecs).  Array literal syntax: PostgreSQL docs,
+# "Array Value Input": {a,"b c",NULL,{nested}}, optionally prefixed by
+# dimension decorations like [0:1]=.
+
+from mypgdriver.codecs.base cimport FORMAT_TEXT
+
+
+cdef object decode_text_element(Codec elem, bytes text):
+    cdef Frame f
+    f.ptr = text
+    f.remaining = len(text)
+    return elem.c_decode(elem, &f)
+
+
+cdef object parse_text_array(Codec codec, const char *p, Py_ssize_t n, Py_ssize_t *pos):
+    # p[pos] is '{'; returns the nested list and leaves pos after the '}'.
+    cdef Codec elem = codec.element_codec
+    cdef char delim = ord(codec.element_delimiter[0]) if codec.element_delimiter else b','
+    cdef list items = []
+    cdef Py_ssize_t i = pos[0] + 1
+    cdef Py_ssize_t start
+    cdef bytearray token
+    cdef bint quoted
+    while i < n:
+        while i < n and p[i] in b' \t\n\r':
+            i += 1
+        if i >= n:
+            break
+        if p[i] == b'}':
+            pos[0] = i + 1
+            return items
+        if p[i] == b'{':
+            pos[0] = i
+            items.append(parse_text_array(codec, p, n, pos))
+            i = pos[0]
+        else:
+            token = bytearray()
+            quoted = False
+            if p[i] == b'"':
+                quoted = True
+                i += 1
+                while i < n and p[i] != b'"':
+                    if p[i] == b'\\' and i + 1 < n:
+                        i += 1
+                    token.append(<unsigned char>p[i])
+                    i += 1
+                i += 1      # closing quote
+            else:
+                while i < n and p[i] != delim and p[i] != b'}':
+                    if p[i] == b'\\' and i + 1 < n:
+                        i += 1
+                    token.append(<unsigned char>p[i])
+                    i += 1
+                while len(token) and token[len(token) - 1] in b' \t\n\r':
+                    del token[len(token) - 1]
+            if not quoted and token.upper() == b'NULL':
+                items.append(None)
+            else:
+                items.append(decode_text_element(elem, bytes(token)))
+        while i < n and p[i] in b' \t\n\r':
+            i += 1
+        if i < n and p[i] == delim:
+            i += 1
+    raise_decode_error(codec, 'unterminated array literal')
+
+
+cdef object text_array_decode(Codec codec, Frame *frame):
+    cdef const char *p = frame.ptr
+    cdef Py_ssize_t n = frame.remaining
+    cdef Py_ssize_t pos = 0
+    frame.ptr += n
+    frame.remaining = 0
+    if n and p[0] == b'[':
+        # Dimension decorations ([1:3][0:1]=): lower bounds are dropped.
+        while pos < n and p[pos] != b'=':
+            pos += 1
+        pos += 1
+    if pos >= n or p[pos] != b'{':
+        raise_decode_error(codec, 'malformed array literal')
+    return parse_text_array(codec, p, n, &pos)
+
+
+cdef int write_text_element(Codec codec, Codec elem, WriteBuffer buf, object item) except -1:
+    cdef WriteBuffer tmp
+    cdef Py_ssize_t i
+    cdef char c
+    if item is None:
+        return buf.write_raw(b'NULL', 4)
+    tmp = WriteBuffer()
+    elem.c_encode(elem, tmp, item)
+    # Always quoted: then only '"' and '\' need escaping, whatever the text.
+    buf.write_byte(b'"')
+    for i in range(tmp.length):
+        c = tmp.data[i]
+        if c == b'"' or c == b'\\':
+            buf.write_byte(b'\\')
+        buf.write_byte(c)
+    return buf.write_byte(b'"')
+
+
+cdef int encode_text_level(Codec codec, Codec elem, WriteBuffer buf, object value, list dims,
+                           int level) except -1:
+    cdef bint first = True
+    cdef char delim = ord(codec.element_delimiter[0]) if codec.element_delimiter else b','
+    if len(value) != dims[level]:
+        raise_encode_error(
+            codec, value,
+            'multi-dimensional arrays must have sub-arrays of matching length '
+            f'(expected {dims[level]} elements at depth {level + 1}, got {len(value)})')
+    buf.write_byte(b'{')
+    for item in value:
+        if not first:
+            buf.write_byte(delim)
+        first = False
+        if level + 1 < len(dims):
+            if not is_subarray(item, False):
+                raise_encode_error(
+                    codec, value,
+                    f'expected a sub-array at depth {level + 2}, got {type(item).__name__}')
+            encode_text_level(codec, elem, buf, item, dims, level + 1)
+        else:
+            if item is not None and is_subarray(item, False):
+                raise_encode_error(
+                    codec, value, 'multi-dimensional arrays must have sub-arrays of matching depth')
+            write_text_element(codec, elem, buf, item)
+    return buf.write_byte(b'}')
+
+
+cdef int text_array_encode(Codec codec, WriteBuffer buf, object value) except -1:
+    cdef list dims = []
+    cdef object probe
+    if isinstance(value, (str, bytes, bytearray, memoryview)) or not (
+            type(value) is list or type(value) is tuple or isinstance(value, _Sequence)):
+        raise_encode_error(
+            codec, value, f'a sequence is required for an array (got type {type(value).__name__})')
+    probe = value
+    while True:
+        dims.append(len(probe))
+        if len(probe) == 0 or len(dims) > MAX_DIMS:
+            break
+        probe = probe[0]
+        if not is_subarray(probe, False):
+            break
+    if len(dims) > MAX_DIMS:
+        raise_encode_error(codec, value, f'too many dimensions (PostgreSQL allows {MAX_DIMS})')
+    if dims[len(dims) - 1] == 0:
+        return buf.write_raw(b'{}', 2)
+    return encode_text_level(codec, codec.element_codec, buf, value, dims, 0)
+
+
+def make_text_array_codec(uint32_t oid, str name, str schema, Codec element, str delimiter=','):
+    """An array codec in text format, for elements that only have a text codec."""
+    cdef Codec c = make_codec(oid, name, schema, 'array', FORMAT_TEXT,
+                              text_array_decode, text_array_encode)
+    c.element_codec = element
+    c.element_delimiter = delimiter or ','
+    return c

@@ -72,12 +72,17 @@ def type_by_name_query() -> str:
     return _TYPE_BY_NAME
 
 
+def _char(value) -> str:
+    # "char" columns decode to bytes (as in asyncpg).
+    return value.decode('ascii') if isinstance(value, bytes) else value
+
+
 def rows_to_type_info(rows) -> list[TypeInfo]:
     """Turn the introspection query's rows into TypeInfo."""
     return [
-        TypeInfo(oid=row[0], name=row[1], schema=row[2], kind=row[3], category=row[4],
-                 element=row[5], base=row[6], range_subtype=row[7], multirange_of=row[8],
-                 delimiter=row[9], field_names=tuple(row[10] or ()),
+        TypeInfo(oid=row[0], name=row[1], schema=row[2], kind=_char(row[3]),
+                 category=_char(row[4]), element=row[5], base=row[6], range_subtype=row[7],
+                 multirange_of=row[8], delimiter=_char(row[9]), field_names=tuple(row[10] or ()),
                  field_oids=tuple(row[11] or ()))
         for row in rows
     ]

@@ -37,7 +37,7 @@ def _load_codec_modules() -> None:
 
 _load_codec_modules()
 
-from mypgdriver.codecs.array import make_array_codec  # noqa: E402
+from mypgdriver.codecs.array import make_array_codec, make_text_array_codec  # noqa: E402
 
 
 class TypeInfo(NamedTuple):
@@ -137,7 +137,7 @@ class CodecRegistry:
             if element.format == base.FORMAT_BINARY_PY:
                 return make_array_codec(oid, info.name, info.schema, element, info.element,
                                         info.delimiter)
-            return base.make_text_fallback(oid, info.name)
+            return make_text_array_codec(oid, info.name, info.schema, element, info.delimiter)
         if info.kind == 'd' and info.base:
             return self._child(info.base, depth)
         if info.kind == 'e':

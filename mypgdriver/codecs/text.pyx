@@ -52,6 +52,26 @@ cdef int bytea_encode(Codec codec, WriteBuffer buf, object value) except -1:
             codec, value, f'expected bytes-like object, got {type(value).__name__}')
 
 
+cdef object char_decode(Codec codec, Frame *frame):
+    # "char" is a single byte, not necessarily valid UTF-8 on its own:
+    # bytes, as asyncpg returns it.
+    return bytea_decode(codec, frame)
+
+
+cdef int char_encode(Codec codec, WriteBuffer buf, object value) except -1:
+    cdef bytes b
+    if isinstance(value, str):
+        b = (<str>value).encode('utf-8')
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        b = bytes(value)
+    else:
+        raise_encode_error(
+            codec, value, f'expected bytes of length 1, got {type(value).__name__}')
+    if len(b) > 1:
+        raise_encode_error(codec, value, f'"char" holds one byte, got {len(b)}')
+    return buf.write_bytes(b)
+
+
 cdef object void_decode(Codec codec, Frame *frame):
     frame.ptr += frame.remaining
     frame.remaining = 0
@@ -67,7 +87,7 @@ register_builtin(25, 'text', text_decode, text_encode)
 register_builtin(1043, 'varchar', text_decode, text_encode)
 register_builtin(1042, 'bpchar', text_decode, text_encode)
 register_builtin(19, 'name', text_decode, text_encode)
-register_builtin(18, 'char', text_decode, text_encode)
+register_builtin(18, 'char', char_decode, char_encode)
 register_builtin(705, 'unknown', text_decode, text_encode)
 register_builtin(17, 'bytea', bytea_decode, bytea_encode)
 register_builtin(2278, 'void', void_decode, void_encode)

@@ -343,7 +343,9 @@ cdef class BaseProtocol(CoreProtocol):
         return fut
 
     def bind_execute(self, StatementState st, args, int32_t limit=0, timeout=None,
-                     bint want_status=False, type record_class=None):
+                     bint want_status=False, record_class=None):
+        if record_class is not Record and record_class is not None:
+            check_record_class(record_class)
         fut = self._new_waiter(timeout, OP_BIND_EXECUTE)
         self.want_status = want_status
         self.count_rows_only = False
@@ -537,6 +539,20 @@ cdef class BaseProtocol(CoreProtocol):
         self.state = STATE_CLOSED
         if self.transport is not None:
             self.transport.abort()
+
+
+def check_record_class(record_class):
+    """Raise InterfaceError unless `record_class` can be used for result rows."""
+    if not (isinstance(record_class, type) and issubclass(record_class, Record)):
+        raise exceptions.InterfaceError(
+            f'record_class is expected to be a subclass of mypgdriver.Record, '
+            f'got {record_class!r}')
+    if record_class is not Record and (
+            record_class.__new__ is not Record.__new__ or record_class.__init__ is not Record.__init__):
+        # Rows are built without calling the class (that would cost a Python
+        # call per row), so custom constructors would silently not run.
+        raise exceptions.InterfaceError(
+            f'record_class must not redefine __new__ or __init__ ({record_class.__name__} does)')
 
 
 class Protocol(BaseProtocol, asyncio.BufferedProtocol):
