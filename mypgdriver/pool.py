@@ -1,0 +1,1281 @@
+"""Connection pool with asyncpg's API: create_pool(), Pool, acquire/release.
+
+How the pool keeps its promises:
+
+* **Slots.** At most ``max_size`` connections exist or are being opened.  A
+  slot is taken before a connection is opened and given up when it is closed;
+  a freed slot goes straight to the first waiter, who opens a connection in
+  it, so there is never a moment when a slot is free while someone waits.
+* **Waiters are served in order.**  Each waiting ``acquire()`` owns one
+  future in a FIFO queue; a released connection (or a freed slot) is handed
+  to exactly one of them, so nobody is woken only to find nothing there.  A
+  waiter that times out or is cancelled leaves the queue, and if something
+  was handed to it in the same instant, it passes that on to the next one.
+* **Nothing broken is handed out.**  A connection is reset on release (the
+  ``reset`` callback, else :meth:`Connection.reset`).  One that was released
+  while an operation was running on it, whose protocol is still busy or
+  draining a cancelled query, whose reset failed, or which is closed, is
+  terminated and its slot refilled.  One past ``max_queries`` or from before
+  :meth:`Pool.expire_connections` is closed gracefully and replaced.
+* **Connections that die while idle** (backend terminated, server restarted)
+  are found by ``is_closed()`` when they are taken from the idle list and are
+  replaced there.  The remaining gap, a connection that died a moment before
+  its first query, is closed by the proxy: see :class:`PoolConnectionProxy`.
+* **Recovery.**  When opening a connection fails because the server cannot
+  be reached or is starting up, an ``acquire()`` keeps retrying with backoff
+  for as long as its timeout allows (``connect_retry_timeout`` when it has
+  none), and a background task refills the pool up to ``min_size``.
+"""
+from __future__ import annotations
+
+import asyncio
+import bisect
+import collections
+import dataclasses
+import functools
+import inspect
+import logging
+from types import TracebackType
+from typing import (
+    Any, Awaitable, Callable, Deque, Dict, Generator, List, Optional, Set, Tuple, Type, Union)
+
+from mypgdriver import connector, exceptions
+from mypgdriver.connection import Connection
+from mypgdriver.protocol.record import Record
+
+__all__ = ('create_pool', 'Pool', 'PoolAcquireContext', 'PoolConnectionProxy', 'PoolStats')
+
+logger = logging.getLogger('mypgdriver.pool')
+
+#: Upper bounds (seconds) of the acquire wait-time histogram buckets.
+WAIT_HISTOGRAM_BOUNDS: Tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0, float('inf'))
+
+# Backoff between attempts to open a connection while the server is away:
+# short at first so that a restart is bridged quickly, capped so that a long
+# outage costs one attempt a second per slot.
+_RETRY_DELAY_FIRST = 0.05
+_RETRY_DELAY_MAX = 1.0
+
+# How long close() waits before saying why it is not done yet.
+_LONG_CLOSE_WARNING = 60.0
+
+# Failures to open a connection that mean "the server is not there right now"
+# (refused, reset, starting up, shutting down, full), worth retrying; anything
+# else (bad password, no such database, bad arguments) is raised at once.
+_TRANSIENT_CONNECT_ERRORS: Tuple[Type[BaseException], ...] = (
+    OSError,  # includes TimeoutError and the driver's ConnectionFailure
+    exceptions.PostgresConnectionError,
+    exceptions.CannotConnectNowError,
+    exceptions.AdminShutdownError,
+    exceptions.CrashShutdownError,
+    exceptions.TooManyConnectionsError,
+)
+
+# What a query raises when the connection was already dead: the socket was
+# found closed, or the server's goodbye (FATAL 57P01/57P02) was read.
+_CONNECTION_LOST_ERRORS: Tuple[Type[BaseException], ...] = (
+    exceptions.ConnectionDoesNotExistError,
+    exceptions.AdminShutdownError,
+    exceptions.CrashShutdownError,
+)
+
+
+class _NewSlot:
+    """Handed to a waiter instead of a connection: open one in this slot."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return '<new slot>'
+
+
+_NEW_SLOT = _NewSlot()
+
+
+class _PooledConnection:
+    """A connection owned by the pool, with what the pool tracks about it."""
+
+    __slots__ = ('con', 'generation', 'queries', 'idle_since', 'proxy')
+
+    def __init__(self, con: Connection, generation: int) -> None:
+        self.con = con
+        self.generation = generation
+        self.queries = 0
+        self.idle_since = 0.0
+        self.proxy: Optional[PoolConnectionProxy] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolStats:
+    """A snapshot of a pool's counters, from :meth:`Pool.get_stats`.
+
+    Counters run from the pool's creation.  Wait times are measured from the
+    call to ``acquire()`` until a connection is obtained (including opening
+    one when needed, excluding the ``setup`` callback); an acquire served
+    from an idle connection waited exactly ``0.0`` seconds.
+    """
+
+    #: Open connections (idle and in use).
+    size: int
+    #: Open connections nobody holds.
+    idle: int
+    min_size: int
+    max_size: int
+    #: Connections opened successfully (including by ``init``).
+    connections_opened: int
+    #: Connections the pool closed, terminated or found dead.
+    connections_closed: int
+    #: Failed attempts to open a connection (connect or ``init`` failed).
+    connections_failed: int
+    #: Successful acquires.
+    acquires: int
+    #: Acquires that found no idle connection (they queued or connected).
+    acquires_waited: int
+    #: Acquires waiting right now.
+    waiters: int
+    #: Sum and maximum of the wait times of successful acquires, in seconds.
+    wait_time_total: float
+    wait_time_max: float
+    #: Acquires that raised asyncio.TimeoutError.
+    timeouts: int
+    #: Releases whose reset succeeded (the connection went back for reuse).
+    resets: int
+    #: Releases whose reset failed or was interrupted (connection terminated).
+    reset_failures: int
+    #: Connections replaced on release because they were unusable: closed,
+    #: busy or released in the middle of an operation.
+    broken_on_release: int
+    #: ``(upper bound in seconds, count)`` of successful acquires per wait time.
+    wait_histogram: Tuple[Tuple[float, int], ...]
+
+
+class PoolConnectionProxy:
+    """A pooled connection as seen by the code that acquired it.
+
+    Attribute access is forwarded to the underlying :class:`Connection`.  Once
+    the connection is released, every use of the proxy (and of methods taken
+    from it earlier) raises :exc:`~mypgdriver.exceptions.InterfaceError`, so
+    that code holding on to a released connection cannot disturb its next
+    user.
+
+    Each query method called through the proxy counts toward ``max_queries``.
+
+    **A connection that died while idle.**  The pool checks ``is_closed()``
+    before handing a connection out, but the server may have dropped it just
+    before (its goodbye not yet read).  So if the *first* ``execute``,
+    ``fetch``, ``fetchrow`` or ``fetchval`` after acquire fails with
+    ``ConnectionDoesNotExistError`` (or the server's ``AdminShutdownError`` /
+    ``CrashShutdownError``) and the connection is closed, the proxy replaces
+    it with a new one (running ``setup`` again) and repeats that call once.
+    The first call is the only one where this is safe to do without
+    knowing the application: no session state of its own exists yet.  The
+    one case where the statement could run twice is a server that crashed
+    after committing it and before answering, which the client cannot tell
+    from "never received".
+    """
+
+    __slots__ = ('_con', '_entry', '_pool', '_timeout', '_ops', '_active', '__weakref__')
+
+    def __init__(self, pool: 'Pool', entry: _PooledConnection,
+                 timeout: Optional[float]) -> None:
+        self._pool = pool
+        self._entry = entry
+        self._con: Optional[Connection] = entry.con
+        self._timeout = timeout
+        self._ops = 0  # operations started through this proxy
+        self._active = 0  # operations running right now
+
+    def __repr__(self) -> str:
+        if self._con is None:
+            return f'<{type(self).__name__} [released] {id(self):#x}>'
+        return f'<{type(self).__name__} {self._con!r} {id(self):#x}>'
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names not defined on the proxy itself.
+        con = self._con
+        if con is None:
+            raise _released_error(name)
+        value = getattr(con, name)
+        if inspect.ismethod(value) and value.__self__ is con:
+            return self._wrap_method(name, value)
+        return value
+
+    def _wrap_method(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(method):
+            @functools.wraps(method)
+            async def call_coroutine(*args: Any, **kwargs: Any) -> Any:
+                con = self._begin(name)
+                try:
+                    return await getattr(con, name)(*args, **kwargs)
+                finally:
+                    self._active -= 1
+            return call_coroutine
+
+        @functools.wraps(method)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            con = self._con
+            if con is None:
+                raise _released_error(name)
+            return getattr(con, name)(*args, **kwargs)
+        return call
+
+    def _begin(self, name: str) -> Connection:
+        con = self._con
+        if con is None:
+            raise _released_error(name)
+        self._ops += 1
+        self._active += 1
+        self._entry.queries += 1
+        return con
+
+    def _detach(self) -> Optional[Connection]:
+        con, self._con = self._con, None
+        return con
+
+    async def _retry_target(self, con: Connection, error: BaseException) -> Connection:
+        """The connection to repeat a failed first call on, or re-raise `error`."""
+        if self._ops != 1 or self._con is not con or not con.is_closed():
+            raise error
+        return await self._pool._replace_lost_connection(self, error)
+
+    # The query methods are spelled out (rather than forwarded through
+    # __getattr__) because they are the hot path, and because they are the
+    # calls the first-call retry applies to.
+
+    async def execute(self, query: str, *args: Any, timeout: Optional[float] = None) -> str:
+        """Run a command; see :meth:`Connection.execute`."""
+        con = self._begin('execute')
+        try:
+            try:
+                return await con.execute(query, *args, timeout=timeout)
+            except _CONNECTION_LOST_ERRORS as e:
+                con = await self._retry_target(con, e)
+                return await con.execute(query, *args, timeout=timeout)
+        finally:
+            self._active -= 1
+
+    async def fetch(self, query: str, *args: Any, timeout: Optional[float] = None,
+                    record_class: Optional[type] = None) -> List[Any]:
+        """Run a query and return all rows; see :meth:`Connection.fetch`."""
+        con = self._begin('fetch')
+        try:
+            try:
+                return await con.fetch(query, *args, timeout=timeout, record_class=record_class)
+            except _CONNECTION_LOST_ERRORS as e:
+                con = await self._retry_target(con, e)
+                return await con.fetch(query, *args, timeout=timeout, record_class=record_class)
+        finally:
+            self._active -= 1
+
+    async def fetchrow(self, query: str, *args: Any, timeout: Optional[float] = None,
+                       record_class: Optional[type] = None) -> Any:
+        """Run a query and return its first row; see :meth:`Connection.fetchrow`."""
+        con = self._begin('fetchrow')
+        try:
+            try:
+                return await con.fetchrow(query, *args, timeout=timeout,
+                                          record_class=record_class)
+            except _CONNECTION_LOST_ERRORS as e:
+                con = await self._retry_target(con, e)
+                return await con.fetchrow(query, *args, timeout=timeout,
+                                          record_class=record_class)
+        finally:
+            self._active -= 1
+
+    async def fetchval(self, query: str, *args: Any, column: Union[int, str] = 0,
+                       timeout: Optional[float] = None) -> Any:
+        """Run a query and return one value of its first row; see :meth:`Connection.fetchval`."""
+        con = self._begin('fetchval')
+        try:
+            try:
+                return await con.fetchval(query, *args, column=column, timeout=timeout)
+            except _CONNECTION_LOST_ERRORS as e:
+                con = await self._retry_target(con, e)
+                return await con.fetchval(query, *args, column=column, timeout=timeout)
+        finally:
+            self._active -= 1
+
+
+def _released_error(name: str) -> exceptions.InterfaceError:
+    return exceptions.InterfaceError(
+        f'cannot call Connection.{name}(): connection has been released back to the pool')
+
+
+class Pool:
+    """A pool of connections to one PostgreSQL server.
+
+    Create it with :func:`create_pool`; see there for the arguments.  Take a
+    connection with :meth:`acquire` (``async with pool.acquire() as con``) or
+    run a single query with the shortcut methods (:meth:`fetch`, ...).
+    """
+
+    def __init__(self, dsn: Optional[str] = None, *,
+                 init_size: Optional[int] = None,
+                 min_size: int,
+                 max_size: int,
+                 max_queries: int,
+                 max_inactive_connection_lifetime: float,
+                 connect: Optional[Callable[..., Awaitable[Connection]]] = None,
+                 setup: Optional[Callable[['PoolConnectionProxy'], Awaitable[None]]] = None,
+                 init: Optional[Callable[[Connection], Awaitable[None]]] = None,
+                 reset: Optional[Callable[[Connection], Awaitable[None]]] = None,
+                 loop: Optional[asyncio.AbstractEventLoop] = None,
+                 connection_class: Type[Connection] = Connection,
+                 record_class: type = Record,
+                 connect_retry_timeout: float = 10.0,
+                 **connect_kwargs: Any) -> None:
+        if max_size <= 0:
+            raise ValueError('max_size is expected to be greater than zero')
+        if min_size < 0:
+            raise ValueError('min_size is expected to be greater or equal to zero')
+        if min_size > max_size:
+            raise ValueError('min_size is greater than max_size')
+        if init_size is None:
+            init_size = min_size
+        if init_size < min_size:
+            raise ValueError('init_size is smaller than min_size')
+        if init_size > max_size:
+            raise ValueError('init_size is greater than max_size')
+        if max_queries <= 0:
+            raise ValueError('max_queries is expected to be greater than zero')
+        if max_inactive_connection_lifetime < 0:
+            raise ValueError(
+                'max_inactive_connection_lifetime is expected to be greater or equal to zero')
+        if connect_retry_timeout < 0:
+            raise ValueError('connect_retry_timeout is expected to be greater or equal to zero')
+        if not (isinstance(connection_class, type) and issubclass(connection_class, Connection)):
+            raise TypeError(f'connection_class is expected to be a subclass of '
+                            f'mypgdriver.Connection, got {connection_class!r}')
+        if not (isinstance(record_class, type) and issubclass(record_class, Record)):
+            raise TypeError(f'record_class is expected to be a subclass of '
+                            f'mypgdriver.Record, got {record_class!r}')
+
+        self._loop = loop
+        self._init_size = init_size
+        self._min_size = min_size
+        self._max_size = max_size
+        self._max_queries = max_queries
+        self._max_inactive = max_inactive_connection_lifetime
+        self._connect_retry_timeout = connect_retry_timeout
+        self._connect_fn = connect
+        self._connect_dsn = dsn
+        self._connect_kwargs = connect_kwargs
+        self._setup = setup
+        self._init = init
+        self._reset = reset
+        self._connection_class = connection_class
+        self._record_class = record_class
+
+        self._initialized = False
+        self._initializing = False
+        self._closing = False
+        self._closed = False
+        self._generation = 0
+
+        self._all: Set[_PooledConnection] = set()
+        self._idle: Deque[_PooledConnection] = collections.deque()  # most recent at the right
+        self._waiters: Deque[asyncio.Future] = collections.deque()  # only pending futures
+        self._slots = 0  # open + being opened + handed to a waiter to open
+        self._refill_task: Optional[asyncio.Task] = None
+        self._expiry_handle: Optional[asyncio.TimerHandle] = None
+        self._drained: Optional[asyncio.Future] = None  # set when _slots drops to 0 on close
+        self._close_tasks: Set[asyncio.Task] = set()
+
+        self._n_opened = 0
+        self._n_closed = 0
+        self._n_failed = 0
+        self._n_acquires = 0
+        self._n_waited = 0
+        self._n_waiting = 0
+        self._wait_total = 0.0
+        self._wait_max = 0.0
+        self._n_timeouts = 0
+        self._n_resets = 0
+        self._n_reset_failures = 0
+        self._n_broken = 0
+        self._histogram = [0] * len(WAIT_HISTOGRAM_BOUNDS)
+
+    def __repr__(self) -> str:
+        state = ('closed' if self._closed else 'closing' if self._closing
+                 else 'open' if self._initialized else 'new')
+        return (f'<{type(self).__name__} {state} size={len(self._all)} idle={len(self._idle)} '
+                f'min={self._min_size} max={self._max_size}>')
+
+    # --- start-up ---
+
+    def __await__(self) -> Generator[Any, None, 'Pool']:
+        return self._async_init().__await__()
+
+    async def __aenter__(self) -> 'Pool':
+        return await self._async_init()
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]],
+                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        await self.close()
+
+    async def _async_init(self) -> 'Pool':
+        if self._initialized:
+            return self
+        if self._initializing:
+            raise exceptions.InterfaceError('pool is being initialized in another task')
+        if self._closed:
+            raise exceptions.InterfaceError('pool is closed')
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        self._initializing = True
+        try:
+            await self._open_initial_connections()
+        except BaseException:
+            self._closed = True
+            for entry in list(self._all):
+                self._retire(entry, graceful=False)
+            raise
+        finally:
+            self._initializing = False
+        self._initialized = True
+        self._schedule_refill()
+        return self
+
+    async def _open_initial_connections(self) -> None:
+        # All at once: start-up costs one connection's latency, not init_size.
+        # No retries here: a pool that cannot connect at start-up is most
+        # likely misconfigured, and saying so at once is kinder.
+        count = self._init_size
+        self._slots += count
+        results = await asyncio.gather(
+            *(self._open_entry() for _ in range(count)), return_exceptions=True)
+        error: Optional[BaseException] = None
+        for result in results:
+            if isinstance(result, _PooledConnection):
+                self._make_available(result)
+            else:
+                self._slots -= 1
+                if error is None:
+                    error = result
+        if error is not None:
+            raise error
+
+    # --- information ---
+
+    def get_size(self) -> int:
+        """The number of open connections, idle and in use."""
+        return len(self._all)
+
+    def get_init_size(self) -> int:
+        """The number of connections opened when the pool starts."""
+        return self._init_size
+
+    def get_min_size(self) -> int:
+        """The number of connections the pool keeps open, refilling in the background."""
+        return self._min_size
+
+    def get_max_size(self) -> int:
+        """The most connections the pool opens at the same time."""
+        return self._max_size
+
+    def get_idle_size(self) -> int:
+        """The number of open connections nobody holds."""
+        return len(self._idle)
+
+    def is_closing(self) -> bool:
+        """True once :meth:`close` or :meth:`terminate` was called."""
+        return self._closing or self._closed
+
+    def get_stats(self) -> PoolStats:
+        """A snapshot of the pool's counters (a :class:`PoolStats`)."""
+        return PoolStats(
+            size=len(self._all),
+            idle=len(self._idle),
+            min_size=self._min_size,
+            max_size=self._max_size,
+            connections_opened=self._n_opened,
+            connections_closed=self._n_closed,
+            connections_failed=self._n_failed,
+            acquires=self._n_acquires,
+            acquires_waited=self._n_waited,
+            waiters=self._n_waiting,
+            wait_time_total=self._wait_total,
+            wait_time_max=self._wait_max,
+            timeouts=self._n_timeouts,
+            resets=self._n_resets,
+            reset_failures=self._n_reset_failures,
+            broken_on_release=self._n_broken,
+            wait_histogram=tuple(zip(WAIT_HISTOGRAM_BOUNDS, self._histogram)),
+        )
+
+    # --- configuration ---
+
+    def set_connect_args(self, dsn: Optional[str] = None, **connect_kwargs: Any) -> None:
+        """Use these connection arguments for every connection opened from now on.
+
+        Arguments are those of :func:`mypgdriver.connect`.  Open connections
+        stay until they are replaced; call :meth:`expire_connections` to
+        replace them soon.
+        """
+        self._connect_dsn = dsn
+        self._connect_kwargs = connect_kwargs
+
+    async def expire_connections(self) -> None:
+        """Replace every open connection with a new one.
+
+        Idle connections are closed now (and refilled in the background up
+        to ``min_size``); connections in use are closed when released.
+        """
+        self._generation += 1
+        while self._idle:
+            self._retire(self._idle.pop(), graceful=True)
+            self._slot_freed()
+
+    # --- acquire ---
+
+    def acquire(self, *, timeout: Optional[float] = None) -> 'PoolAcquireContext':
+        """Take a connection from the pool.
+
+        Use as ``async with pool.acquire() as con: ...`` (released at the end
+        of the block) or as ``con = await pool.acquire()`` followed by
+        :meth:`release`.  Waiters are served first come, first served.  If no
+        connection is available within `timeout` seconds,
+        :exc:`asyncio.TimeoutError` is raised.
+        """
+        return PoolAcquireContext(self, timeout)
+
+    async def _acquire(self, timeout: Optional[float]) -> PoolConnectionProxy:
+        self._check_open()
+        loop = self._loop
+        assert loop is not None
+        try:
+            idle = self._idle
+            if (idle and not self._waiters and idle[-1].generation == self._generation
+                    and not idle[-1].con.is_closed()):
+                entry = idle.pop()
+                waited = 0.0
+            else:
+                start = loop.time()
+                entry = await self._obtain(self._deadline(start, timeout))
+                waited = loop.time() - start
+                self._n_waited += 1
+            proxy = PoolConnectionProxy(self, entry, timeout)
+            entry.proxy = proxy
+            if self._setup is not None:
+                await self._run_setup(entry, proxy)
+        except asyncio.TimeoutError:
+            self._n_timeouts += 1
+            raise
+        self._n_acquires += 1
+        if waited:
+            self._wait_total += waited
+            if waited > self._wait_max:
+                self._wait_max = waited
+            self._histogram[bisect.bisect_left(WAIT_HISTOGRAM_BOUNDS, waited)] += 1
+        else:
+            self._histogram[0] += 1
+        return proxy
+
+    def _deadline(self, start: float, timeout: Optional[float]) -> Optional[float]:
+        return None if timeout is None else start + timeout
+
+    async def _obtain(self, deadline: Optional[float]) -> _PooledConnection:
+        """An open, fresh connection: idle, new in a free slot, or after waiting."""
+        if not self._waiters:
+            if self._idle:
+                entry = self._idle.pop()
+                if entry.generation == self._generation and not entry.con.is_closed():
+                    return entry
+                return await self._replace_in_slot(entry, deadline)
+            if self._slots < self._max_size:
+                self._slots += 1
+                return await self._open_in_slot(deadline)
+        item = await self._wait_in_line(deadline)
+        if item is _NEW_SLOT:
+            return await self._open_in_slot(deadline)
+        assert isinstance(item, _PooledConnection)
+        if item.generation == self._generation and not item.con.is_closed():
+            return item
+        return await self._replace_in_slot(item, deadline)
+
+    async def _wait_in_line(self, deadline: Optional[float]) -> Union[_PooledConnection, _NewSlot]:
+        loop = self._loop
+        assert loop is not None
+        fut = loop.create_future()
+        self._waiters.append(fut)
+        self._n_waiting += 1
+        timer = None
+        if deadline is not None:
+            timer = loop.call_at(deadline, self._waiter_timed_out, fut)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                # Something was handed to us as we were cancelled: pass it on.
+                self._give_back(fut.result())
+            else:
+                self._forget_waiter(fut)
+            raise
+        finally:
+            self._n_waiting -= 1
+            if timer is not None:
+                timer.cancel()
+
+    def _waiter_timed_out(self, fut: asyncio.Future) -> None:
+        if not fut.done():
+            self._forget_waiter(fut)
+            fut.set_exception(asyncio.TimeoutError())
+
+    def _forget_waiter(self, fut: asyncio.Future) -> None:
+        try:
+            self._waiters.remove(fut)
+        except ValueError:
+            pass
+
+    def _give_back(self, item: Union[_PooledConnection, _NewSlot]) -> None:
+        if item is _NEW_SLOT:
+            self._slot_freed()
+        else:
+            assert isinstance(item, _PooledConnection)
+            self._make_available(item)
+
+    async def _replace_in_slot(self, entry: _PooledConnection,
+                               deadline: Optional[float]) -> _PooledConnection:
+        """Close a stale or dead connection and open a new one in its slot."""
+        self._retire(entry, graceful=not entry.con.is_closed())
+        return await self._open_in_slot(deadline)
+
+    async def _open_in_slot(self, deadline: Optional[float]) -> _PooledConnection:
+        """Open a connection in a slot we hold, retrying while the server is away.
+
+        The slot is given up if this fails.
+        """
+        loop = self._loop
+        assert loop is not None
+        if self._closing or self._closed:
+            self._slot_freed()
+            raise exceptions.InterfaceError('pool is closing')
+        retry_until = deadline
+        if retry_until is None:
+            retry_until = loop.time() + self._connect_retry_timeout
+        delay = _RETRY_DELAY_FIRST
+        try:
+            while True:
+                remaining = None if deadline is None else deadline - loop.time()
+                try:
+                    entry = await _within(loop, self._open_entry(), remaining,
+                                          self._discard_late_entry)
+                    break
+                except _TRANSIENT_CONNECT_ERRORS as e:
+                    if self._closing or self._closed:
+                        raise
+                    wait = min(delay, retry_until - loop.time())
+                    if wait <= 0:
+                        if deadline is not None:
+                            raise asyncio.TimeoutError(
+                                f'timed out waiting for a connection: {e}') from e
+                        raise
+                    logger.debug('pool: cannot open a connection (%s), retrying', e)
+                    await asyncio.sleep(wait)
+                    delay = min(delay * 2, _RETRY_DELAY_MAX)
+        except BaseException:
+            self._slot_freed()
+            raise
+        if self._closing or self._closed:
+            self._retire(entry, graceful=True)
+            self._slot_freed()
+            raise exceptions.InterfaceError('pool is closing')
+        return entry
+
+    async def _open_entry(self) -> _PooledConnection:
+        """Open one connection and run ``init`` on it; the caller holds a slot."""
+        generation = self._generation
+        connect = self._connect_fn if self._connect_fn is not None else connector.connect
+        try:
+            con = await connect(self._connect_dsn, loop=self._loop,
+                                connection_class=self._connection_class,
+                                record_class=self._record_class, **self._connect_kwargs)
+            if not isinstance(con, self._connection_class):
+                bad = type(con)
+                con_close = getattr(con, 'close', None)
+                if con_close is not None:
+                    await con_close()
+                raise exceptions.InterfaceError(
+                    f'expected the pool connect callback to return an instance of '
+                    f'{self._connection_class.__module__}.{self._connection_class.__qualname__}, '
+                    f'got {bad.__module__}.{bad.__qualname__}')
+            if self._init is not None:
+                try:
+                    await self._init(con)
+                except BaseException:
+                    # Whatever init left behind is unknown; do not reuse it.
+                    con.terminate()
+                    raise
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            self._n_failed += 1
+            raise
+        entry = _PooledConnection(con, generation)
+        self._all.add(entry)
+        self._n_opened += 1
+        add_listener = getattr(con, 'add_termination_listener', None)
+        if add_listener is not None:
+            add_listener(functools.partial(self._on_connection_terminated, entry))
+        return entry
+
+    async def _run_setup(self, entry: _PooledConnection, proxy: PoolConnectionProxy) -> None:
+        assert self._setup is not None
+        try:
+            await self._setup(proxy)
+        except BaseException:
+            # The state setup left the connection in is unknown: do not reuse it.
+            proxy._detach()
+            entry.proxy = None
+            self._retire(entry, graceful=not entry.con.is_closed())
+            self._slot_freed()
+            raise
+        # The user's first call gets the retry for connections lost while idle.
+        proxy._ops = 0
+
+    async def _replace_lost_connection(self, proxy: PoolConnectionProxy,
+                                       error: BaseException) -> Connection:
+        """Give `proxy` a new connection after its first call found the old one dead."""
+        old = proxy._entry
+        self._retire(old, graceful=False)
+        old.proxy = None
+        logger.debug('pool: connection lost before its first query (%s), replacing', error)
+        if self._closing or self._closed:
+            self._slot_freed()
+            proxy._detach()
+            raise error
+        try:
+            entry = await self._open_in_slot(None)
+        except BaseException:
+            # The slot is gone with the connection; release() has nothing to do.
+            proxy._detach()
+            raise
+        proxy._entry = entry
+        proxy._con = entry.con
+        entry.proxy = proxy
+        entry.queries = 1
+        if self._setup is not None:
+            await self._run_setup(entry, proxy)
+        proxy._ops = 1  # the repeated call is the first one; never retry twice
+        return entry.con
+
+    # --- release ---
+
+    async def release(self, connection: PoolConnectionProxy, *,
+                      timeout: Optional[float] = None) -> None:
+        """Give a connection back to the pool.
+
+        The connection is reset (see :func:`create_pool`'s `reset`) before
+        anyone else gets it; `timeout` bounds the reset and defaults to the
+        timeout given to :meth:`acquire`.  A connection that cannot be reused
+        (closed, still running an operation, reset failed) is terminated and
+        replaced rather than reported: the caller's work is done either way.
+        Releasing an already released connection does nothing.
+        """
+        if type(connection) is not PoolConnectionProxy or connection._pool is not self:
+            raise exceptions.InterfaceError(
+                f'Pool.release() received invalid connection: {connection!r} is not a '
+                f'member of this pool')
+        if connection._con is None:
+            return
+        entry = connection._entry
+        was_active = connection._active
+        connection._detach()
+        entry.proxy = None
+        if timeout is None:
+            timeout = connection._timeout
+        await self._release_entry(entry, was_active, timeout)
+
+    async def _release_entry(self, entry: _PooledConnection, was_active: int,
+                             timeout: Optional[float]) -> None:
+        con = entry.con
+        if self._closing or self._closed:
+            self._retire(entry, graceful=not con.is_closed())
+            self._slot_freed()
+            return
+        if was_active or _in_unknown_state(con):
+            self._n_broken += 1
+            self._retire(entry, graceful=False)
+            self._slot_freed()
+            return
+        if entry.queries >= self._max_queries or entry.generation != self._generation:
+            self._retire(entry, graceful=True)
+            self._slot_freed()
+            return
+        on_release = getattr(con, '_on_release', None)
+        try:
+            if on_release is not None:
+                on_release()
+            if self._reset is None:
+                await _default_reset(con, timeout)
+            else:
+                await _within(self._loop, self._custom_reset(con), timeout, None)
+        except asyncio.CancelledError:
+            # The reset query was abandoned half-way: the session state is unknown.
+            self._n_reset_failures += 1
+            self._retire(entry, graceful=False)
+            self._slot_freed()
+            raise
+        except Exception as e:
+            self._n_reset_failures += 1
+            # A connection lost during the reset is routine (server restart);
+            # anything else is worth a word, e.g. a failing reset callback.
+            log = logger.debug if con.is_closed() else logger.warning
+            log('pool: resetting a released connection failed, replacing it: %r', e)
+            self._retire(entry, graceful=False)
+            self._slot_freed()
+            return
+        if _in_unknown_state(con) or con.is_in_transaction():
+            self._n_reset_failures += 1
+            self._retire(entry, graceful=False)
+            self._slot_freed()
+            return
+        self._n_resets += 1
+        if self._closing or self._closed:
+            self._retire(entry, graceful=True)
+            self._slot_freed()
+            return
+        self._make_available(entry)
+
+    async def _custom_reset(self, con: Connection) -> None:
+        assert self._reset is not None
+        # An open transaction is always ended, whatever the callback does.
+        if con.is_in_transaction():
+            await con.execute('ROLLBACK')
+        await self._reset(con)
+
+    # --- slots and idle connections ---
+
+    def _make_available(self, entry: _PooledConnection) -> None:
+        """Hand a ready connection to the first waiter, or put it in the idle list."""
+        waiters = self._waiters
+        while waiters:
+            fut = waiters.popleft()
+            if not fut.done():
+                fut.set_result(entry)
+                return
+        if self._closing or self._closed:
+            self._retire(entry, graceful=True)
+            self._slot_freed()
+            return
+        loop = self._loop
+        assert loop is not None
+        entry.idle_since = loop.time()
+        self._idle.append(entry)
+        if (self._max_inactive and self._expiry_handle is None
+                and len(self._all) > self._min_size):
+            self._expiry_handle = loop.call_at(
+                self._idle[0].idle_since + self._max_inactive, self._expire_idle)
+
+    def _slot_freed(self) -> None:
+        """A slot was given up: pass it to the first waiter, or count it free."""
+        waiters = self._waiters
+        while waiters:
+            fut = waiters.popleft()
+            if not fut.done():
+                fut.set_result(_NEW_SLOT)
+                return
+        self._slots -= 1
+        if self._closing or self._closed:
+            if self._slots == 0 and self._drained is not None and not self._drained.done():
+                self._drained.set_result(None)
+            return
+        self._schedule_refill()
+
+    def _retire(self, entry: _PooledConnection, *, graceful: bool) -> None:
+        """Close a connection the pool owns; its slot stays with the caller."""
+        if entry not in self._all:
+            return
+        self._all.discard(entry)
+        self._n_closed += 1
+        con = entry.con
+        if graceful and not con.is_closed():
+            loop = self._loop
+            assert loop is not None
+            task = loop.create_task(_close_quietly(con))
+            self._close_tasks.add(task)
+            task.add_done_callback(self._close_tasks.discard)
+        else:
+            con.terminate()
+
+    def _discard_late_entry(self, entry: _PooledConnection) -> None:
+        # Opened after its acquire gave up; the slot was already given up.
+        self._retire(entry, graceful=False)
+
+    def _on_connection_terminated(self, entry: _PooledConnection, *args: Any) -> None:
+        # An idle connection the server dropped: replace it now rather than
+        # at the next acquire.  Connections in use are dealt with on release.
+        if entry in self._all and entry in self._idle:
+            self._idle.remove(entry)
+            self._retire(entry, graceful=False)
+            self._slot_freed()
+
+    def _expire_idle(self) -> None:
+        """Close connections above min_size idle for max_inactive_connection_lifetime."""
+        self._expiry_handle = None
+        if self._closing or self._closed:
+            return
+        loop = self._loop
+        assert loop is not None
+        now = loop.time()
+        idle = self._idle
+        # The idle list is ordered by release time: the oldest are at the left.
+        while idle and len(self._all) > self._min_size:
+            if idle[0].idle_since + self._max_inactive > now:
+                break
+            self._retire(idle.popleft(), graceful=True)
+            self._slot_freed()
+        if idle and len(self._all) > self._min_size:
+            self._expiry_handle = loop.call_at(
+                idle[0].idle_since + self._max_inactive, self._expire_idle)
+
+    def _schedule_refill(self) -> None:
+        if (self._refill_task is None and self._initialized and not self._closing
+                and not self._closed and self._slots < self._min_size):
+            loop = self._loop
+            assert loop is not None
+            self._refill_task = loop.create_task(self._refill())
+
+    async def _refill(self) -> None:
+        """Open connections in the background until min_size are open or opening."""
+        delay = _RETRY_DELAY_FIRST
+        try:
+            while not (self._closing or self._closed) and self._slots < self._min_size:
+                count = self._min_size - self._slots
+                self._slots += count
+                results = await asyncio.gather(
+                    *(self._refill_one() for _ in range(count)), return_exceptions=True)
+                if any(isinstance(r, BaseException) for r in results):
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, _RETRY_DELAY_MAX)
+                else:
+                    delay = _RETRY_DELAY_FIRST
+        finally:
+            self._refill_task = None
+
+    async def _refill_one(self) -> None:
+        try:
+            entry = await self._open_entry()
+        except BaseException as e:
+            self._slot_freed()
+            if not isinstance(e, asyncio.CancelledError):
+                logger.debug('pool: background connect failed: %r', e)
+            raise
+        self._make_available(entry)
+
+    # --- closing ---
+
+    async def close(self, *, timeout: Optional[float] = None) -> None:
+        """Close the pool gracefully.
+
+        New acquires fail with :exc:`~mypgdriver.exceptions.InterfaceError`
+        at once, and so do those waiting.  Idle connections are closed now;
+        connections in use are closed as they are released, and ``close()``
+        returns when all are.  After `timeout` seconds (if given) the
+        connections still out are terminated (and a warning is logged).  If
+        ``close()`` itself is cancelled or fails, the pool is terminated.
+        """
+        if self._closed:
+            return
+        if not self._initialized:
+            self._closed = True
+            return
+        loop = self._loop
+        assert loop is not None
+        self._closing = True
+        self._stop_background()
+        self._fail_waiters('pool is closing')
+        warning = None
+        try:
+            while self._idle:
+                self._retire(self._idle.pop(), graceful=True)
+                self._slot_freed()
+            if self._slots:
+                self._drained = loop.create_future()
+                warning = loop.call_later(
+                    _LONG_CLOSE_WARNING if timeout is None else timeout + _LONG_CLOSE_WARNING,
+                    self._warn_long_close)
+                done, _ = await asyncio.wait([self._drained], timeout=timeout)
+                if not done:
+                    logger.warning('pool: close() timed out after %.1fs with %d connection(s) '
+                                   'still in use; terminating them', timeout, len(self._all))
+                    self.terminate()
+            if self._close_tasks:
+                await asyncio.gather(*list(self._close_tasks), return_exceptions=True)
+        except BaseException:
+            self.terminate()
+            raise
+        finally:
+            if warning is not None:
+                warning.cancel()
+            self._closed = True
+            self._closing = False
+
+    def _warn_long_close(self) -> None:
+        logger.warning('pool: close() is taking long: %d connection(s) not released yet; '
+                       'pass close(timeout=...) to terminate them after a while',
+                       len(self._all) - len(self._idle))
+
+    def terminate(self) -> None:
+        """Close every connection at once, including those in use, and the pool."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop_background()
+        self._fail_waiters('pool is closed')
+        self._idle.clear()
+        for entry in list(self._all):
+            if entry.proxy is not None:
+                entry.proxy._detach()
+                entry.proxy = None
+            self._retire(entry, graceful=False)
+            self._slot_freed()
+        if self._drained is not None and not self._drained.done():
+            # close() waiting for releases: there is nothing left to wait for.
+            self._drained.set_result(None)
+
+    def _stop_background(self) -> None:
+        if self._refill_task is not None:
+            self._refill_task.cancel()
+            self._refill_task = None
+        if self._expiry_handle is not None:
+            self._expiry_handle.cancel()
+            self._expiry_handle = None
+
+    def _fail_waiters(self, message: str) -> None:
+        waiters, self._waiters = self._waiters, collections.deque()
+        for fut in waiters:
+            if not fut.done():
+                fut.set_exception(exceptions.InterfaceError(message))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise exceptions.InterfaceError('pool is closed')
+        if self._closing:
+            raise exceptions.InterfaceError('pool is closing')
+        if not self._initialized:
+            if self._initializing:
+                raise exceptions.InterfaceError(
+                    'pool is being initialized, but not yet ready: likely there is a race '
+                    'between creating a pool and using it')
+            raise exceptions.InterfaceError('pool is not initialized')
+
+    # --- shortcuts: one query on a connection from the pool ---
+
+    async def execute(self, query: str, *args: Any, timeout: Optional[float] = None) -> str:
+        """Run a command on a pooled connection; see :meth:`Connection.execute`."""
+        async with self.acquire() as con:
+            return await con.execute(query, *args, timeout=timeout)
+
+    async def executemany(self, command: str, args: Any, *,
+                          timeout: Optional[float] = None) -> None:
+        """Run a command for each argument sequence; see ``Connection.executemany``."""
+        async with self.acquire() as con:
+            return await con.executemany(command, args, timeout=timeout)
+
+    async def fetch(self, query: str, *args: Any, timeout: Optional[float] = None,
+                    record_class: Optional[type] = None) -> List[Any]:
+        """Run a query on a pooled connection and return all rows."""
+        async with self.acquire() as con:
+            return await con.fetch(query, *args, timeout=timeout, record_class=record_class)
+
+    async def fetchrow(self, query: str, *args: Any, timeout: Optional[float] = None,
+                       record_class: Optional[type] = None) -> Any:
+        """Run a query on a pooled connection and return its first row (or None)."""
+        async with self.acquire() as con:
+            return await con.fetchrow(query, *args, timeout=timeout, record_class=record_class)
+
+    async def fetchval(self, query: str, *args: Any, column: Union[int, str] = 0,
+                       timeout: Optional[float] = None) -> Any:
+        """Run a query on a pooled connection and return one value of its first row."""
+        async with self.acquire() as con:
+            return await con.fetchval(query, *args, column=column, timeout=timeout)
+
+    async def fetchmany(self, query: str, args: Any, *, timeout: Optional[float] = None,
+                        record_class: Optional[type] = None) -> List[Any]:
+        """Run a query for each argument sequence and return all rows; see ``Connection.fetchmany``."""
+        async with self.acquire() as con:
+            return await con.fetchmany(query, args, timeout=timeout, record_class=record_class)
+
+    async def copy_from_table(self, table_name: str, **kwargs: Any) -> str:
+        """Copy a table's contents out; see ``Connection.copy_from_table``."""
+        async with self.acquire() as con:
+            return await con.copy_from_table(table_name, **kwargs)
+
+    async def copy_from_query(self, query: str, *args: Any, **kwargs: Any) -> str:
+        """Copy a query's results out; see ``Connection.copy_from_query``."""
+        async with self.acquire() as con:
+            return await con.copy_from_query(query, *args, **kwargs)
+
+    async def copy_to_table(self, table_name: str, **kwargs: Any) -> str:
+        """Copy data into a table; see ``Connection.copy_to_table``."""
+        async with self.acquire() as con:
+            return await con.copy_to_table(table_name, **kwargs)
+
+    async def copy_records_to_table(self, table_name: str, **kwargs: Any) -> str:
+        """Copy records into a table (binary COPY); see ``Connection.copy_records_to_table``."""
+        async with self.acquire() as con:
+            return await con.copy_records_to_table(table_name, **kwargs)
+
+
+class PoolAcquireContext:
+    """What :meth:`Pool.acquire` returns: awaitable, and an async context manager."""
+
+    __slots__ = ('pool', 'timeout', 'connection', 'done')
+
+    def __init__(self, pool: Pool, timeout: Optional[float]) -> None:
+        self.pool = pool
+        self.timeout = timeout
+        self.connection: Optional[PoolConnectionProxy] = None
+        self.done = False
+
+    async def __aenter__(self) -> PoolConnectionProxy:
+        if self.connection is not None or self.done:
+            raise exceptions.InterfaceError('a connection is already acquired')
+        self.connection = await self.pool._acquire(self.timeout)
+        return self.connection
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]],
+                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        self.done = True
+        con, self.connection = self.connection, None
+        assert con is not None
+        await self.pool.release(con)
+
+    def __await__(self) -> Generator[Any, None, PoolConnectionProxy]:
+        self.done = True
+        return self.pool._acquire(self.timeout).__await__()
+
+
+def create_pool(dsn: Optional[str] = None, *,
+                init_size: Optional[int] = None,
+                min_size: int = 10,
+                max_size: int = 10,
+                max_queries: int = 50000,
+                max_inactive_connection_lifetime: float = 300.0,
+                connect: Optional[Callable[..., Awaitable[Connection]]] = None,
+                setup: Optional[Callable[[PoolConnectionProxy], Awaitable[None]]] = None,
+                init: Optional[Callable[[Connection], Awaitable[None]]] = None,
+                reset: Optional[Callable[[Connection], Awaitable[None]]] = None,
+                loop: Optional[asyncio.AbstractEventLoop] = None,
+                connection_class: Type[Connection] = Connection,
+                record_class: type = Record,
+                connect_retry_timeout: float = 10.0,
+                **connect_kwargs: Any) -> Pool:
+    """Create a connection pool.
+
+    Use as ``async with create_pool(...) as pool:`` (closed at the end of the
+    block) or ``pool = await create_pool(...)``.  Arguments, as in asyncpg:
+
+    * `dsn` and `connect_kwargs`: how to connect, as for :func:`mypgdriver.connect`.
+    * `init_size`: connections opened (all at once) when the pool starts;
+      defaults to `min_size`.
+    * `min_size`: connections kept open; a connection that is closed is
+      replaced in the background.  The pool may fall below it while the
+      server is unavailable.
+    * `max_size`: the most connections open at the same time.
+    * `max_queries`: after this many queries a connection is replaced (on release).
+    * `max_inactive_connection_lifetime`: connections above `min_size` idle
+      for this many seconds are closed; ``0`` keeps them.
+    * `connect`: a coroutine function called instead of
+      :func:`mypgdriver.connect` to open a connection; it must return an
+      instance of `connection_class`.
+    * `setup`: a coroutine function called with the connection (proxy) at
+      every acquire, before it is returned.
+    * `init`: a coroutine function called with each new connection, once.
+    * `reset`: a coroutine function called with the connection at every
+      release instead of :meth:`Connection.reset` (an open transaction is
+      rolled back first in any case).
+    * `connection_class`, `record_class`: passed on to ``connect``.
+
+    mypgdriver only: `connect_retry_timeout` is how long an ``acquire()``
+    without a timeout keeps retrying to open a connection while the server is
+    unreachable or starting (an ``acquire()`` with a timeout retries within
+    it).  ``0`` gives up after the first failure.
+    """
+    return Pool(dsn, init_size=init_size, min_size=min_size, max_size=max_size,
+                max_queries=max_queries,
+                max_inactive_connection_lifetime=max_inactive_connection_lifetime,
+                connect=connect, setup=setup, init=init, reset=reset, loop=loop,
+                connection_class=connection_class, record_class=record_class,
+                connect_retry_timeout=connect_retry_timeout, **connect_kwargs)
+
+
+async def _default_reset(con: Connection, timeout: Optional[float]) -> None:
+    """What a release runs without a `reset` callback: Connection.reset() and DISCARD TEMP.
+
+    Connection.reset() (like asyncpg's) keeps temporary tables, which would
+    let one pool user see another's.  Appending DISCARD TEMP to the same
+    statements keeps the reset at one round trip.  A connection class that
+    overrides reset() gets its own reset, unchanged.
+    """
+    reset_query = getattr(con, '_reset_query', None)
+    if reset_query is None or type(con).reset is not Connection.reset:
+        await con.reset(timeout=timeout)
+        return
+    query = reset_query()
+    if 'DISCARD TEMP' not in query.upper() and 'DISCARD ALL' not in query.upper():
+        query += '\nDISCARD TEMP;'
+    if con.is_in_transaction():
+        query = 'ROLLBACK;\n' + query
+    await con.execute(query, timeout=timeout)
+
+
+def _in_unknown_state(con: Connection) -> bool:
+    """True if `con` must not be reused: closed, or an operation not finished."""
+    if con.is_closed():
+        return True
+    proto = con._protocol
+    # is_busy(): an operation is in flight or being drained; a resync waiter
+    # means a cancelled operation has not been fully cleared yet.
+    if proto.is_busy() or proto.get_resync_waiter() is not None:
+        return True
+    # Set by the connection when an operation was interrupted in a way the
+    # protocol cannot recover from (design-for: attribute may not exist yet).
+    return bool(getattr(con, '_out_of_sync', False))
+
+
+async def _within(loop: Optional[asyncio.AbstractEventLoop], awaitable: Awaitable[Any],
+                  timeout: Optional[float],
+                  on_late_result: Optional[Callable[[Any], None]]) -> Any:
+    """Await with a timeout, without losing a result that races with the timeout.
+
+    ``asyncio.wait_for`` on Python < 3.12 may drop a connection that was
+    opened just as the timeout fired; here a result that arrives after we
+    gave up is passed to `on_late_result` (to close it).
+    """
+    if timeout is None:
+        return await awaitable
+    if timeout <= 0:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise asyncio.TimeoutError()
+    assert loop is not None
+    task = asyncio.ensure_future(awaitable, loop=loop)
+    try:
+        done, _ = await asyncio.wait([task], timeout=timeout)
+    except asyncio.CancelledError:
+        _abandon(task, on_late_result)
+        raise
+    if not done:
+        _abandon(task, on_late_result)
+        raise asyncio.TimeoutError()
+    return task.result()
+
+
+def _abandon(task: asyncio.Future, on_late_result: Optional[Callable[[Any], None]]) -> None:
+    task.cancel()
+
+    def check_late(task: asyncio.Future) -> None:
+        if task.cancelled() or task.exception() is not None:
+            return
+        if on_late_result is not None:
+            on_late_result(task.result())
+    task.add_done_callback(check_late)
+
+
+async def _close_quietly(con: Connection) -> None:
+    try:
+        await con.close()
+    except Exception:
+        con.terminate()
