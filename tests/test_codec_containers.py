@@ -37,6 +37,7 @@ CREATE TYPE ctest.outer_t AS (
     id int4, inner_v ctest.inner_t, pairs ctest.pair[], m ctest.mood, p ctest.posint,
     n numeric, r int4range);
 CREATE TYPE ctest.with_acl AS (a int4, acl aclitem);
+CREATE TYPE ctest.doc AS (id int4, body json);
 CREATE TYPE ctest.floatrange AS RANGE (subtype = float8);
 CREATE DOMAIN ctest.small_range AS int4range;
 CREATE TABLE ctest.items (id int4, name text, gone int4, price numeric);
@@ -135,6 +136,15 @@ async def test_catalog_row_type_moves_as_text(db) -> None:
     # fields, so they cannot be decoded as records.
     value = await db.fetchval("SELECT t FROM pg_catalog.pg_namespace t WHERE nspname = 'ctest'")
     assert type(value) is str and value.startswith('(') and ',ctest,' in value
+
+
+async def test_user_codec_applies_inside_composites_and_records(db) -> None:
+    import json
+    await db.set_type_codec('json', schema='pg_catalog', encoder=json.dumps, decoder=json.loads)
+    value = await db.fetchval("SELECT ROW(1, '{\"k\": [1, 2]}')::ctest.doc")
+    assert_record(value, ['id', 'body'], (1, {'k': [1, 2]}))
+    assert await db.fetchval("SELECT $1::ctest.doc::text", (2, {'a': None})) == '(2,"{""a"": null}")'
+    assert await db.fetchval("SELECT ROW(3, '[true]'::json)") == (3, [True])
 
 
 # --- named composites: encoding -------------------------------------------------------
