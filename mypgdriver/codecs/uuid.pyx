@@ -138,7 +138,8 @@ cdef int parse_uuid_str(Codec codec, str value, char *out) except -1:
             hi = -1
         ndigits += 1
     if ndigits != 32:
-        raise_encode_error(codec, value, f'invalid UUID {value!r}: expected 32 hex digits')
+        raise_encode_error(
+            codec, value, 'invalid UUID string: expected 32 hex digits (hyphens, braces optional)')
     return 0
 
 
