@@ -1,0 +1,1 @@
+"""Helpers for the connection-robustness tests: certificates, TCP proxies, a TLS listener."""

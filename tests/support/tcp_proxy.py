@@ -1,0 +1,187 @@
+"""A TCP proxy that misbehaves on request, and a port that never answers.
+
+The proxy runs in threads, independent of any event loop, so a test can
+drive a driver connection through it while the proxy cuts or stalls the
+stream underneath.  It forwards bytes unchanged, so TLS passes through too.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from typing import Iterator
+
+_CHUNK = 65536
+
+
+class _ProxiedConnection:
+    """One client connection and its upstream socket, pumped by two threads."""
+
+    def __init__(self, proxy: "TcpProxy", client: socket.socket, upstream: socket.socket) -> None:
+        self.proxy = proxy
+        self.client = client
+        self.upstream = upstream
+        self.first_bytes = b""
+        # Bytes still allowed from server to client before the proxy cuts
+        # the connection; None means no limit.
+        self.cut_remaining: int | None = None
+        self.cut_with_reset = False
+        self.closed = threading.Event()
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        for src, dst, upstream_bound in ((self.client, self.upstream, True),
+                                         (self.upstream, self.client, False)):
+            threading.Thread(target=self._pump, args=(src, dst, upstream_bound),
+                             daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, upstream_bound: bool) -> None:
+        try:
+            while not self.closed.is_set():
+                data = src.recv(_CHUNK)
+                if not data:
+                    break
+                if upstream_bound and len(self.first_bytes) < 8:
+                    self.first_bytes += data[:8 - len(self.first_bytes)]
+                # A stalled proxy holds what it read: nothing moves, nothing closes.
+                while not self.proxy._flowing.wait(0.05):
+                    if self.closed.is_set():
+                        return
+                if not upstream_bound:
+                    with self._lock:
+                        limit = self.cut_remaining
+                        if limit is not None:
+                            data = data[:limit]
+                            self.cut_remaining = limit - len(data)
+                    if data:
+                        dst.sendall(data)
+                    if limit is not None and self.cut_remaining == 0:
+                        break
+                else:
+                    dst.sendall(data)
+        except OSError:
+            pass
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self.closed.is_set():
+                return
+            self.closed.set()
+        for sock in (self.client, self.upstream):
+            try:
+                if self.cut_with_reset and sock is self.client:
+                    # Linger 0: the close sends RST instead of FIN.
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                else:
+                    sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:<port> to (target_host, target_port).
+
+    - ``cut_after(n)``: every open connection forwards at most n more bytes
+      from the server, then both sides are closed (mid-message, if n says so);
+    - ``stall()`` / ``resume()``: stop moving bytes in both directions while
+      keeping every socket open, like a peer that stops answering;
+    - ``first_bytes``: the first 8 bytes each client sent (e.g. an SSLRequest
+      or a CancelRequest), in accept order.
+    """
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.port: int = self._listener.getsockname()[1]
+        self.connections: list[_ProxiedConnection] = []
+        self._flowing = threading.Event()
+        self._flowing.set()
+        self._closed = False
+        threading.Thread(target=self._accept_loop, daemon=True).start()
+
+    def __enter__(self) -> "TcpProxy":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def first_bytes(self) -> list[bytes]:
+        return [c.first_bytes for c in self.connections]
+
+    def _accept_loop(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=10)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            for sock in (client, upstream):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = _ProxiedConnection(self, client, upstream)
+            self.connections.append(conn)
+            conn.start()
+
+    def cut_after(self, nbytes: int, *, reset: bool = False) -> None:
+        """Let each open connection pass `nbytes` more server bytes, then close it."""
+        for conn in self.connections:
+            with conn._lock:
+                conn.cut_remaining = nbytes
+                conn.cut_with_reset = reset
+
+    def stall(self) -> None:
+        """Stop forwarding in both directions; sockets stay open."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        self._flowing.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._flowing.set()
+        try:
+            self._listener.close()
+        except OSError:
+            pass
+        for conn in self.connections:
+            conn.close()
+
+
+class SilentPort:
+    """A listening port whose connections complete the TCP handshake (in the
+    kernel backlog) and then never see a byte: a server that hangs."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self.port: int = self._sock.getsockname()[1]
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> "SilentPort":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def refused_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections (bound, never listening)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.close()
