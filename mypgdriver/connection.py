@@ -2,12 +2,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import itertools
-from typing import Any, Optional, Sequence
+import re
+import struct
+import time
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 from mypgdriver import exceptions
 from mypgdriver.codecs import introspection
-from mypgdriver.codecs.registry import CodecRegistry
+from mypgdriver.codecs.registry import BUILTIN_TYPES, CodecRegistry
+from mypgdriver.cursor import CursorFactory
+from mypgdriver.prepared import PreparedStatement
+from mypgdriver.protocol.protocol import check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.protocol.statement import (
     StatementState, missing_statement_types, resolve_statement_codecs)
@@ -16,8 +24,24 @@ from mypgdriver.statement_cache import StatementCache
 from mypgdriver.type_codecs import TypeCodecsMixin
 from mypgdriver.copy import CopyMixin
 from mypgdriver.listeners import ListenersMixin
+from mypgdriver.transaction import Transaction
 
 _connection_ids = itertools.count(1)
+
+# Tasks running async query loggers: the loop keeps only weak references.
+_logger_tasks: set = set()
+
+
+class LoggedQuery(NamedTuple):
+    """What a query logger receives after each query (asyncpg 0.29+ fields)."""
+
+    query: str
+    args: Any
+    timeout: Optional[float]
+    elapsed: float
+    exception: Optional[BaseException]
+    conn_addr: Any
+    conn_params: Any
 
 
 class ConnectionConfig:
@@ -50,8 +74,8 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
                  '_max_cacheable_size', '_introspection_query',
                  # listeners.py
                  '_listeners', '_log_listeners', '_termination_listeners',
-                 # query logging, transactions, cursors
-                 '_query_loggers', '_top_xact', '_cursor_ids',
+                 # query logging, transactions, cursors, prepared statements
+                 '_query_loggers', '_top_xact', '_cursor_ids', '_savepoint_ids', '_held_stmts',
                  '__weakref__')
 
     def __init__(self, protocol, transport, loop, addr, config: ConnectionConfig, params):
@@ -73,6 +97,10 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         self._query_loggers: list = []
         self._top_xact = None
         self._cursor_ids = itertools.count(1)
+        self._savepoint_ids = itertools.count(1)
+        # Named statements that no cache owns, kept alive by PreparedStatement
+        # and cursor references (StatementState.refs); closed when refs drop to 0.
+        self._held_stmts: set = set()
         protocol.on_notice = self._dispatch_notice
         protocol.on_notification = self._dispatch_notification
         protocol.on_connection_lost = self._dispatch_connection_lost
@@ -122,6 +150,9 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         one is returned.
         """
         if not args:
+            if self._query_loggers:
+                return await self._log_query(self._simple_query(query, timeout),
+                                             query, args, timeout)
             return await self._simple_query(query, timeout)
         return await self._execute(query, args, 0, timeout, True, None)
 
@@ -134,22 +165,32 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         the row index; a server error raises that error), nothing is applied.
         `args` may be any iterable or async iterable of argument sequences.
         """
-        self._check_open()
-        if self._stmts_to_close or self._protocol.get_resync_waiter() is not None:
-            await self._wait_in_sync()
+        if self._query_loggers:
+            return await self._log_query(self._executemany(command, args, timeout),
+                                         command, args, timeout)
+        return await self._executemany(command, args, timeout)
+
+    async def _executemany(self, command: str, args, timeout) -> None:
+        await self._ready()
         if timeout is None:
             timeout = self._command_timeout
         deadline = None if timeout is None else self._loop.time() + timeout
         state = self._stmt_cache.get(command)
         if state is None:
             state = await self._prepare_state(command, timeout)
-        if deadline is not None:
-            timeout = deadline - self._loop.time()
-        await self._executemany_state(state, args, timeout)
+        try:
+            await self._executemany_state(state, args, self._time_left(deadline))
+        except (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError) as e:
+            # Only a sequence can be sent again: an iterator is partly consumed.
+            if not isinstance(args, (list, tuple)) or not self._may_retry_after(e, command):
+                raise
+            state = await self._prepare_state(command, self._time_left(deadline))
+            await self._executemany_state(state, args, self._time_left(deadline))
 
     async def _executemany_state(self, state, args, timeout) -> None:
         proto = self._protocol
         batch_size = 1000
+        reparsed = self._send_reparse(state)
         fut = proto.executemany_start(state, timeout)
         try:
             base = 0
@@ -193,6 +234,9 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
                 await fut
             except Exception:
                 pass
+            if reparsed:
+                # If no row was sent, the re-sent Parse still awaits its Sync.
+                await self._sync_stray_messages()
             raise
         await self._await_op(fut)
 
@@ -227,6 +271,121 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
             return
         await proto.cancel_request()
 
+    # --- prepared statements, cursors, transactions ---
+
+    async def prepare(self, query: str, *, name: Optional[str] = None,
+                      timeout: Optional[float] = None,
+                      record_class: Optional[type] = None) -> PreparedStatement:
+        """Prepare `query` on the server and return a :class:`PreparedStatement`.
+
+        Without `name`, a statement already in the connection's statement
+        cache is reused (no round trip) and a new one is added to it; the
+        returned object keeps its statement valid on the server as long as
+        it is referenced, even if the cache evicts the entry.  With `name`,
+        the server statement gets exactly that name and is closed when the
+        PreparedStatement is garbage collected.
+        """
+        if record_class is not None:
+            check_record_class(record_class)
+        await self._ready()
+        if timeout is None:
+            timeout = self._command_timeout
+        if name is None and self._is_cacheable(query):
+            state = self._stmt_cache.get(query)
+            if state is None:
+                state = await self._prepare_state(query, timeout)
+        else:
+            state = await self._prepare_state(query, timeout, name=name, cache=False, named=True)
+            self._held_stmts.add(state)
+        return PreparedStatement(self, query, state, record_class, name is not None)
+
+    def cursor(self, query: str, *args, prefetch: Optional[int] = None,
+               timeout: Optional[float] = None,
+               record_class: Optional[type] = None) -> CursorFactory:
+        """A cursor over the rows of `query`: iterate it, or await it for a :class:`Cursor`.
+
+        ``async for row in conn.cursor(q)`` fetches `prefetch` rows (default
+        50) per round trip, so memory stays bounded however many rows the
+        query returns; ``cur = await conn.cursor(q)`` gives a
+        :class:`~mypgdriver.cursor.Cursor` with fetch(n), fetchrow() and
+        forward(n).  Cursors are server-side portals and live only inside a
+        transaction.
+        """
+        self._check_open()
+        if record_class is not None:
+            check_record_class(record_class)
+        return CursorFactory(self, query, None, args, prefetch, timeout, record_class)
+
+    def transaction(self, *, isolation: Optional[str] = None, readonly: bool = False,
+                    deferrable: bool = False) -> Transaction:
+        """A :class:`Transaction`: use ``async with`` or start()/commit()/rollback().
+
+        `isolation` is one of ``'read_committed'``, ``'read_uncommitted'``,
+        ``'repeatable_read'``, ``'serializable'`` (None: the server default).
+        Inside another transaction block this creates a savepoint.
+        """
+        self._check_open()
+        return Transaction(self, isolation, readonly, deferrable)
+
+    async def reload_schema_state(self) -> None:
+        """Forget cached type information and prepared statements.
+
+        Call this after changing types the connection has already used (for
+        example ``ALTER TYPE`` on a composite type) when the change is
+        otherwise reported as :exc:`~mypgdriver.exceptions.OutdatedSchemaCacheError`.
+        """
+        self._drop_schema_caches()
+
+    # --- query logging ---
+
+    def add_query_logger(self, callback: Callable[[LoggedQuery], Any]) -> None:
+        """Call `callback` with a :class:`LoggedQuery` after each query.
+
+        `callback` may be a plain function (called soon after the query, from
+        the event loop) or a coroutine function (run as a task).  Logged are
+        execute(), executemany() and the fetch methods, including the
+        statements that transactions run; not prepared-statement, cursor or
+        COPY operations (as in asyncpg).
+        """
+        if callback not in self._query_loggers:
+            self._query_loggers.append(callback)
+
+    def remove_query_logger(self, callback: Callable[[LoggedQuery], Any]) -> None:
+        """Stop calling `callback` (added with add_query_logger())."""
+        with contextlib.suppress(ValueError):
+            self._query_loggers.remove(callback)
+
+    @contextlib.contextmanager
+    def query_logger(self, callback: Callable[[LoggedQuery], Any]) -> Iterator[None]:
+        """Context manager: `callback` logs the queries run inside the ``with`` block."""
+        self.add_query_logger(callback)
+        try:
+            yield
+        finally:
+            self.remove_query_logger(callback)
+
+    async def _log_query(self, operation, query: str, args, timeout):
+        """Await `operation` and report it to the query loggers, failed or not."""
+        if timeout is None:
+            timeout = self._command_timeout
+        started = time.monotonic()
+        error = None
+        try:
+            return await operation
+        except BaseException as e:
+            error = e
+            raise
+        finally:
+            record = LoggedQuery(query, args, timeout, time.monotonic() - started, error,
+                                 self._addr, self._params)
+            for callback in list(self._query_loggers):
+                if inspect.iscoroutinefunction(callback):
+                    task = self._loop.create_task(callback(record))
+                    _logger_tasks.add(task)
+                    task.add_done_callback(_logger_tasks.discard)
+                else:
+                    self._loop.call_soon(callback, record)
+
     # --- session state ---
 
     async def reset(self, *, timeout: Optional[float] = None) -> None:
@@ -238,8 +397,9 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         """
         self._check_open()
         query = self._reset_query()
-        if self.is_in_transaction():
+        if self.is_in_transaction() or self._top_xact is not None:
             query = 'ROLLBACK;\n' + query
+        self._top_xact = None
         await self.execute(query, timeout=timeout)
 
     def _reset_query(self) -> str:
@@ -269,6 +429,12 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         if self._closed:
             raise exceptions.InterfaceError('cannot perform operation: connection is closed')
 
+    async def _ready(self) -> None:
+        """Check the connection is open and in sync before an operation starts."""
+        self._check_open()
+        if self._stmts_to_close or self._protocol.get_resync_waiter() is not None:
+            await self._wait_in_sync()
+
     async def _wait_in_sync(self) -> None:
         resync = self._protocol.get_resync_waiter()
         if resync is not None:
@@ -283,6 +449,10 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         except asyncio.CancelledError:
             self._protocol.abandon()
             raise
+
+    def _time_left(self, deadline: Optional[float]) -> Optional[float]:
+        # The protocol turns a non-positive timeout into TimeoutError.
+        return None if deadline is None else deadline - self._loop.time()
 
     async def _simple_query(self, query: str, timeout) -> str:
         self._check_open()
@@ -299,7 +469,14 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
             raise
 
     async def _execute(self, query: str, args: Sequence, limit: int, timeout,
-                       want_status: bool, record_class):
+                       want_status: bool, record_class, log: bool = True):
+        # The hot path: a cached statement costs one Bind/Execute/Sync.  Misses,
+        # logging and schema-change recovery live in other methods, so this one
+        # only pays for a few attribute checks.
+        if self._query_loggers and log:
+            return await self._log_query(
+                self._execute(query, args, limit, timeout, want_status, record_class, False),
+                query, args, timeout)
         if self._closed:
             self._check_open()
         proto = self._protocol
@@ -309,12 +486,9 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
             timeout = self._command_timeout
         state = self._stmt_cache.get(query)
         if state is None:
-            if timeout is not None:
-                deadline = self._loop.time() + timeout
-                state = await self._prepare_state(query, timeout)
-                timeout = deadline - self._loop.time()
-            else:
-                state = await self._prepare_state(query, None)
+            return await self._execute_uncached(query, args, limit, timeout, want_status,
+                                                record_class)
+        deadline = None if timeout is None else self._loop.time() + timeout
         fut = proto.bind_execute(state, args, limit, timeout, want_status,
                                  record_class if record_class is not None else self._record_class)
         try:
@@ -322,24 +496,157 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         except asyncio.CancelledError:
             proto.abandon()
             raise
+        except (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError) as e:
+            if not self._may_retry_after(e, query):
+                raise
+            return await self._execute_again(query, args, limit, deadline, want_status,
+                                              record_class)
 
-    async def _prepare_state(self, query: str, timeout, *, name: Optional[str] = None,
-                             cache: bool = True) -> StatementState:
-        use_cache = cache and self._stmt_cache.max_size > 0 and len(query) <= self._max_cacheable_size
-        if name is None:
-            name = f'__mypg_{self._id}_{next(self._stmt_ids)}__' if use_cache else ''
-        state = StatementState(name, query)
-        proto = self._protocol
-        fut = proto.prepare(state, timeout)
+    async def _execute_uncached(self, query, args, limit, timeout, want_status, record_class):
+        deadline = None if timeout is None else self._loop.time() + timeout
+        state = await self._prepare_state(query, timeout)
         try:
-            await fut
-        except asyncio.CancelledError:
-            proto.abandon()
+            return await self._run_state(state, args, limit, self._time_left(deadline),
+                                         want_status, record_class)
+        except (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError) as e:
+            if not self._may_retry_after(e, query):
+                raise
+            return await self._execute_again(query, args, limit, deadline, want_status,
+                                              record_class)
+
+    async def _execute_again(self, query, args, limit, deadline, want_status, record_class):
+        """The one retry after a schema change: prepare afresh and run once more."""
+        state = await self._prepare_state(query, self._time_left(deadline))
+        return await self._run_state(state, args, limit, self._time_left(deadline),
+                                     want_status, record_class)
+
+    async def _run_state(self, state, args, limit, timeout, want_status, record_class):
+        """Bind and execute a prepared statement (the caller made sure we are in sync)."""
+        proto = self._protocol
+        if record_class is None:
+            record_class = self._record_class
+        reparsed = self._send_reparse(state)
+        try:
+            fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class)
+        except BaseException:
+            if reparsed:
+                await self._sync_stray_messages()
             raise
+        return await self._await_op(fut)
+
+    async def _bind_portal(self, state, args, portal: str, limit: int, timeout, record_class):
+        """Bind `args` to a named portal and fetch its first `limit` rows."""
+        proto = self._protocol
+        if record_class is None:
+            record_class = self._record_class
+        reparsed = self._send_reparse(state)
+        try:
+            fut = proto.bind_execute_portal(state, args, portal, limit, timeout, record_class)
+        except BaseException:
+            if reparsed:
+                await self._sync_stray_messages()
+            raise
+        return await self._await_op(fut)
+
+    def _may_retry_after(self, error: BaseException, query: str) -> bool:
+        """React to a statement that no longer matches the schema; True if a retry is safe.
+
+        InvalidCachedStatementError (SQLSTATE 0A000, "cached plan must not
+        change result type") comes from the server before the statement ran:
+        re-preparing fixes it, but inside a transaction block the error has
+        already failed the transaction.  OutdatedSchemaCacheError means our
+        knowledge of a type (a composite's fields) is stale; the statement did
+        run, so only a plain read is repeated.
+        """
+        if isinstance(error, exceptions.InvalidCachedStatementError):
+            # The schema changed: other cached statements are suspect too.
+            self._stmt_cache.clear()
+            if self.is_in_transaction():
+                _add_hint(error, 'The statement cache was cleared. Inside a transaction '
+                          'block the statement cannot be retried: roll back and run the '
+                          'transaction again.')
+                return False
+            return True
+        self._drop_schema_caches()
+        if self.is_in_transaction():
+            return False
+        return _is_plain_read(query)
+
+    def _drop_schema_caches(self) -> None:
+        registry = self._codecs
+        clear = getattr(registry, 'clear_introspected', None)
+        if clear is not None:
+            clear()
+        else:
+            # Until CodecRegistry.clear_introspected() exists: forget every
+            # type learned by introspection (user codecs stay).
+            registry._types = dict(BUILTIN_TYPES)
+            registry._memo.clear()
+            registry.generation += 1
+        self._stmt_cache.clear()
+
+    async def _refresh_codecs(self, state, timeout) -> None:
+        """Re-pick the codecs of a held statement after the registry changed."""
         missing = missing_statement_types(state, self._codecs)
         if missing:
             await self._introspect_types(missing, timeout)
         resolve_statement_codecs(state, self._codecs)
+
+    # Workaround until the protocol can re-send Parse itself.  The unnamed
+    # statement ('' -- used when the statement cache is off or a query is too
+    # big to cache) lives only until the next Parse of '' in the session, and
+    # behind pgbouncer in transaction mode the next Sync may even move us to
+    # another server connection.  So every Bind of '' is preceded by its Parse
+    # in the same Sync batch: the server answers ParseComplete, which the
+    # protocol ignores, or an error that fails the operation as usual.
+    # Requested protocol change: bind_execute / bind_execute_portal /
+    # executemany_start(..., reparse=True) writing Parse(name, query,
+    # param_oids) before the Bind.
+
+    def _send_reparse(self, state) -> bool:
+        if state.name:
+            return False
+        proto = self._protocol
+        if proto.is_busy() or proto.is_closed() or proto.get_resync_waiter() is not None:
+            return False    # the operation itself will raise the right error
+        proto.transport.write(_parse_message(state))
+        return True
+
+    async def _sync_stray_messages(self) -> None:
+        # The operation failed before writing anything (e.g. a DataError while
+        # encoding), so our Parse has no Sync yet.  An empty Close batch is
+        # just a Sync: it ends the batch and absorbs the Parse's reply.
+        proto = self._protocol
+        if proto.is_closed() or proto.is_busy():
+            return
+        with contextlib.suppress(exceptions.PostgresError):
+            await self._await_op(proto.close_statements([], None))
+
+    def _is_cacheable(self, query: str) -> bool:
+        limit = self._max_cacheable_size
+        return self._stmt_cache.max_size > 0 and (not limit or len(query) <= limit)
+
+    async def _prepare_state(self, query: str, timeout, *, name: Optional[str] = None,
+                             cache: bool = True, named: bool = False) -> StatementState:
+        """Parse and describe `query`, learn its types and pick its codecs.
+
+        With `cache` (and no `name`), a cacheable query gets a generated name
+        and goes into the statement cache; otherwise the statement is unnamed
+        unless `name` is given or `named` asks for a generated one.
+        """
+        use_cache = cache and name is None and self._is_cacheable(query)
+        if name is None:
+            name = f'__mypg_{self._id}_{next(self._stmt_ids)}__' if use_cache or named else ''
+        state = StatementState(name, query)
+        await self._await_op(self._protocol.prepare(state, timeout))
+        try:
+            missing = missing_statement_types(state, self._codecs)
+            if missing:
+                await self._introspect_types(missing, timeout)
+            resolve_statement_codecs(state, self._codecs)
+        except BaseException:
+            self._queue_statement_close(state)
+            raise
         if use_cache:
             self._stmt_cache.put(query, state)
         return state
@@ -352,10 +659,31 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
                 version.major * 10000 + version.minor * 100 + version.micro)
             self._introspection_query = introspection.introspection_query(num)
         rows = await self._execute(self._introspection_query, (list(oids),), 0, timeout,
-                                   False, Record)
+                                   False, Record, False)
         self._codecs.add_types(introspection.rows_to_type_info(rows))
 
+    # Statement ownership.  The cache owns the statements it holds; a
+    # PreparedStatement or cursor adds a reference (StatementState.refs).  A
+    # statement leaving the cache while referenced moves to _held_stmts and is
+    # closed on the server when its last reference goes; one that nobody
+    # references is closed before the next operation.
+
+    def _attach_statement(self, state) -> None:
+        state.refs += 1
+
+    def _detach_statement(self, state) -> None:
+        state.refs -= 1
+        if state.refs <= 0 and state in self._held_stmts:
+            self._held_stmts.discard(state)
+            self._queue_statement_close(state)
+
     def _on_statement_removed(self, state) -> None:
+        if state.refs > 0:
+            self._held_stmts.add(state)
+        else:
+            self._queue_statement_close(state)
+
+    def _queue_statement_close(self, state) -> None:
         if state.name and not state.closed:
             state.closed = True
             self._stmts_to_close.append(state.name)
@@ -370,3 +698,39 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         except asyncio.CancelledError:
             self._protocol.abandon()
             raise
+
+
+def _parse_message(state) -> bytes:
+    """A Parse message re-creating `state` with its known parameter types."""
+    oids = state.param_oids
+    body = b''.join((state.name.encode(), b'\0', state.query.encode(), b'\0',
+                     struct.pack(f'!h{len(oids)}I', len(oids), *oids)))
+    return b'P' + struct.pack('!i', len(body) + 4) + body
+
+
+def _add_hint(error: exceptions.PostgresError, text: str) -> None:
+    # Server errors are filled through __dict__ (see exceptions._base).
+    hint = error.hint
+    error.__dict__['hint'] = f'{hint}\n{text}' if hint else text
+
+
+_READ_KEYWORDS = frozenset(('select', 'values', 'table', 'show'))
+_FIRST_WORD = re.compile(r'[A-Za-z]+')
+
+
+def _is_plain_read(query: str) -> bool:
+    """True if `query` starts like a read (SELECT, VALUES, TABLE, SHOW), comments skipped."""
+    text = query.lstrip()
+    while True:
+        if text.startswith('--'):
+            newline = text.find('\n')
+            text = '' if newline < 0 else text[newline + 1:].lstrip()
+        elif text.startswith('/*'):
+            end = text.find('*/')
+            text = '' if end < 0 else text[end + 2:].lstrip()
+        elif text.startswith('('):
+            text = text[1:].lstrip()
+        else:
+            break
+    word = _FIRST_WORD.match(text)
+    return word is not None and word.group().lower() in _READ_KEYWORDS

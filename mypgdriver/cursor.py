@@ -1,0 +1,238 @@
+"""Cursors: server-side portals read a batch at a time.
+
+A cursor is a named portal (PostgreSQL's extended query protocol); portals
+live until the end of their transaction, so cursors exist only inside one.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Optional
+
+from mypgdriver import exceptions
+
+DEFAULT_PREFETCH = 50
+
+
+class CursorFactory:
+    """What :meth:`Connection.cursor` returns.
+
+    ``async for row in factory`` iterates over all rows, fetching `prefetch`
+    rows per round trip; ``await factory`` opens a :class:`Cursor` for
+    explicit fetch(n) / fetchrow() / forward(n).
+    """
+
+    __slots__ = ('_connection', '_query', '_state', '_args', '_prefetch', '_timeout',
+                 '_record_class')
+
+    def __init__(self, connection, query: str, state, args, prefetch: Optional[int],
+                 timeout: Optional[float], record_class: Optional[type]) -> None:
+        self._connection = connection
+        self._query = query
+        self._state = state
+        self._args = args
+        self._prefetch = prefetch
+        self._timeout = timeout
+        self._record_class = record_class
+
+    def __aiter__(self) -> 'CursorIterator':
+        _check_connection(self._connection, 'CursorFactory', '__aiter__')
+        prefetch = DEFAULT_PREFETCH if self._prefetch is None else self._prefetch
+        return CursorIterator(self._connection, self._query, self._state, self._args,
+                              self._record_class, prefetch, self._timeout)
+
+    def __await__(self):
+        _check_connection(self._connection, 'CursorFactory', '__await__')
+        if self._prefetch is not None:
+            raise exceptions.InterfaceError(
+                'prefetch argument can only be specified for iterable cursor')
+        cursor = Cursor(self._connection, self._query, self._state, self._args,
+                        self._record_class)
+        return cursor._open(self._timeout).__await__()
+
+
+class BaseCursor:
+    """What iterating and explicit cursors share: the statement and the portal."""
+
+    __slots__ = ('_connection', '_query', '_state', '_args', '_record_class', '_portal',
+                 '_exhausted')
+
+    def __init__(self, connection, query: str, state, args, record_class) -> None:
+        self._connection = connection
+        self._query = query
+        self._args = args
+        self._record_class = record_class
+        self._portal: Optional[str] = None
+        self._exhausted = False
+        self._state = None
+        if state is not None:
+            self._hold(state)
+
+    def __del__(self) -> None:
+        state = getattr(self, '_state', None)
+        if state is not None:
+            self._connection._detach_statement(state)
+
+    def __repr__(self) -> str:
+        flags = ' exhausted' if self._exhausted else ''
+        return f'<{type(self).__name__} {self._query[:30]!r}{flags}>'
+
+    def _hold(self, state) -> None:
+        # The statement must outlive cache eviction until the portal is bound.
+        self._connection._attach_statement(state)
+        self._state = state
+
+    async def _prepare(self, timeout) -> None:
+        conn = self._connection
+        await conn._ready()
+        state = conn._stmt_cache.get(self._query)
+        if state is None:
+            state = await conn._prepare_state(self._query, timeout)
+        self._hold(state)
+
+    def _check_ready(self, method: str) -> None:
+        _check_connection(self._connection, type(self).__name__, method)
+        if self._state is not None and self._state.closed:
+            raise exceptions.InterfaceError('cursor: the prepared statement is closed')
+        if not self._connection.is_in_transaction():
+            raise exceptions.NoActiveSQLTransactionError(
+                'cursor cannot be created outside of a transaction')
+
+    async def _bind_execute(self, limit: int, timeout) -> list:
+        """Open the portal and fetch its first `limit` rows."""
+        if self._portal is not None:
+            raise exceptions.InterfaceError('cursor already has an open portal')
+        conn = self._connection
+        await conn._ready()
+        portal = f'__mypg_portal_{conn._id}_{next(conn._cursor_ids)}__'
+        rows = await conn._bind_portal(self._state, self._args, portal, limit, timeout,
+                                       self._record_class)
+        self._portal = portal
+        self._exhausted = not conn._protocol.last_portal_suspended()
+        return rows
+
+    async def _execute(self, limit: int, timeout) -> list:
+        """Fetch up to `limit` more rows of the open portal."""
+        if self._portal is None:
+            raise exceptions.InterfaceError('cursor does not have an open portal')
+        conn = self._connection
+        await conn._ready()
+        proto = conn._protocol
+        rows = await conn._await_op(proto.execute_portal(
+            self._state, self._portal, limit, timeout,
+            self._record_class if self._record_class is not None else conn._record_class))
+        self._exhausted = not proto.last_portal_suspended()
+        return rows
+
+    async def _close_portal(self, timeout) -> None:
+        conn = self._connection
+        portal, self._portal = self._portal, None
+        if portal is None or conn.is_closed():
+            return
+        await conn._ready()
+        await conn._await_op(conn._protocol.close_portals([portal], timeout))
+
+
+class CursorIterator(BaseCursor):
+    """Iterates over a query's rows, `prefetch` rows per round trip."""
+
+    __slots__ = ('_buffer', '_prefetch', '_timeout')
+
+    def __init__(self, connection, query: str, state, args, record_class, prefetch: int,
+                 timeout: Optional[float]) -> None:
+        super().__init__(connection, query, state, args, record_class)
+        if prefetch <= 0:
+            raise exceptions.InterfaceError('prefetch argument must be greater than zero')
+        self._buffer: collections.deque = collections.deque()
+        self._prefetch = prefetch
+        self._timeout = timeout
+
+    def __aiter__(self) -> 'CursorIterator':
+        return self
+
+    async def __anext__(self):
+        if self._buffer:
+            return self._buffer.popleft()
+        if self._exhausted:
+            await self._close_portal(self._timeout)
+            raise StopAsyncIteration
+        if self._state is None:
+            self._check_ready('__anext__')
+            await self._prepare(self._timeout)
+        self._check_ready('__anext__')
+        if self._portal is None:
+            rows = await self._bind_execute(self._prefetch, self._timeout)
+        else:
+            rows = await self._execute(self._prefetch, self._timeout)
+        if self._exhausted:
+            # Close now rather than on the next call: the loop may stop here.
+            await self._close_portal(self._timeout)
+        if not rows:
+            raise StopAsyncIteration
+        self._buffer.extend(rows)
+        return self._buffer.popleft()
+
+
+class Cursor(BaseCursor):
+    """An open portal into a query's rows (``await conn.cursor(query)``)."""
+
+    __slots__ = ('_pending',)
+
+    def __init__(self, connection, query: str, state, args, record_class) -> None:
+        super().__init__(connection, query, state, args, record_class)
+        self._pending: collections.deque = collections.deque()
+
+    async def _open(self, timeout) -> 'Cursor':
+        self._check_ready('__await__')
+        if self._state is None:
+            await self._prepare(timeout)
+        self._check_ready('__await__')
+        # TODO(protocol): a Bind-only operation would open the portal without
+        # running it.  Until the protocol has one, the first row is fetched
+        # now and kept for the first fetch/fetchrow/forward.
+        self._pending.extend(await self._bind_execute(1, timeout))
+        return self
+
+    async def fetch(self, n: int, *, timeout: Optional[float] = None) -> list:
+        """The next `n` rows (fewer at the end, [] when exhausted)."""
+        self._check_ready('fetch')
+        if n <= 0:
+            raise exceptions.InterfaceError('n must be greater than zero')
+        rows = self._take_pending(n)
+        if len(rows) < n and not self._exhausted:
+            rows.extend(await self._execute(n - len(rows), timeout))
+        return rows
+
+    async def fetchrow(self, *, timeout: Optional[float] = None):
+        """The next row, or None when exhausted."""
+        self._check_ready('fetchrow')
+        if self._pending:
+            return self._pending.popleft()
+        if self._exhausted:
+            return None
+        rows = await self._execute(1, timeout)
+        return rows[0] if rows else None
+
+    async def forward(self, n: int, *, timeout: Optional[float] = None) -> int:
+        """Skip the next `n` rows on the server; return how many were skipped (<= n)."""
+        self._check_ready('forward')
+        if n <= 0:
+            raise exceptions.InterfaceError('n must be greater than zero')
+        skipped = len(self._take_pending(n))
+        if skipped < n and not self._exhausted:
+            status = await self._connection._simple_query(
+                f'MOVE FORWARD {n - skipped:d} FROM "{self._portal}"', timeout)
+            moved = int(status.split()[1])
+            if moved < n - skipped:
+                self._exhausted = True
+            skipped += moved
+        return skipped
+
+    def _take_pending(self, n: int) -> list:
+        pending = self._pending
+        return [pending.popleft() for _ in range(min(n, len(pending)))]
+
+
+def _check_connection(connection, cls: str, method: str) -> None:
+    if connection.is_closed():
+        raise exceptions.InterfaceError(
+            f'cannot call {cls}.{method}(): the underlying connection is closed')
