@@ -36,7 +36,8 @@ COPY_IN_READ_BYTES = 512 * 1024
 COPY_RECORDS_CHUNK_BYTES = 256 * 1024
 COPY_RECORDS_FIRST_BATCH = 16
 
-_TEXT_FORMATS = ('text', 'csv')
+# Memory of a bytes object and its list slot beyond its data (CPython, 64-bit).
+_CHUNK_OVERHEAD = 41
 _FORMATS = ('text', 'csv', 'binary')
 
 
@@ -300,7 +301,9 @@ class _CopyOutStream:
 
     def feed(self, data: bytes) -> None:
         self.chunks.append(data)
-        self.size += len(data)
+        # Count the bytes object's own size too: with one-row messages of a
+        # few bytes, the objects outweigh the data several times.
+        self.size += len(data) + _CHUNK_OVERHEAD
         if self.size >= COPY_OUT_PAUSE_BYTES and not self.paused:
             self.paused = True
             self._protocol.pause_reading()
@@ -425,10 +428,12 @@ class CopyMixin:
                             where: Optional[str] = None) -> str:
         """Copy data from `source` into a table; return the status, e.g. ``'COPY 140000'``.
 
-        `source` is a path (str or path-like object), a file-like object with
-        ``read(n)`` (read in chunks, in the default executor unless it is a
-        coroutine function), a bytes-like object holding all the data, or an
-        iterable or asynchronous iterable of bytes-like chunks.  `where` is an
+        `source` is a path (str, bytes or path-like object), a file-like
+        object with ``read(n)`` (read in chunks, in the default executor
+        unless it is a coroutine function), a bytearray or memoryview holding
+        all the data, or an iterable or asynchronous iterable of bytes-like
+        chunks.  As in asyncpg, a ``bytes`` source is a file name, not data:
+        wrap data in a list (``[data]``) to send it.  `where` is an
         SQL expression filtering the rows (PostgreSQL 12+); the other keyword
         arguments are the COPY options of the same names.  ``force_quote``
         only exists for COPY TO and is rejected here.
@@ -608,15 +613,16 @@ class CopyMixin:
             chunks = _read_chunks(loop, opened)
         elif hasattr(source, 'read'):
             chunks = _read_chunks(loop, source)
-        elif isinstance(source, (bytes, bytearray, memoryview)):
+        elif isinstance(source, (bytearray, memoryview)):
             chunks = _iterate((source,))
         elif hasattr(source, '__aiter__'):
             chunks = source
         elif hasattr(source, '__iter__'):
             chunks = _iterate(source)
         else:
-            raise TypeError('source must be a path, a file-like object, a bytes-like object '
-                            f'or an (async) iterable of bytes, not {type(source).__name__}')
+            raise TypeError('source must be a path, a file-like object, a bytearray or '
+                            'memoryview, or an (async) iterable of bytes, '
+                            f'not {type(source).__name__}')
         try:
             return await self._copy_in_stream(query, chunks, timeout)
         finally:
