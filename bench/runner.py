@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -120,8 +121,20 @@ def run_worker(spec: dict[str, Any], client_cpus: set[int] | None, timeout: floa
         except json.JSONDecodeError:
             pass
     # No JSON: the worker died (a segfault in a driver, say).
-    detail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-    return {"error": f"worker crashed: {detail}"}
+    return {"error": crash_description(proc.returncode, proc.stderr)}
+
+
+def crash_description(returncode: int, stderr: str) -> str:
+    """Why a worker ended without a result: its signal or exit code, and stderr's last line."""
+    if returncode < 0:
+        try:
+            how = signal.Signals(-returncode).name
+        except ValueError:
+            how = f"signal {-returncode}"
+    else:
+        how = f"exit code {returncode}"
+    lines = stderr.strip().splitlines()
+    return f"worker crashed ({how})" + (f": {lines[-1]}" if lines else "")
 
 
 class Runner:
@@ -212,7 +225,10 @@ class Runner:
         if rows != queries * expected:
             return {"error": f"wrong row count: {rows / queries:g} per query, expected {expected}"}
         if w.kind in ("copy", "batch"):
+            # Workers report every row they sent, warm-up included, so the
+            # table must hold exactly that; pgbench only reports the window.
+            sent = result.get("rows_total", rows)
             stored = int(self.server.psql(f"SELECT count(*) FROM {w.table}").strip())
-            if stored < rows:
-                return {"error": f"only {stored} rows in {w.table}, {rows} reported sent"}
+            if stored < sent or ("rows_total" in result and stored != sent):
+                return {"error": f"{stored} rows in {w.table}, {sent} reported sent"}
         return result

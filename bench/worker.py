@@ -10,6 +10,7 @@ A separate process per cell keeps drivers from disturbing each other
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -61,13 +62,15 @@ class Window:
 
 @dataclass
 class Tally:
-    """What one connection did inside the window."""
+    """What one connection did: inside the window, and in all (for checking)."""
 
     latencies: list[float] = field(default_factory=list)
     rows: int = 0
+    rows_total: int = 0
 
 
 def _count(window: Window, tally: Tally, started: float, finished: float, rows: int) -> None:
+    tally.rows_total += rows
     if window.start <= finished <= window.end:
         tally.latencies.append(finished - started)
         tally.rows += rows
@@ -98,11 +101,17 @@ async def _run_async(driver: Any, spec: dict[str, Any]) -> tuple[Window, list[Ta
                 task.result()
             phase()
         await asyncio.gather(*tasks)
-    finally:
+    except BaseException:
         for task in tasks:
             task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for session in sessions:
-            await session.close()
+            # The first error is the one to report, not a failed close after it.
+            with contextlib.suppress(Exception):
+                await session.close()
+        raise
+    for session in sessions:
+        await session.close()
     return window, tallies
 
 
@@ -142,10 +151,15 @@ def _run_threads(driver: Any, spec: dict[str, Any]) -> tuple[Window, list[Tally]
             thread.join()
         if errors:
             raise errors[0]
-        return window, tallies
-    finally:
+    except BaseException:
         for session in sessions:
-            session.close()
+            # The first error is the one to report, not a failed close after it.
+            with contextlib.suppress(Exception):
+                session.close()
+        raise
+    for session in sessions:
+        session.close()
+    return window, tallies
 
 
 def _event_loop_name() -> str:
@@ -189,6 +203,7 @@ def run_cell(spec: dict[str, Any], result: dict[str, Any]) -> None:
         )
     )
     result["rss_growth_mb"] = max(0, peak_bytes - rss_before) / 2**20
+    result["rows_total"] = sum(t.rows_total for t in tallies)
 
 
 def describe_error(exc: BaseException) -> str:

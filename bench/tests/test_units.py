@@ -307,3 +307,50 @@ def test_markdown_without_control_has_no_spread_column():
     text = report.markdown(_report([_cell("psycopg", 60_000), _cell("psycopg2", 30_000)]))
     assert "| workload | c | psycopg | psycopg2 |" in text
     assert "| oneplusone | 10 | 60k | 30k |" in text
+
+
+def test_crash_description_names_the_signal_and_the_last_stderr_line():
+    from bench.runner import crash_description
+
+    assert crash_description(-11, "warning\nFatal Python error: boom\n") == (
+        "worker crashed (SIGSEGV): Fatal Python error: boom")
+    assert crash_description(3, "") == "worker crashed (exit code 3)"
+
+
+class _CountingServer:
+    """Answers the row-count query the runner checks COPY results with."""
+
+    def __init__(self, stored: int) -> None:
+        self.stored = stored
+        self.sql: list[str] = []
+
+    def psql(self, sql: str) -> str:
+        self.sql.append(sql)
+        return f"{self.stored}\n"
+
+
+def _verify(stored, workload, expected, **result):
+    from bench.runner import Runner
+
+    runner = Runner(_CountingServer(stored), _options())
+    return runner._verify(BY_NAME[workload], expected, result)
+
+
+def test_verify_accepts_the_promised_rows():
+    result = {"queries": 3, "rows": 30_000, "rows_total": 50_000}
+    assert _verify(50_000, "copyfrom", 10_000, **result) == result
+
+
+def test_verify_rejects_a_short_fetch():
+    assert _verify(0, "oneplusone", 1, queries=10, rows=5) == {
+        "error": "wrong row count: 0.5 per query, expected 1"}
+
+
+def test_verify_rejects_rows_missing_from_the_table():
+    assert _verify(49_000, "copyfrom", 10_000, queries=3, rows=30_000, rows_total=50_000) == {
+        "error": "49000 rows in mypgdriver_bench_copy, 50000 reported sent"}
+
+
+def test_verify_rejects_an_empty_window():
+    assert _verify(0, "oneplusone", 1, queries=0, rows=0) == {
+        "error": "no query finished inside the measuring window"}
