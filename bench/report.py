@@ -189,9 +189,13 @@ def charts(results: list[dict[str, Any]], outdir: Path) -> list[str]:
         levels = [c for (w, c) in groups if w == workload]
         width = 0.8 / len(labels)
         for i, label in enumerate(labels):
-            values = [groups[(workload, c)].get(label, {}).get("rows_per_s") or 0 for c in levels]
-            ax.bar([x + i * width for x in range(len(levels))], values, width,
+            cells = [groups[(workload, c)].get(label, {}) for c in levels]
+            xs = [x + i * width for x in range(len(levels))]
+            ax.bar(xs, [cell.get("rows_per_s") or 0 for cell in cells], width,
                    label=label, color=colours[label])
+            for x, cell in zip(xs, cells):
+                if "error" in cell:  # an empty slot would read as "zero", not "did not run"
+                    ax.text(x, 0, " n/a", rotation=90, ha="center", va="bottom", fontsize="x-small")
         ax.set_xticks([x + width * (len(labels) - 1) / 2 for x in range(len(levels))])
         ax.set_xticklabels([f"c={c}" for c in levels])
         ax.set_title(workload)
