@@ -18,7 +18,6 @@ from typing import (Any, AsyncIterable, Awaitable, Callable, Iterable, Optional,
 from mypgdriver import exceptions
 from mypgdriver.protocol.buffer import WriteBuffer
 
-PathLike = Union[str, bytes, 'os.PathLike[str]', 'os.PathLike[bytes]']
 
 #: COPY OUT: stop reading from the socket once this much data waits for a
 #: slow output, and read again once the output took it.
@@ -516,29 +515,30 @@ class CopyMixin:
             raise exceptions.InterfaceError(
                 f'the server expects {len(oids)} argument{"s" if len(oids) != 1 else ""} '
                 f'for this query, {len(args)} {"was" if len(args) == 1 else "were"} passed')
-        types = [self._codecs.type_info(oid) for oid in oids]
-        names = [quote_ident(t.schema) + '.' + quote_ident(t.name) if t is not None
-                 else f'pg_catalog.format_type({oid}, -1)'
-                 for t, oid in zip(types, oids)]
-        if any(t is None for t in types):
+        names = {}
+        for oid in oids:
+            info = self._codecs.type_info(oid)
+            if info is not None:
+                names[oid] = quote_ident(info.schema) + '.' + quote_ident(info.name)
+        missing = [oid for oid in oids if oid not in names]
+        if missing:
             # A type the registry knows only by a user codec: ask the server for its name.
-            missing = [oid for t, oid in zip(types, oids) if t is None]
             rows = await self._execute(
                 'SELECT t.oid, n.nspname, t.typname FROM pg_catalog.pg_type t '
                 'JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace '
                 'WHERE t.oid = ANY($1::oid[])', (missing,), 0,
                 self._copy_time_left(deadline), False, None)
-            found = {row[0]: quote_ident(row[1]) + '.' + quote_ident(row[2]) for row in rows}
-            names = [found.get(oid, name) if t is None else name
-                     for t, oid, name in zip(types, oids, names)]
+            for oid, schema, name in rows:
+                names[oid] = quote_ident(schema) + '.' + quote_ident(name)
+        type_names = [names[oid] for oid in oids]
         # The server renders each value as a literal of its type: the text
         # form is then exactly what the type's input function reads back.
         select = ', '.join(f'pg_catalog.quote_literal(${i}::{name}::text)'
-                           for i, name in enumerate(names, 1))
+                           for i, name in enumerate(type_names, 1))
         rows = await self._execute(f'SELECT {select}', args, 1,
                                    self._copy_time_left(deadline), False, None)
         literals = [f'({"NULL" if lit is None else lit}::{name})'
-                    for lit, name in zip(rows[0], names)]
+                    for lit, name in zip(rows[0], type_names)]
         scs = self._protocol.get_server_parameters().get('standard_conforming_strings', 'on')
         return substitute_parameters(query, literals, scs == 'on')
 

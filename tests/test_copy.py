@@ -226,6 +226,20 @@ async def test_copy_from_query_arguments_keep_their_types(conn):
     assert out.getvalue() == b'42\t{1,NULL,3}\t2024-02-29\t\\N\t3.00\n'
 
 
+async def test_copy_from_query_argument_of_a_user_type_in_a_quoted_schema(conn):
+    await conn.execute('CREATE SCHEMA "Copy Sch"; '
+                       'CREATE TYPE "Copy Sch"."Mood" AS ENUM (\'ok\', \'it\'\'s fine\'); '
+                       'CREATE TABLE "Copy Sch".moods (m "Copy Sch"."Mood")')
+    try:
+        await conn.execute('INSERT INTO "Copy Sch".moods VALUES (\'ok\'), (\'it\'\'s fine\')')
+        out = io.BytesIO()
+        assert await conn.copy_from_query('SELECT m FROM "Copy Sch".moods WHERE m = $1',
+                                          "it's fine", output=out) == 'COPY 1'
+        assert out.getvalue() == b"it's fine\n"
+    finally:
+        await conn.execute('DROP SCHEMA "Copy Sch" CASCADE')
+
+
 async def test_copy_from_query_wrong_argument_count(conn):
     with pytest.raises(exceptions.InterfaceError):
         await conn.copy_from_query('SELECT $1::int', 1, 2, output=io.BytesIO())
