@@ -267,7 +267,8 @@ _OPTIONS: tuple[_Option, ...] = (
     _Option("database", ("dbname", "database"), "PGDATABASE", _parse_str),
     _Option("connect_timeout", ("connect_timeout",), "PGCONNECT_TIMEOUT",
             _parse_connect_timeout),
-    _Option("sslmode", ("sslmode",), "PGSSLMODE", _one_of(SSL_MODES), "prefer"),
+    # No default here: it depends on sslrootcert (see _default_sslmode).
+    _Option("sslmode", ("sslmode",), "PGSSLMODE", _one_of(SSL_MODES), None),
     _Option("sslrootcert", ("sslrootcert",), "PGSSLROOTCERT", _parse_str),
     _Option("sslcert", ("sslcert",), "PGSSLCERT", _parse_str),
     _Option("sslkey", ("sslkey",), "PGSSLKEY", _parse_str),
@@ -295,6 +296,19 @@ _OPTIONS: tuple[_Option, ...] = (
 )
 
 _OPTION_BY_KEYWORD = {kw: opt for opt in _OPTIONS for kw in opt.keywords}
+
+
+def _default_sslmode(sslmode: str | None, sslrootcert: str | None) -> str:
+    # libpq 16+: sslrootcert=system trusts every CA of the operating system,
+    # which is only safe with host name checks, so it implies verify-full
+    # and refuses anything weaker.
+    if sslrootcert == "system":
+        if sslmode is None:
+            return "verify-full"
+        if sslmode != "verify-full":
+            raise ClientConfigurationError(
+                f"sslrootcert=system requires sslmode verify-full, not {sslmode!r}")
+    return sslmode or "prefer"
 
 
 def _is_given(value: object) -> bool:
@@ -716,6 +730,7 @@ def parse_connect_params(
 
     dsn_values, dsn_settings = _sort_dsn_keywords(parse_dsn(dsn) if dsn else {})
     values = _resolve_options(kwargs, dsn_values, environ)
+    values["sslmode"] = _default_sslmode(values["sslmode"], values["sslrootcert"])
 
     if values["sslnegotiation"] == "direct" and values["sslmode"] not in _SSL_REQUIRED_MODES:
         raise ClientConfigurationError(

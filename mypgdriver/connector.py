@@ -203,15 +203,12 @@ def _set_keepalives(transport, params: ConnectParams) -> None:
 
 
 async def _open_for_startup(loop, hostspec: HostSpec, params: ConnectParams, proto,
-                            *, plain: bool):
-    """Open the transport (with TLS as sslmode asks) and attach `proto` to it."""
-    mode = params.sslmode
-    wants_tls = not plain and not hostspec.is_unix_socket and (
-        params.ssl is not None or mode not in ('disable', 'allow'))
-    if not wants_tls:
+                            *, use_tls: bool):
+    """Open the transport (TLS when `use_tls`) and attach `proto` to it."""
+    if not use_tls or hostspec.is_unix_socket:
         transport, _ = await _open_transport(loop, hostspec, lambda: proto)
         return transport
-    required = mode in ('require', 'verify-ca', 'verify-full')
+    required = params.ssl is not None or params.sslmode not in ('disable', 'allow', 'prefer')
     server_hostname = hostspec.host
     if params.sslnegotiation == 'direct':
         ctx = tls.make_ssl_context(params, direct=True)
@@ -221,7 +218,8 @@ async def _open_for_startup(loop, hostspec: HostSpec, params: ConnectParams, pro
     else:
         ctx = tls.make_ssl_context(params)
         transport, is_tls = await tls.open_negotiated(
-            loop, hostspec.host, hostspec.port, ctx, server_hostname, required=required)
+            loop, hostspec.host, hostspec.port, ctx, server_hostname,
+            required=required or params.sslmode == 'allow')
         transport.set_protocol(proto)
         proto.connection_made(transport)
     ssl_object = transport.get_extra_info('ssl_object')
@@ -246,24 +244,28 @@ def _startup_parameters(params: ConnectParams) -> dict:
 async def _connect_host(loop, hostspec: HostSpec, params: ConnectParams, config,
                         connection_class) -> Connection:
     startup = _startup_parameters(params)
-    plain_first = params.sslmode == 'allow' and params.ssl is None
-    try:
+    mode = params.sslmode if params.ssl is None else 'require'
+    # libpq's two-attempt modes: 'allow' tries plain text, then TLS; 'prefer'
+    # tries TLS, then plain text when the server refuses the TLS session
+    # (e.g. only hostnossl lines match the user).
+    if mode in ('allow', 'prefer') and not hostspec.is_unix_socket:
+        first_tls = mode == 'prefer'
+        try:
+            return await _startup(loop, hostspec, params, config, connection_class, startup,
+                                  use_tls=first_tls)
+        except exceptions.InvalidAuthorizationSpecificationError:
+            pass
         return await _startup(loop, hostspec, params, config, connection_class, startup,
-                              plain=plain_first or params.sslmode == 'disable')
-    except exceptions.InvalidAuthorizationSpecificationError:
-        # sslmode=allow: plain text was refused (e.g. only hostssl lines
-        # match), so try again with TLS, as libpq does.
-        if not plain_first or hostspec.is_unix_socket:
-            raise
+                              use_tls=not first_tls)
     return await _startup(loop, hostspec, params, config, connection_class, startup,
-                          plain=False)
+                          use_tls=mode != 'disable')
 
 
-async def _startup(loop, hostspec, params, config, connection_class, startup, *, plain):
+async def _startup(loop, hostspec, params, config, connection_class, startup, *, use_tls):
     proto = Protocol(loop)
     proto._configure_startup(params.user, hostspec.password, startup)
     proto.channel_binding = params.channel_binding
-    transport = await _open_for_startup(loop, hostspec, params, proto, plain=plain)
+    transport = await _open_for_startup(loop, hostspec, params, proto, use_tls=use_tls)
     try:
         _set_keepalives(transport, params)
         await proto.start_startup()

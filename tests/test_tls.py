@@ -188,8 +188,6 @@ async def test_sslmode_requiring_tls_fails_against_plain_server(plain_cluster, p
     assert type(info.value) is ConnectionError
 
 
-@pytest.mark.xfail(strict=True, reason="bug: sslmode=allow retries after a refusal, but the "
-                   "retry is plain text again (_open_for_startup never uses TLS for 'allow')")
 async def test_allow_retries_with_tls_when_plain_text_is_refused(tls_cluster):
     assert await uses_tls(dsn(tls_cluster, user=SSLONLY_USER, sslmode="allow")) is True
 
@@ -199,8 +197,6 @@ async def test_disable_against_hostssl_only_role_is_refused(tls_cluster):
         await mypgdriver.connect(dsn(tls_cluster, user=SSLONLY_USER, sslmode="disable"))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: sslmode=prefer does not retry without TLS when the "
-                   "server rejects the TLS attempt during authentication (libpq does)")
 async def test_prefer_retries_without_tls_when_tls_is_refused(tls_cluster):
     assert await uses_tls(dsn(tls_cluster, user=NOSSL_USER, sslmode="prefer")) is False
 
@@ -277,8 +273,6 @@ async def test_sslrootcert_system_uses_the_system_store(tls_cluster, pki, monkey
     assert await uses_tls(d) is True
 
 
-@pytest.mark.xfail(strict=True, reason="bug: sslrootcert=system does not make verify-full the "
-                   "default sslmode (libpq 16+ does)")
 async def test_sslrootcert_system_defaults_to_verify_full(tls_cluster, pki, monkeypatch):
     monkeypatch.setenv("SSL_CERT_FILE", str(pki.ca.cert_path))
     with pytest.raises(ssl.SSLCertVerificationError, match="mismatch"):
@@ -286,8 +280,6 @@ async def test_sslrootcert_system_defaults_to_verify_full(tls_cluster, pki, monk
                                  timeout=10)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: sslrootcert=system with a weaker sslmode than "
-                   "verify-full is accepted (libpq 16+ refuses it)")
 async def test_sslrootcert_system_refuses_weaker_sslmode(tls_cluster, pki, monkeypatch):
     monkeypatch.setenv("SSL_CERT_FILE", str(pki.ca.cert_path))
     with pytest.raises(exceptions.ClientConfigurationError, match="verify-full"):
@@ -520,16 +512,12 @@ async def test_channel_binding_require_with_sslmode_disable_fails(tls_cluster):
         await mypgdriver.connect(d, timeout=10)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: channel_binding=require accepts a server that "
-                   "authenticates without SASL (trust): AuthenticationOk is not checked")
 async def test_channel_binding_require_refuses_trust_authentication(tls_cluster):
     d = dsn(tls_cluster, user="postgres", sslmode="require", channel_binding="require")
     with pytest.raises(exceptions.InterfaceError, match="channel binding is required"):
         await mypgdriver.connect(d, timeout=10)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: channel_binding=require answers an md5 or "
-                   "cleartext password request (sends the password) instead of refusing")
 @pytest.mark.parametrize("user, password", [(MD5_USER, MD5_PASSWORD),
                                             (CLEAR_USER, CLEAR_PASSWORD)])
 async def test_channel_binding_require_refuses_password_methods(tls_cluster, user, password):

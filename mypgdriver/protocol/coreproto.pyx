@@ -489,16 +489,21 @@ cdef class CoreProtocol:
         cdef WriteBuffer buf
         cdef bytes payload
         if code == 0:           # AuthenticationOk
+            # Refuse a server that skips SCRAM (or its channel binding) when
+            # the settings demand it: an impostor could otherwise just say OK.
+            auth.check_authentication_ok(self._sasl, channel_binding=self.channel_binding)
             self._sasl = None
             return 0
         buf = WriteBuffer()
         if code == 3:           # cleartext
             self.auth_method = 'password'
+            auth.check_password_auth_allowed('password', channel_binding=self.channel_binding)
             buf.start_message(b'p')
             buf.write_cstr(self._require_password('password'))
             buf.end_message()
         elif code == 5:         # MD5
             self.auth_method = 'md5'
+            auth.check_password_auth_allowed('md5', channel_binding=self.channel_binding)
             salt = PyBytes_FromStringAndSize(frame_read(frame, 4), 4)
             buf.start_message(b'p')
             buf.write_cstr_bytes(auth.md5_password(
