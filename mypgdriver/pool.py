@@ -18,8 +18,8 @@ How the pool keeps its promises:
   terminated and its slot refilled.  One past ``max_queries`` or from before
   :meth:`Pool.expire_connections` is closed gracefully and replaced.
 * **Connections that die while idle** (backend terminated, server restarted)
-  are found by ``is_closed()`` when they are taken from the idle list and are
-  replaced there.  The remaining gap, a connection that died a moment before
+  are found by ``is_closed()`` when they are taken from the idle list, and
+  by a look over the idle list every second, and are replaced.  The remaining gap, a connection that died a moment before
   its first query, is closed by the proxy: see :class:`PoolConnectionProxy`.
 * **Recovery.**  When opening a connection fails because the server cannot
   be reached or is starting up, an ``acquire()`` keeps retrying with backoff
@@ -58,6 +58,11 @@ _RETRY_DELAY_MAX = 1.0
 
 # How long close() waits before saying why it is not done yet.
 _LONG_CLOSE_WARNING = 60.0
+
+# How often idle connections are looked at for having been closed by the
+# server (a look at a flag, no I/O), so that the pool refills by itself after
+# a restart instead of on the next acquire.
+_IDLE_CHECK_INTERVAL = 1.0
 
 # Failures to open a connection that mean "the server is not there right now"
 # (refused, reset, starting up, shutting down, full), worth retrying; anything
@@ -378,6 +383,7 @@ class Pool:
         self._slots = 0  # open + being opened + handed to a waiter to open
         self._refill_task: Optional[asyncio.Task] = None
         self._expiry_handle: Optional[asyncio.TimerHandle] = None
+        self._idle_check_handle: Optional[asyncio.TimerHandle] = None
         self._drained: Optional[asyncio.Future] = None  # set when _slots drops to 0 on close
         self._close_tasks: Set[asyncio.Task] = set()
 
@@ -434,6 +440,7 @@ class Pool:
             self._initializing = False
         self._initialized = True
         self._schedule_refill()
+        self._idle_check_handle = self._loop.call_later(_IDLE_CHECK_INTERVAL, self._check_idle)
         return self
 
     async def _open_initial_connections(self) -> None:
@@ -929,6 +936,20 @@ class Pool:
             self._expiry_handle = loop.call_at(
                 idle[0].idle_since + self._max_inactive, self._expire_idle)
 
+    def _check_idle(self) -> None:
+        """Replace idle connections that were closed under us (then look again later)."""
+        self._idle_check_handle = None
+        if self._closing or self._closed:
+            return
+        dead = [entry for entry in self._idle if entry.con.is_closed()]
+        for entry in dead:
+            self._idle.remove(entry)
+            self._retire(entry, graceful=False)
+            self._slot_freed()
+        loop = self._loop
+        assert loop is not None
+        self._idle_check_handle = loop.call_later(_IDLE_CHECK_INTERVAL, self._check_idle)
+
     def _schedule_refill(self) -> None:
         if (self._refill_task is None and self._initialized and not self._closing
                 and not self._closed and self._slots < self._min_size):
@@ -1038,9 +1059,10 @@ class Pool:
         if self._refill_task is not None:
             self._refill_task.cancel()
             self._refill_task = None
-        if self._expiry_handle is not None:
-            self._expiry_handle.cancel()
-            self._expiry_handle = None
+        for handle in (self._expiry_handle, self._idle_check_handle):
+            if handle is not None:
+                handle.cancel()
+        self._expiry_handle = self._idle_check_handle = None
 
     def _fail_waiters(self, message: str) -> None:
         waiters, self._waiters = self._waiters, collections.deque()

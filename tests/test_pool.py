@@ -63,6 +63,12 @@ async def wait_until(predicate: Callable[[], Any], timeout: float = 5.0) -> None
         await asyncio.sleep(0.02)
 
 
+def assert_no_leaked_slots(pool: Pool) -> None:
+    """With nothing in use or being opened, every slot is an idle connection."""
+    assert not pool._waiters
+    assert pool._slots == pool.get_size() == pool.get_idle_size()
+
+
 async def terminate_backends(observer: Connection, app_name: str) -> int:
     """pg_terminate_backend every backend of the pool; waits until they are gone."""
     return await observer.fetchval(
@@ -185,6 +191,7 @@ async def test_200_tasks_through_pool_of_5_never_exceed_5_backends(pool_kwargs, 
         assert stats.timeouts == 0
         assert sum(count for _, count in stats.wait_histogram) == 200
         assert (stats.size, stats.idle) == (5, 5)
+        assert_no_leaked_slots(pool)
 
 
 async def test_waiters_are_served_first_come_first_served(pool_kwargs):
@@ -230,6 +237,7 @@ async def test_acquire_timeout_raises_and_does_not_leak_a_slot(pool_kwargs):
         await pool.release(a)
         await pool.release(b)
         assert pool.get_stats().connections_opened == 2
+        assert_no_leaked_slots(pool)
 
 
 async def test_cancelled_waiter_does_not_leak_a_slot(pool_kwargs):
@@ -245,6 +253,7 @@ async def test_cancelled_waiter_does_not_leak_a_slot(pool_kwargs):
         con = await pool.acquire(timeout=1)
         assert await con.fetchval("SELECT 7") == 7
         await pool.release(con)
+        assert_no_leaked_slots(pool)
 
 
 async def test_waiter_cancelled_just_after_handoff_passes_the_connection_on(pool_kwargs):
@@ -262,6 +271,7 @@ async def test_waiter_cancelled_just_after_handoff_passes_the_connection_on(pool
         con = await asyncio.wait_for(second, 2)
         assert await con.fetchval("SELECT 3") == 3
         await pool.release(con)
+        assert_no_leaked_slots(pool)
         assert (pool.get_size(), pool.get_idle_size()) == (1, 1)
         assert pool.get_stats().connections_opened == 1
 
@@ -391,6 +401,7 @@ async def test_tasks_cancelled_while_holding_connections(pool_kwargs, observer, 
                 assert [r[0] for r in rows] == list(range(1, i % 7 + 1))
 
         await asyncio.gather(*(check(i) for i in range(50)))
+        assert_no_leaked_slots(pool)
 
 
 async def test_cancellation_at_many_points_never_desyncs(pool_kwargs):
@@ -410,7 +421,8 @@ async def test_cancellation_at_many_points_never_desyncs(pool_kwargs):
             async with pool.acquire(timeout=5) as con:
                 assert await con.fetchval("SELECT $1::int + 1000", point) == point + 1000
                 assert await con.fetchval("SELECT $1::text", f"p{point}") == f"p{point}"
-        await wait_until(lambda: pool.get_size() == 2)
+        await wait_until(lambda: pool.get_idle_size() == 2)
+        assert_no_leaked_slots(pool)
 
 
 async def test_connection_released_during_an_operation_is_replaced(pool_kwargs):
@@ -575,6 +587,7 @@ async def test_all_backends_terminated_mid_run(pool_kwargs, observer, app_name):
         assert results == list(range(20))
         assert await backends(observer, app_name) == 5
         assert pool.get_stats().connections_closed >= 5
+        assert_no_leaked_slots(pool)
 
 
 async def test_server_restart_is_bridged(pg_cluster):
@@ -597,10 +610,18 @@ async def test_server_restart_is_bridged(pg_cluster):
             assert not any(r.done() for r in requests)
             await loop.run_in_executor(None, cluster.start)
             assert await asyncio.wait_for(asyncio.gather(*requests), 15) == list(range(10))
-            await wait_until(lambda: pool.get_size() == 3, timeout=10)
-            async with pool.acquire() as con:
-                assert con.get_server_pid() not in pids_before
+            await wait_until(lambda: pool.get_idle_size() == 3, timeout=10)
+            pids_after = await _pids(pool, 3)
+            assert not pids_after & pids_before
             assert pool.get_stats().connections_closed >= 3
+
+            # Restarted again with nobody using the pool: it refills by itself.
+            opened = pool.get_stats().connections_opened
+            await loop.run_in_executor(None, cluster.restart)
+            await wait_until(lambda: pool.get_stats().connections_opened == opened + 3
+                             and pool.get_idle_size() == 3, timeout=10)
+            assert_no_leaked_slots(pool)
+            assert not await _pids(pool, 3) & pids_after
     finally:
         await loop.run_in_executor(None, cluster.destroy)
 
