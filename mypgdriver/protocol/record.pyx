@@ -27,6 +27,8 @@ from cpython.slice cimport PySlice_Check
 from cpython.tuple cimport PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_Check
 
+import uuid as _uuid
+
 
 cdef extern from "Python.h":
     # Borrowed-pointer forms, so scanning a row touches no refcounts.
@@ -226,14 +228,19 @@ cdef Record make_record(type cls, RecordDescriptor desc, tuple values):
     return record
 
 
+cdef PyTypeObject *_UUID_TYPE = <PyTypeObject *>_uuid.UUID
+
+
 cdef inline bint _holds_only_atomic(tuple values):
     """True if no value can ever lead back to the row (no cycle possible).
 
     The same test CPython applies before untracking a tuple: each item is
     either not a GC object at all (int, str, float, None, bytes, datetime...)
     or an untracked exact tuple.  An untracked exact Record (a composite
-    value) is as safe as such a tuple, by the same argument.  Any other container might later be mutated
-    to refer to the row, so it keeps the row tracked.  The type-flag test is
+    value) is as safe as such a tuple, by the same argument, and so is an
+    untracked exact uuid.UUID (immutable: its slots cannot be reassigned; the
+    uuid codec untracks the ones it makes).  Any other container might later
+    be mutated to refer to the row, so it keeps the row tracked.  The type-flag test is
     an inline macro; PyObject_IS_GC() would be a function call per value.
     """
     cdef Py_ssize_t i
@@ -243,7 +250,8 @@ cdef inline bint _holds_only_atomic(tuple values):
         item = PyTuple_GET_ITEM(values, i)
         item_type = Py_TYPE(item)
         if PyType_IS_GC(item_type) and (
-            not (item_type is <PyTypeObject *>tuple or item_type is <PyTypeObject *>Record)
+            not (item_type is <PyTypeObject *>tuple or item_type is <PyTypeObject *>Record
+                 or item_type is _UUID_TYPE)
             or PyObject_GC_IsTracked(item)
         ):
             return False
