@@ -27,6 +27,9 @@ COPY_OUT_PAUSE_BYTES = 512 * 1024
 #: source yielding one line at a time does not cost one write per line.
 COPY_IN_CHUNK_BYTES = 256 * 1024
 
+#: COPY IN: the largest CopyData message sent; bigger chunks are split.
+COPY_IN_MESSAGE_BYTES = 1024 * 1024
+
 #: How much a file-like source is asked for per read() (as asyncpg does).
 COPY_IN_READ_BYTES = 512 * 1024
 
@@ -649,19 +652,30 @@ class CopyMixin:
                 pending.append(chunk)
                 size += chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
                 if size >= COPY_IN_CHUNK_BYTES:
-                    proto.copy_in_data(pending[0] if len(pending) == 1 else b''.join(pending))
+                    await self._send_copy_data(
+                        pending[0] if len(pending) == 1 else b''.join(pending), fut)
                     pending = []
                     size = 0
-                    drain = proto.get_drain_waiter()
-                    if drain is not None:
-                        await drain
             if pending:
-                proto.copy_in_data(b''.join(pending))
+                await self._send_copy_data(b''.join(pending), fut)
             proto.copy_in_done()
         except BaseException as exc:
             await self._fail_copy_in(fut, exc)
             raise
         return await self._await_op(fut)
+
+    async def _send_copy_data(self, data, fut) -> None:
+        # A huge chunk goes as several messages (slices share its memory)
+        # rather than being copied whole into one message.
+        proto = self._protocol
+        view = memoryview(data).cast('B')
+        for start in range(0, len(view), COPY_IN_MESSAGE_BYTES):
+            if fut.done():
+                return
+            proto.copy_in_data(view[start:start + COPY_IN_MESSAGE_BYTES])
+            drain = proto.get_drain_waiter()
+            if drain is not None:
+                await drain
 
     async def _copy_records_in(self, query: str, state, records: Any,
                                timeout: Optional[float]) -> str:

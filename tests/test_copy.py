@@ -311,14 +311,17 @@ async def test_copy_out_failing_output_raises_and_connection_stays_usable(conn):
 
 async def test_copy_out_slow_output_keeps_memory_bounded(conn):
     total = 0
-    row_sum = 0
+    rows = 0
     calls = 0
+    first = last = b''
 
     async def slow_output(data: bytes) -> None:
-        nonlocal total, row_sum, calls
+        nonlocal total, rows, calls, first, last
         calls += 1
         total += len(data)
-        row_sum += sum(map(int, data.split()))
+        rows += data.count(b'\n')
+        first = first or data[:20]
+        last = data[-20:]
         # A stall at the start: without flow control, everything the server
         # sends meanwhile would pile up (about 60 MB of small bytes objects).
         await asyncio.sleep(1.0 if calls == 1 else len(data) / 20e6)
@@ -331,8 +334,10 @@ async def test_copy_out_slow_output_keeps_memory_bounded(conn):
     finally:
         tracemalloc.stop()
     assert status == 'COPY 1000000'
+    assert rows == 1000000
     assert total == sum(len(str(g)) + 1 for g in range(1, 1000001))
-    assert row_sum == 1000000 * 1000001 // 2
+    assert first == b'1\n2\n3\n4\n5\n6\n7\n8\n9\n10'
+    assert last == b'999998\n999999\n1000000\n'[-20:]
     assert peak < 6 * 1024 * 1024, peak
     await _assert_usable(conn)
 
@@ -430,6 +435,16 @@ async def test_copy_in_from_iterables_of_bytes(conn, odd_table):
     assert await conn.copy_to_table('odd_copy', source=bytearray(data.getvalue()),
                                     format='csv') == f'COPY {len(ODD_TEXTS)}'
     assert await _rows(conn, 'odd_copy') == odd_table
+
+
+async def test_copy_in_huge_chunk_is_split(conn):
+    await conn.execute('CREATE TEMP TABLE huge (n int, pad text)')
+    data = bytearray(b''.join(b'%d\t%s\n' % (i, b'y' * 200) for i in range(20000)))  # ~4 MB
+    assert len(data) > 3 * pgcopy.COPY_IN_MESSAGE_BYTES
+    assert await conn.copy_to_table('huge', source=data) == 'COPY 20000'
+    assert await conn.copy_to_table('huge', source=[bytes(data)]) == 'COPY 20000'
+    assert tuple(await conn.fetchrow('SELECT count(*), sum(n), min(length(pad)) FROM huge')) \
+        == (40000, 20000 * 19999, 200)
 
 
 async def test_copy_in_many_small_chunks(conn):
