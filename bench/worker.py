@@ -69,6 +69,18 @@ class Tally:
     rows_total: int = 0
 
 
+# The window stays open past --duration until every connection has finished
+# one iteration inside it, or this many seconds more. Otherwise connections
+# that all started together and each need longer than the window (100k-row
+# cursors at c=10 on a busy machine) would finish none inside it.
+MAX_EXTENSION = 30.0
+EXTENSION_STEP = 0.01
+
+
+def _each_finished_one(tallies: list[Tally]) -> bool:
+    return all(t.latencies for t in tallies)
+
+
 def _count(window: Window, tally: Tally, started: float, finished: float, rows: int) -> None:
     tally.rows_total += rows
     if window.start <= finished <= window.end:
@@ -93,13 +105,21 @@ async def _run_async(driver: Any, spec: dict[str, Any]) -> tuple[Window, list[Ta
             _count(window, tally, started, perf_counter(), rows)
 
     tasks = [asyncio.ensure_future(loop(s, t)) for s, t in zip(sessions, tallies)]
+
+    async def wait(seconds: float) -> None:
+        # A loop only ends early by raising: surface that at once.
+        done, _ = await asyncio.wait(tasks, timeout=seconds, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            task.result()
+
     try:
-        for phase, seconds in ((window.open, spec["warmup"]), (window.close, spec["duration"])):
-            # A loop only ends early by raising: surface that at once.
-            done, _ = await asyncio.wait(tasks, timeout=seconds, return_when=asyncio.FIRST_EXCEPTION)
-            for task in done:
-                task.result()
-            phase()
+        await wait(spec["warmup"])
+        window.open()
+        await wait(spec["duration"])
+        deadline = time.monotonic() + MAX_EXTENSION
+        while not _each_finished_one(tallies) and time.monotonic() < deadline:
+            await wait(EXTENSION_STEP)
+        window.close()
         await asyncio.gather(*tasks)
     except BaseException:
         for task in tasks:
@@ -141,10 +161,14 @@ def _run_threads(driver: Any, spec: dict[str, Any]) -> tuple[Window, list[Tally]
         threads = [threading.Thread(target=loop, args=st, daemon=True) for st in zip(sessions, tallies)]
         for thread in threads:
             thread.start()
-        for phase, seconds in ((window.open, spec["warmup"]), (window.close, spec["duration"])):
-            if failed.wait(seconds):
-                break
-            phase()
+        if not failed.wait(spec["warmup"]):
+            window.open()
+            if not failed.wait(spec["duration"]):
+                deadline = time.monotonic() + MAX_EXTENSION
+                while not _each_finished_one(tallies) and time.monotonic() < deadline:
+                    if failed.wait(EXTENSION_STEP):
+                        break
+                window.close()
         # Let every thread finish its query before the connections close.
         window.stopped = True
         for thread in threads:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from bench.drivers.base import Session
 
@@ -12,8 +13,9 @@ class FakeSyncDriver:
     name = "fake-sync"
     is_async = False
 
-    def __init__(self, fail_after: int | None = None) -> None:
+    def __init__(self, fail_after: int | None = None, delay: float = 0.0) -> None:
         self.fail_after = fail_after
+        self.delay = delay
         self.closed = 0
 
     def version(self) -> str:
@@ -25,6 +27,7 @@ class FakeSyncDriver:
         def run() -> int:
             nonlocal calls
             calls += 1
+            time.sleep(self.delay)
             if self.fail_after is not None and calls > self.fail_after:
                 raise ConnectionResetError("server went away")
             return ROWS_PER_RUN
@@ -39,8 +42,9 @@ class FakeAsyncDriver:
     name = "fake-async"
     is_async = True
 
-    def __init__(self, fail_after: int | None = None) -> None:
+    def __init__(self, fail_after: int | None = None, delay: float = 0.0) -> None:
         self.fail_after = fail_after
+        self.delay = delay
         self.closed = 0
 
     def version(self) -> str:
@@ -52,7 +56,7 @@ class FakeAsyncDriver:
         async def run() -> int:
             nonlocal calls
             calls += 1
-            await asyncio.sleep(0)
+            await asyncio.sleep(self.delay)
             if self.fail_after is not None and calls > self.fail_after:
                 raise ConnectionResetError("server went away")
             return ROWS_PER_RUN

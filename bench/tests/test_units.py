@@ -242,6 +242,18 @@ def test_worker_reports_a_failing_driver(make, monkeypatch):
     assert driver.closed == 2
 
 
+@pytest.mark.parametrize("make", [fake_driver.FakeSyncDriver, fake_driver.FakeAsyncDriver])
+def test_worker_window_waits_for_one_iteration_per_connection(make, monkeypatch):
+    # Iterations ten times longer than the window: without the extension no
+    # iteration would finish inside it.
+    driver = make(delay=0.2)
+    monkeypatch.setattr(worker.drivers, "load", lambda name: driver)
+    result: dict = {}
+    worker.run_cell({**_spec(concurrency=3), "warmup": 0.0, "duration": 0.02}, result)
+    assert result["queries"] >= 3
+    assert result["rows"] == fake_driver.ROWS_PER_RUN * result["queries"]
+
+
 def test_describe_error_keeps_the_first_line():
     assert worker.describe_error(ValueError("bad\nmore")) == "ValueError: bad"
     assert worker.describe_error(KeyError()) == "KeyError"
