@@ -79,7 +79,8 @@ class ListenersMixin:
         exact (case-sensitive) name; several callbacks may listen on one
         channel, and ``LISTEN`` is sent for the first only.
         """
-        self._check_open()
+        if self.is_closed():
+            raise exceptions.InterfaceError('cannot perform operation: connection is closed')
         _check_callback(callback)
         callbacks = self._listeners.get(channel)
         if callbacks is None:

@@ -299,3 +299,5 @@ async def test_termination_listener_when_the_server_ends_the_session(conn, other
     assert conn.is_closed()
     with pytest.raises(exceptions.InterfaceError):
         conn.add_log_listener(Collector())
+    with pytest.raises(exceptions.InterfaceError):
+        await conn.add_listener('late', Collector())
