@@ -143,7 +143,8 @@ async def test_user_codec_applies_inside_composites_and_records(db) -> None:
     await db.set_type_codec('json', schema='pg_catalog', encoder=json.dumps, decoder=json.loads)
     value = await db.fetchval("SELECT ROW(1, '{\"k\": [1, 2]}')::ctest.doc")
     assert_record(value, ['id', 'body'], (1, {'k': [1, 2]}))
-    assert await db.fetchval("SELECT $1::ctest.doc::text", (2, {'a': None})) == '(2,"{""a"": null}")'
+    text = await db.fetchval("SELECT $1::ctest.doc::text", (2, {'a': None}))
+    assert text == '(2,"{""a"": null}")'
     assert await db.fetchval("SELECT ROW(3, '[true]'::json)") == (3, [True])
 
 
@@ -222,7 +223,8 @@ async def test_unknown_mapping_key_is_data_error(db) -> None:
 
 @pytest.mark.parametrize("arg", [5, 'ab', b'ab', {1, 2}])
 async def test_non_sequence_composite_argument_is_data_error(db, arg: Any) -> None:
-    with pytest.raises(exceptions.DataError, match=r'\$1.*expected a tuple, list, Record or mapping'):
+    with pytest.raises(exceptions.DataError,
+                       match=r'\$1.*expected a tuple, list, Record or mapping'):
         await db.fetchval("SELECT $1::ctest.pair", arg)
     assert await db.fetchval("SELECT 4") == 4
 
@@ -405,7 +407,8 @@ async def test_range_arrays(db) -> None:
     got, text = await db.fetchrow("SELECT $1::int4range[], $1::int4range[]::text", arg)
     assert got == arg
     assert text == '{"[1,3)",NULL,empty,"(,7)"}'
-    got = await db.fetchval("SELECT $1::ctest.floatrange[]", [[Range(1.0, 2.0)], [Range(empty=True)]])
+    arg = [[Range(1.0, 2.0)], [Range(empty=True)]]
+    got = await db.fetchval("SELECT $1::ctest.floatrange[]", arg)
     assert got == [[Range(1.0, 2.0)], [Range(empty=True)]]
 
 
