@@ -72,6 +72,14 @@ class Transaction:
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
         try:
+            if self._connection.is_closed():
+                if self._connection._top_xact is self:
+                    self._connection._top_xact = None
+                self._state = TransactionState.FAILED
+                if exc_type is not None:
+                    # The block's own error (often the lost connection) says
+                    # more than "connection is closed" would: let it through.
+                    return
             self._check_connection('__aexit__')
             if exc_type is not None:
                 await self._rollback()

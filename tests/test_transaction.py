@@ -360,3 +360,23 @@ async def test_transaction_on_a_closed_connection(connect_kwargs):
                        match=r'^cannot call Transaction.commit\(\): the underlying connection '
                              r'is closed$'):
         await xact.commit()
+
+
+async def test_lost_connection_inside_a_block_raises_the_original_error(connect_kwargs, conn):
+    other = await mypgdriver.connect(**connect_kwargs)
+    pid = other.get_server_pid()
+    with pytest.raises(exceptions.AdminShutdownError):
+        async with other.transaction():
+            await conn.execute(f"SELECT pg_terminate_backend({pid})")
+            await other.fetchval("SELECT 1")
+    assert other.is_closed() is True
+    assert other._top_xact is None
+
+
+async def test_closing_the_connection_inside_a_block_makes_exit_raise(connect_kwargs):
+    other = await mypgdriver.connect(**connect_kwargs)
+    with pytest.raises(exceptions.InterfaceError,
+                       match=r'^cannot call Transaction.__aexit__\(\): the underlying '
+                             r'connection is closed$'):
+        async with other.transaction():
+            await other.close()
