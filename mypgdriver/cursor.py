@@ -12,6 +12,8 @@ from mypgdriver import exceptions
 
 DEFAULT_PREFETCH = 50
 
+_SCHEMA_CHANGED = (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError)
+
 
 class CursorFactory:
     """What :meth:`Connection.cursor` returns.
@@ -104,8 +106,14 @@ class BaseCursor:
         conn = self._connection
         await conn._ready()
         portal = f'__mypg_portal_{conn._id}_{next(conn._cursor_ids)}__'
-        rows = await conn._bind_portal(self._state, self._args, portal, limit, timeout,
-                                       self._record_class)
+        try:
+            rows = await conn._bind_portal(self._state, self._args, portal, limit, timeout,
+                                           self._record_class)
+        except _SCHEMA_CHANGED as e:
+            # Inside a transaction there is no retry, but the stale cache
+            # entries must go so that the next attempt succeeds.
+            conn._may_retry_after(e, self._query)
+            raise
         self._portal = portal
         self._exhausted = not conn._protocol.last_portal_suspended()
         return rows
@@ -117,9 +125,13 @@ class BaseCursor:
         conn = self._connection
         await conn._ready()
         proto = conn._protocol
-        rows = await conn._await_op(proto.execute_portal(
-            self._state, self._portal, limit, timeout,
-            self._record_class if self._record_class is not None else conn._record_class))
+        try:
+            rows = await conn._await_op(proto.execute_portal(
+                self._state, self._portal, limit, timeout,
+                self._record_class if self._record_class is not None else conn._record_class))
+        except exceptions.OutdatedSchemaCacheError as e:
+            conn._may_retry_after(e, self._query)
+            raise
         self._exhausted = not proto.last_portal_suspended()
         return rows
 

@@ -285,3 +285,16 @@ async def test_reload_schema_state_clears_types_and_statements(composite):
     async with conn.transaction():
         # Would be OutdatedSchemaCacheError without the reload.
         assert await conn.fetchval(query) == (1, 'x', None)
+
+
+async def test_cursor_on_a_stale_statement_raises_and_the_next_transaction_works(people):
+    conn = people
+    query = "SELECT * FROM sc_people"
+    await conn.fetch(query)
+    await conn.execute("ALTER TABLE sc_people ADD COLUMN extra int DEFAULT 1")
+    with pytest.raises(exceptions.InvalidCachedStatementError):
+        async with conn.transaction():
+            async for _ in conn.cursor(query):
+                pass
+    async with conn.transaction():
+        assert [tuple(r) async for r in conn.cursor(query)] == [(1, 'ann', 1)]
