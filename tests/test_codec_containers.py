@@ -412,8 +412,6 @@ async def test_range_arrays(db) -> None:
     assert got == [[Range(1.0, 2.0)], [Range(empty=True)]]
 
 
-@pytest.mark.xfail(strict=True, reason="array.pyx treats tuples as sub-arrays unless the "
-                   "element kind is 'composite'; asyncpg takes them as range elements")
 async def test_range_array_accepts_tuple_elements_like_asyncpg(db) -> None:
     assert await db.fetchval("SELECT $1::int4range[]", [(1, 5)]) == [Range(1, 6)]
 

@@ -108,7 +108,8 @@ cdef int encode_level(Codec codec, Codec elem, WriteBuffer buf, object value, li
 
 cdef int array_encode(Codec codec, WriteBuffer buf, object value) except -1:
     cdef Codec elem = codec.element_codec
-    cdef bint tuples_are_elements = elem.kind == 'composite'
+    # Composites and ranges take tuples as values ((1, 'a'), (lo, hi)).
+    cdef bint tuples_are_elements = elem.kind == 'composite' or elem.kind == 'range'
     cdef bint has_null = False
     cdef list dims = []
     cdef Py_ssize_t header, nulls_at

@@ -69,6 +69,7 @@ class CodecRegistry:
         self._builtin_codecs = base.builtin_codecs()
         self._types: dict[int, TypeInfo] = dict(BUILTIN_TYPES)
         self._overrides: dict[int, object] = {}
+        self._introspected: set[int] = set()
         self._memo: dict[int, object] = {}
         # Bumped whenever codecs change, so that cached statements can tell
         # that their codec arrays are stale.
@@ -89,12 +90,25 @@ class CodecRegistry:
         """Learn types from introspection."""
         for info in infos:
             self._types[info.oid] = info
+            self._introspected.add(info.oid)
         self._memo.clear()
         self.generation += 1
 
     def missing(self, oids: Iterable[int]) -> list[int]:
-        """OIDs that need a catalog lookup before a codec can be chosen."""
-        return [oid for oid in set(oids) if oid not in self._types and oid not in self._overrides]
+        """OIDs that need a catalog lookup before a codec can be chosen.
+
+        Built-in row types (pg_type, pg_class...) are in the generated table
+        without their fields, so they are looked up once like user types.
+        """
+        result = []
+        for oid in set(oids):
+            if oid in self._overrides:
+                continue
+            info = self._types.get(oid)
+            if info is None or (info.kind == 'c' and not info.field_oids
+                                and oid not in self._introspected):
+                result.append(oid)
+        return result
 
     # --- user codecs ---
 

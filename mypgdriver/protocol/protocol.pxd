@@ -16,6 +16,7 @@ cdef class BaseProtocol(CoreProtocol):
         public object cancel_request   # async callable sending a CancelRequest
         readonly object lost_exc
         bint cancel_done
+        bint lost_handled           # connection_lost() ran (it runs once)
         object drain_waiter         # set while the transport asks us to stop writing
         bint writing_paused
         bint sync_sent              # executemany: Sync already written

@@ -47,6 +47,7 @@ cdef class BaseProtocol(CoreProtocol):
         self.drain_waiter = None
         self.writing_paused = False
         self.copy_ready = None
+        self.lost_handled = False
 
     # --- asyncio.BufferedProtocol interface ---
 
@@ -111,8 +112,9 @@ cdef class BaseProtocol(CoreProtocol):
             self.transport.resume_reading()
 
     def connection_lost(self, exc):
-        if self.state == STATE_CLOSED and self.waiter is None and self.lost_exc is not None:
+        if self.lost_handled:
             return
+        self.lost_handled = True
         if self.lost_exc is None:
             if self.result_error is not None and isinstance(self.result_error, exceptions.PostgresError):
                 # e.g. AdminShutdownError: the server said why before closing.
@@ -123,7 +125,6 @@ cdef class BaseProtocol(CoreProtocol):
                     if self.waiter is not None else 'connection is closed')
                 if exc is not None:
                     self.lost_exc.__cause__ = exc
-        was_closed = self.state == STATE_CLOSED
         self.state = STATE_CLOSED
         self._cancel_timeout()
         waiter = self.waiter
@@ -472,14 +473,19 @@ cdef class BaseProtocol(CoreProtocol):
         if self.state == STATE_COPY_IN:
             self._write_copy_message(b'd', data)
 
-    def copy_in_records(self, StatementState st, records, bint first, bint last):
-        """Encode records in binary COPY format with `st`'s column codecs and send them."""
+    def copy_in_records(self, StatementState st, records, bint first, bint last,
+                        Py_ssize_t base_index=0):
+        """Encode records in binary COPY format with `st`'s column codecs and send them.
+
+        `base_index` is the index of the first record in the whole input, so
+        that a DataError names the right one.
+        """
         if self.state != STATE_COPY_IN:
             return
         cdef WriteBuffer buf = self.wbuf
         buf.reset()
         buf.start_message(b'd')
-        st.encode_copy_records(buf, records, first, last)
+        st.encode_copy_records(buf, records, first, last, base_index)
         buf.end_message()
         self._write(buf.to_bytes())
 
