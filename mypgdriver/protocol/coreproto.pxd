@@ -49,6 +49,7 @@ cdef class CoreProtocol:
         Py_ssize_t rows_len
         Py_ssize_t rows_cap
         bint collecting_rows
+        bint decoding_row                 # a DataRow is being decoded (for error routing)
         str result_status
         object result_error               # first ErrorResponse (or client-side failure) of the operation
         bint discard_rows                 # after a cancel: drain without decoding
@@ -86,6 +87,7 @@ cdef class CoreProtocol:
 
     # --- incoming ---
     cdef int _process_messages(self) except -1
+    cdef int _process_loop(self) except -1
     cdef int _dispatch(self, char mtype, Frame *frame) except -1
     cdef int _on_authentication(self, Frame *frame) except -1
     cdef int _on_error_response(self, Frame *frame) except -1
