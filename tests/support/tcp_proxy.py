@@ -71,8 +71,11 @@ class _ProxiedConnection:
         for sock in (self.client, self.upstream):
             try:
                 if self.cut_with_reset and sock is self.client:
-                    # Linger 0: the close sends RST instead of FIN.
+                    # Linger 0: the close sends RST instead of FIN.  SHUT_RD
+                    # sends nothing but wakes the other pump thread out of
+                    # recv(); until it leaves, the kernel would not close.
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    sock.shutdown(socket.SHUT_RD)
                 else:
                     sock.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -85,14 +88,19 @@ class TcpProxy:
 
     - ``cut_after(n)``: every open connection forwards at most n more bytes
       from the server, then both sides are closed (mid-message, if n says so);
+      ``cut_new_after`` does the same for connections accepted later;
+    - ``drop()``: close every open connection at once;
     - ``stall()`` / ``resume()``: stop moving bytes in both directions while
       keeping every socket open, like a peer that stops answering;
     - ``first_bytes``: the first 8 bytes each client sent (e.g. an SSLRequest
       or a CancelRequest), in accept order.
     """
 
-    def __init__(self, target_host: str, target_port: int) -> None:
+    def __init__(self, target_host: str, target_port: int, *,
+                 cut_new_after: int | None = None) -> None:
         self.target = (target_host, target_port)
+        # Applied to connections accepted from now on (see cut_after).
+        self.cut_new_after = cut_new_after
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", 0))
@@ -129,6 +137,7 @@ class TcpProxy:
             for sock in (client, upstream):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = _ProxiedConnection(self, client, upstream)
+            conn.cut_remaining = self.cut_new_after
             self.connections.append(conn)
             conn.start()
 
@@ -138,6 +147,12 @@ class TcpProxy:
             with conn._lock:
                 conn.cut_remaining = nbytes
                 conn.cut_with_reset = reset
+
+    def drop(self, *, reset: bool = False) -> None:
+        """Close every open connection now (FIN, or RST with `reset`)."""
+        for conn in self.connections:
+            conn.cut_with_reset = reset
+            conn.close()
 
     def stall(self) -> None:
         """Stop forwarding in both directions; sockets stay open."""

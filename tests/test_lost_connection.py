@@ -1,0 +1,461 @@
+"""Lost connections: a killed backend, a server stopped under us, a peer that
+closes the socket mid-result, and a peer that stops answering.
+
+In every case pending and later calls fail promptly with the error that
+says what happened, is_closed() turns true, termination listeners run, and
+nothing hangs (each wait is bounded by asyncio.wait_for).
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from typing import Any, Iterator
+
+import pytest
+
+import mypgdriver
+from mypgdriver import exceptions
+from tests.support.tcp_proxy import TcpProxy
+from tools.pgcluster import PgCluster
+
+#: How soon a loss must be noticed and reported.
+PROMPT = 2.0
+#: Upper bound for any single wait in this module: beyond it, the driver hangs.
+HANG = 15.0
+BIG_QUERY = "SELECT g, repeat('x', 100) FROM generate_series(1, 100000) g"
+
+
+class TerminationRecorder:
+    """A termination listener that remembers the connections it was called with."""
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+
+    def __call__(self, conn: Any) -> None:
+        self.calls.append(conn)
+
+    async def wait_called(self, conn: Any, bound: float = PROMPT) -> None:
+        deadline = time.monotonic() + bound
+        while not self.calls and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert self.calls == [conn]
+
+
+def listen_for_termination(conn: Any) -> TerminationRecorder | None:
+    if not hasattr(conn, "add_termination_listener"):
+        return None
+    recorder = TerminationRecorder()
+    conn.add_termination_listener(recorder)
+    return recorder
+
+
+async def wait_closed(conn: Any, bound: float = PROMPT) -> float:
+    """Seconds until conn.is_closed() is true, failing after `bound`."""
+    start = time.monotonic()
+    while not conn.is_closed():
+        if time.monotonic() - start > bound:
+            pytest.fail(f"connection not closed {bound}s after it was lost")
+        await asyncio.sleep(0.01)
+    return time.monotonic() - start
+
+
+async def fails_promptly(call, exc_class: type[BaseException], bound: float = PROMPT):
+    """Await `call`; it must raise exactly `exc_class` within `bound` seconds."""
+    start = time.monotonic()
+    with pytest.raises(BaseException) as info:
+        await asyncio.wait_for(call, HANG)
+    elapsed = time.monotonic() - start
+    assert type(info.value) is exc_class, repr(info.value)
+    assert elapsed < bound, f"took {elapsed:.2f}s to fail"
+    return info.value
+
+
+async def later_calls_fail(conn: Any) -> None:
+    """Every kind of call on a lost connection fails at once with ConnectionDoesNotExistError."""
+    assert conn.is_closed()
+    calls = [conn.fetchval("SELECT 1"), conn.fetch("SELECT 1"), conn.execute("SELECT 1"),
+             conn.execute("SELECT $1::int", 1), conn.executemany("SELECT $1::int", [(1,)])]
+    if hasattr(conn, "prepare"):
+        calls.append(conn.prepare("SELECT 'not prepared before'"))
+    for call in calls:
+        await fails_promptly(call, exceptions.ConnectionDoesNotExistError, bound=0.5)
+
+
+@pytest.fixture
+async def monitor(connect_kwargs):
+    conn = await mypgdriver.connect(**connect_kwargs)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="module")
+def private_cluster() -> Iterator[PgCluster]:
+    """A server of this module's own, to stop and restart."""
+    cluster = PgCluster()
+    try:
+        cluster.init()
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def running_private_cluster(private_cluster) -> PgCluster:
+    private_cluster.start()     # a previous test may have stopped it
+    return private_cluster
+
+
+def kwargs_for(cluster: PgCluster, **extra: Any) -> dict[str, Any]:
+    return dict(host=cluster.host, port=cluster.port, user="postgres", database="postgres",
+                **extra)
+
+
+# --- pg_terminate_backend ---------------------------------------------------------------
+
+async def test_terminated_idle_connection(connect_kwargs, monitor):
+    conn = await mypgdriver.connect(**connect_kwargs)
+    recorder = listen_for_termination(conn)
+    assert await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
+    # Noticed without any call: the server's FATAL message and EOF arrive by themselves.
+    await wait_closed(conn)
+    if recorder:
+        await recorder.wait_called(conn)
+    await later_calls_fail(conn)
+    await conn.close()      # closing a lost connection is allowed and quiet
+    assert conn.is_closed()
+
+
+@pytest.mark.xfail(strict=True, reason="bug: prepare() of a statement already in the cache "
+                   "returns a PreparedStatement on a lost connection instead of raising")
+async def test_prepare_of_cached_statement_on_lost_connection_fails(connect_kwargs, monitor):
+    conn = await mypgdriver.connect(**connect_kwargs)
+    assert await conn.fetchval("SELECT 1") == 1
+    await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
+    await wait_closed(conn)
+    await fails_promptly(conn.prepare("SELECT 1"), exceptions.ConnectionDoesNotExistError,
+                         bound=0.5)
+
+
+async def test_terminated_busy_connection(connect_kwargs, monitor):
+    conn = await mypgdriver.connect(**connect_kwargs)
+    recorder = listen_for_termination(conn)
+    pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
+    await asyncio.sleep(0.2)
+    assert await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
+    err = await fails_promptly(pending, exceptions.AdminShutdownError)
+    assert err.sqlstate == "57P01"
+    assert conn.is_closed()
+    if recorder:
+        await recorder.wait_called(conn)
+    await later_calls_fail(conn)
+
+
+async def test_terminated_connection_inside_transaction(connect_kwargs, monitor):
+    conn = await mypgdriver.connect(**connect_kwargs)
+    await conn.execute("BEGIN")
+    pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
+    await asyncio.sleep(0.2)
+    await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
+    await fails_promptly(pending, exceptions.AdminShutdownError)
+    await later_calls_fail(conn)
+
+
+async def test_terminated_during_executemany(connect_kwargs, monitor):
+    conn = await mypgdriver.connect(**connect_kwargs)
+    pending = asyncio.ensure_future(conn.executemany(
+        "SELECT pg_sleep(0.05) WHERE $1::int IS NOT NULL", [(i,) for i in range(200)]))
+    await asyncio.sleep(0.3)
+    await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
+    await fails_promptly(pending, exceptions.AdminShutdownError)
+    await later_calls_fail(conn)
+
+
+async def test_terminated_while_cancel_resync_is_pending(connect_kwargs, monitor):
+    # A query times out, and the backend dies before the drain finishes:
+    # the next call must not wait for a ReadyForQuery that will never come.
+    conn = await mypgdriver.connect(**connect_kwargs)
+    await monitor.execute("DROP TABLE IF EXISTS mypg_lost_lock; CREATE TABLE mypg_lost_lock (i int)")
+    try:
+        await monitor.execute("BEGIN; LOCK TABLE mypg_lost_lock")
+        # The cancel interrupts the lock wait, so the terminate below races it;
+        # either way the next call must fail promptly or succeed, never hang.
+        with pytest.raises(asyncio.TimeoutError):
+            await conn.fetchval("SELECT count(*) FROM mypg_lost_lock", timeout=0.2)
+        await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
+        await monitor.execute("ROLLBACK")
+        await wait_closed(conn)
+        await later_calls_fail(conn)
+    finally:
+        if monitor.is_in_transaction():
+            await monitor.execute("ROLLBACK")
+        await monitor.execute("DROP TABLE IF EXISTS mypg_lost_lock")
+
+
+# --- server shutdown --------------------------------------------------------------------
+
+async def test_server_stopped_immediately(running_private_cluster):
+    cluster = running_private_cluster
+    busy = await mypgdriver.connect(**kwargs_for(cluster))
+    idle = await mypgdriver.connect(**kwargs_for(cluster))
+    busy_recorder = listen_for_termination(busy)
+    idle_recorder = listen_for_termination(idle)
+    pending = asyncio.ensure_future(busy.fetchval("SELECT pg_sleep(30)"))
+    await asyncio.sleep(0.2)
+    try:
+        await asyncio.to_thread(cluster.stop, mode="immediate")
+        # Immediate shutdown sends SIGQUIT: the backend exits with (at most)
+        # a warning, no ErrorResponse, so the loss itself is the error.
+        await fails_promptly(pending, exceptions.ConnectionDoesNotExistError)
+        await wait_closed(idle)
+        for conn, recorder in ((busy, busy_recorder), (idle, idle_recorder)):
+            if recorder:
+                await recorder.wait_called(conn)
+            await later_calls_fail(conn)
+        start = time.monotonic()
+        with pytest.raises(ConnectionRefusedError):
+            await asyncio.wait_for(mypgdriver.connect(**kwargs_for(cluster), timeout=5), HANG)
+        assert time.monotonic() - start < PROMPT
+    finally:
+        await asyncio.to_thread(cluster.start)
+    conn = await mypgdriver.connect(**kwargs_for(cluster))
+    assert await conn.fetchval("SELECT 1") == 1
+    await conn.close()
+
+
+async def test_server_stopped_fast(running_private_cluster):
+    cluster = running_private_cluster
+    busy = await mypgdriver.connect(**kwargs_for(cluster))
+    idle = await mypgdriver.connect(**kwargs_for(cluster))
+    pending = asyncio.ensure_future(busy.fetchval("SELECT pg_sleep(30)"))
+    await asyncio.sleep(0.2)
+    try:
+        stopping = asyncio.ensure_future(asyncio.to_thread(cluster.stop, mode="fast"))
+        # Fast shutdown terminates sessions with FATAL 57P01 first.
+        await fails_promptly(pending, exceptions.AdminShutdownError, bound=5)
+        await wait_closed(idle, bound=5)
+        await later_calls_fail(busy)
+        await later_calls_fail(idle)
+        await stopping
+    finally:
+        await asyncio.to_thread(cluster.start)
+
+
+# --- a peer that closes the socket mid-result -------------------------------------------
+
+@pytest.mark.parametrize("reset", [False, True], ids=["fin", "rst"])
+@pytest.mark.parametrize("nbytes", [0, 1, 6, 4096, 65539, 400001])
+async def test_peer_closes_mid_result(pg_cluster, nbytes, reset):
+    with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
+        conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
+                                        database="postgres", ssl="disable")
+        recorder = listen_for_termination(conn)
+        assert await conn.fetchval("SELECT 1") == 1
+        proxy.cut_after(nbytes, reset=reset)
+        await fails_promptly(conn.fetch(BIG_QUERY), exceptions.ConnectionDoesNotExistError)
+        assert conn.is_closed()
+        if recorder:
+            await recorder.wait_called(conn)
+        await later_calls_fail(conn)
+
+
+async def test_peer_closes_while_query_runs(pg_cluster):
+    with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
+        conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
+                                        database="postgres", ssl="disable")
+        pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
+        await asyncio.sleep(0.2)
+        proxy.drop()
+        await fails_promptly(pending, exceptions.ConnectionDoesNotExistError)
+        await later_calls_fail(conn)
+
+
+async def test_peer_closes_idle_connection(pg_cluster):
+    with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
+        conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
+                                        database="postgres", ssl="disable")
+        recorder = listen_for_termination(conn)
+        proxy.drop()
+        await wait_closed(conn)
+        if recorder:
+            await recorder.wait_called(conn)
+        await later_calls_fail(conn)
+
+
+async def test_peer_closes_during_executemany(pg_cluster):
+    with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
+        conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
+                                        database="postgres", ssl="disable")
+        pending = asyncio.ensure_future(conn.executemany(
+            "SELECT $1::int FROM pg_sleep(0.01)", [(i,) for i in range(1000)]))
+        await asyncio.sleep(0.2)
+        proxy.drop()
+        await fails_promptly(pending, exceptions.ConnectionDoesNotExistError)
+        await later_calls_fail(conn)
+
+
+async def test_peer_closes_during_copy_out(pg_cluster):
+    with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
+        conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
+                                        database="postgres", ssl="disable")
+        if not hasattr(conn, "copy_from_query"):
+            pytest.skip("COPY not implemented yet")
+        chunks: list[bytes] = []
+
+        async def sink(data: bytes) -> None:
+            chunks.append(data)
+
+        proxy.cut_after(100_000)
+        await fails_promptly(conn.copy_from_query(
+            "SELECT g, repeat('x', 100) FROM generate_series(1, 100000) g", output=sink),
+            exceptions.ConnectionDoesNotExistError)
+        assert 0 < sum(map(len, chunks)) < 100_000
+        await later_calls_fail(conn)
+
+
+@pytest.mark.parametrize("nbytes", [0, 1, 9, 60, 300])
+async def test_peer_closes_during_startup(pg_cluster, nbytes):
+    with TcpProxy(pg_cluster.host, pg_cluster.port, cut_new_after=nbytes) as proxy:
+        start = time.monotonic()
+        with pytest.raises(exceptions.ConnectionDoesNotExistError):
+            await asyncio.wait_for(mypgdriver.connect(
+                host="127.0.0.1", port=proxy.port, user="postgres", database="postgres",
+                ssl="disable", timeout=10), HANG)
+        assert time.monotonic() - start < PROMPT
+
+
+# --- a peer that stops answering --------------------------------------------------------
+
+async def test_stalled_server_fails_at_timeout_then_recovers(pg_cluster):
+    with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
+        conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
+                                        database="postgres", ssl="disable")
+        try:
+            proxy.stall()
+            start = time.monotonic()
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(conn.fetchval("SELECT 1", timeout=0.5), HANG)
+            assert 0.45 < time.monotonic() - start < 0.5 + PROMPT
+            # The driver keeps the connection (it cannot know the peer is
+            # gone for good) and waits for the answer to drain.
+            assert not conn.is_closed()
+            proxy.resume()
+            assert await asyncio.wait_for(conn.fetchval("SELECT $1::int", 5), HANG) == 5
+            assert not conn.is_closed()
+        finally:
+            await conn.close()
+
+
+@pytest.mark.xfail(strict=True, reason="bug: a call made while an abandoned operation still "
+                   "drains waits for the resync without its own timeout (hangs on a stalled peer)")
+async def test_call_after_stalled_timeout_honours_its_own_timeout(pg_cluster):
+    with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
+        conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
+                                        database="postgres", ssl="disable")
+        try:
+            proxy.stall()
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(conn.fetchval("SELECT 1", timeout=0.3), HANG)
+            start = time.monotonic()
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(conn.fetchval("SELECT 2", timeout=0.5), 5)
+            assert time.monotonic() - start < 0.5 + PROMPT
+        finally:
+            proxy.resume()
+            await conn.close()
+
+
+async def test_stalled_server_close_does_not_hang(pg_cluster):
+    with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
+        conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
+                                        database="postgres", ssl="disable")
+        proxy.stall()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(conn.fetchval("SELECT 1", timeout=0.3), HANG)
+        start = time.monotonic()
+        await asyncio.wait_for(conn.close(), HANG)
+        assert time.monotonic() - start < PROMPT
+        assert conn.is_closed()
+        await fails_promptly(conn.fetchval("SELECT 1"), exceptions.InterfaceError, bound=0.5)
+
+
+async def test_stalled_server_then_lost_fails_pending_resync(pg_cluster):
+    with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
+        conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
+                                        database="postgres", ssl="disable")
+        proxy.stall()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(conn.fetchval("SELECT 1", timeout=0.3), HANG)
+        nxt = asyncio.ensure_future(conn.fetchval("SELECT 2"))
+        await asyncio.sleep(0.1)
+        proxy.drop()
+        await fails_promptly(nxt, exceptions.ConnectionDoesNotExistError)
+        await later_calls_fail(conn)
+
+
+async def test_connect_to_stalled_server_times_out(pg_cluster):
+    with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
+        proxy.stall()
+        start = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(mypgdriver.connect(
+                host="127.0.0.1", port=proxy.port, user="postgres", timeout=0.5), HANG)
+        assert time.monotonic() - start < 0.5 + PROMPT
+
+
+# --- TCP keepalives ---------------------------------------------------------------------
+
+def _socket_of(conn: Any) -> socket.socket:
+    sock = conn._transport.get_extra_info("socket")
+    assert sock is not None
+    return sock
+
+
+async def test_keepalives_on_by_default(connect_kwargs):
+    conn = await mypgdriver.connect(**connect_kwargs)
+    try:
+        assert _socket_of(conn).getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+    finally:
+        await conn.close()
+
+
+async def test_keepalive_options_reach_the_socket(pg_cluster):
+    dsn = (f"postgresql://postgres@{pg_cluster.host}:{pg_cluster.port}/postgres"
+           "?keepalives=1&keepalives_idle=7&keepalives_interval=3&keepalives_count=4")
+    conn = await mypgdriver.connect(dsn)
+    try:
+        sock = _socket_of(conn)
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 7
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 3
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 4
+        assert await conn.fetchval("SELECT 1") == 1
+    finally:
+        await conn.close()
+
+
+async def test_keepalives_can_be_turned_off(pg_cluster):
+    dsn = f"postgresql://postgres@{pg_cluster.host}:{pg_cluster.port}/postgres?keepalives=0"
+    conn = await mypgdriver.connect(dsn)
+    try:
+        assert _socket_of(conn).getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 0
+    finally:
+        await conn.close()
+
+
+async def test_keepalive_options_over_tls(pg_cluster):
+    # The TLS transport wraps the socket; the options must still be set on it.
+    # The session server has TLS off, so this goes through sslmode=prefer's
+    # plain fallback, which exercises the SSLRequest path of opening.
+    dsn = (f"postgresql://postgres@{pg_cluster.host}:{pg_cluster.port}/postgres"
+           "?sslmode=prefer&keepalives_idle=11")
+    conn = await mypgdriver.connect(dsn)
+    try:
+        sock = _socket_of(conn)
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 11
+    finally:
+        await conn.close()
