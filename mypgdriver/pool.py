@@ -809,10 +809,8 @@ class Pool:
             self._retire(entry, graceful=True)
             self._slot_freed()
             return
-        on_release = getattr(con, '_on_release', None)
         try:
-            if on_release is not None:
-                on_release()
+            _drop_callbacks(con)
             if self._reset is None:
                 await _default_reset(con, timeout)
             else:
@@ -1236,11 +1234,32 @@ async def _default_reset(con: Connection, timeout: Optional[float]) -> None:
         await con.reset(timeout=timeout)
         return
     query = reset_query()
-    if 'DISCARD TEMP' not in query.upper() and 'DISCARD ALL' not in query.upper():
-        query += '\nDISCARD TEMP;'
-    if con.is_in_transaction():
+    if 'DISCARD TEMP' in query.upper() or 'DISCARD ALL' in query.upper():
+        await con.reset(timeout=timeout)
+        return
+    # Connection.reset()'s steps, plus DISCARD TEMP, until its query has it.
+    if con.is_in_transaction() or getattr(con, '_top_xact', None) is not None:
         query = 'ROLLBACK;\n' + query
-    await con.execute(query, timeout=timeout)
+    if hasattr(con, '_top_xact'):
+        con._top_xact = None
+    await con.execute(query + '\nDISCARD TEMP;', timeout=timeout)
+
+
+def _drop_callbacks(con: Connection) -> None:
+    """Forget the notification and log callbacks the last user added.
+
+    UNLISTEN * stops the server's notifications, but the callbacks would
+    otherwise fire for the next user's LISTEN on the same channel.  The
+    pool's own termination listener stays.
+    """
+    on_release = getattr(con, '_on_release', None)
+    if on_release is not None:
+        on_release()
+        return
+    for name in ('_listeners', '_log_listeners'):
+        callbacks = getattr(con, name, None)
+        if callbacks:
+            callbacks.clear()
 
 
 def _in_unknown_state(con: Connection) -> bool:

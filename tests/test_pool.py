@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import signal
 import time
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 
@@ -18,7 +19,25 @@ from mypgdriver.pool import Pool, PoolConnectionProxy, PoolStats, create_pool
 
 _app_names = itertools.count(1)
 
+#: A test running longer than this fails: a pool bug typically shows up as
+#: close() or acquire() waiting forever, which must not hang the suite.
+TEST_TIME_LIMIT = 30.0
+
 LOST = (exceptions.ConnectionDoesNotExistError, exceptions.AdminShutdownError)
+
+
+@pytest.fixture(autouse=True)
+def watchdog() -> Iterator[None]:
+    def expired(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"test still running after {TEST_TIME_LIMIT} s: something hangs")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, TEST_TIME_LIMIT)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture
@@ -312,6 +331,39 @@ async def test_release_resets_session_state(pool_kwargs, observer):
         assert pool.get_stats().resets == 2
 
 
+async def test_release_drops_the_previous_users_callbacks(pool_kwargs):
+    first_user: list[str] = []
+    second_user: list[str] = []
+
+    async with create_pool(min_size=1, max_size=1, **pool_kwargs) as pool:
+        async with pool.acquire() as con:
+            pid = con.get_server_pid()
+            await con.add_listener("pool_events", lambda *args: first_user.append(args[3]))
+            con.add_log_listener(lambda c, msg: first_user.append(msg.message))
+        async with pool.acquire() as con:
+            assert con.get_server_pid() == pid
+            await con.add_listener("pool_events", lambda *args: second_user.append(args[3]))
+            await con.execute("NOTIFY pool_events, 'hello'")
+            await con.execute("DO $$ BEGIN RAISE NOTICE 'a notice'; END $$")
+            await wait_until(lambda: second_user == ["hello"])
+            await asyncio.sleep(0.05)
+        assert first_user == []
+
+
+async def test_transaction_left_open_by_a_user_is_rolled_back(pool_kwargs):
+    async with create_pool(min_size=1, max_size=1, **pool_kwargs) as pool:
+        async with pool.acquire() as con:
+            await con.execute("CREATE TEMP TABLE x (a int)")  # dropped on release
+            tr = con.transaction()
+            await tr.start()
+            await con.execute("CREATE TABLE pool_uncommitted (a int)")
+        async with pool.acquire() as con:
+            assert not con.is_in_transaction()
+            assert await con.fetchval("SELECT to_regclass('pool_uncommitted')") is None
+            async with con.transaction():  # a new transaction starts cleanly
+                assert await con.fetchval("SELECT 1") == 1
+
+
 async def test_custom_reset_callback_replaces_the_default(pool_kwargs):
     calls: list[Connection] = []
 
@@ -518,8 +570,12 @@ async def test_idle_connections_terminated_are_replaced_without_errors(
         pool_kwargs, observer, app_name):
     async with create_pool(min_size=3, max_size=3, **pool_kwargs) as pool:
         assert await terminate_backends(observer, app_name) == 3
+        await asyncio.sleep(0.05)  # the pool's sockets have seen the EOF
+        async with pool.acquire() as con:
+            assert not con.is_closed()  # a dead connection is never handed out
+            assert pool.get_stats().connections_closed >= 1
         results = await asyncio.gather(*(pool.fetchval("SELECT $1::int", i) for i in range(10)))
-        assert results == list(range(10))
+        assert results == list(range(11))[:10]
         stats = pool.get_stats()
         assert stats.connections_closed == 3
         assert stats.connections_opened == 6
