@@ -18,12 +18,19 @@ REPO_ROOT = os.path.dirname(DOCS_DIR)
 sys.path.insert(0, REPO_ROOT)
 sys.path.insert(0, os.path.join(DOCS_DIR, '_ext'))
 
-import mypgdriver  # noqa: E402  (after the path set-up above)
+
+def _package_version() -> str:
+    # Read, not imported: the version must not depend on the compiled modules.
+    namespace: dict = {}
+    with open(os.path.join(REPO_ROOT, 'mypgdriver', '_version.py'), encoding='utf-8') as f:
+        exec(f.read(), namespace)
+    return namespace['__version__']
+
 
 project = 'mypgdriver'
 author = 'the mypgdriver authors'
 copyright = 'the mypgdriver authors'
-release = mypgdriver.__version__
+release = _package_version()
 version = '.'.join(release.split('.')[:2])
 
 extensions = [
