@@ -22,8 +22,12 @@ cdef double as_double(Codec codec, object value) except? -1.0:
 
 
 cdef object float4_decode(Codec codec, Frame *frame):
-    check_length(codec, frame, 4)
-    return PyFloat_FromDouble(unpack_float(frame_read(frame, 4)))
+    if frame.remaining != 4:
+        check_length(codec, frame, 4)
+    cdef const char *p = frame.ptr
+    frame.ptr += 4
+    frame.remaining = 0
+    return PyFloat_FromDouble(unpack_float(p))
 
 
 cdef int float4_encode(Codec codec, WriteBuffer buf, object value) except -1:
@@ -34,8 +38,12 @@ cdef int float4_encode(Codec codec, WriteBuffer buf, object value) except -1:
 
 
 cdef object float8_decode(Codec codec, Frame *frame):
-    check_length(codec, frame, 8)
-    return PyFloat_FromDouble(unpack_double(frame_read(frame, 8)))
+    if frame.remaining != 8:
+        check_length(codec, frame, 8)
+    cdef const char *p = frame.ptr
+    frame.ptr += 8
+    frame.remaining = 0
+    return PyFloat_FromDouble(unpack_double(p))
 
 
 cdef int float8_encode(Codec codec, WriteBuffer buf, object value) except -1:

@@ -50,8 +50,12 @@ cdef inline int64_t integer_in_range(Codec codec, object value, int64_t lo, int6
 
 
 cdef object bool_decode(Codec codec, Frame *frame):
-    check_length(codec, frame, 1)
-    return frame_read(frame, 1)[0] != 0
+    if frame.remaining != 1:
+        check_length(codec, frame, 1)
+    cdef char b = frame.ptr[0]
+    frame.ptr += 1
+    frame.remaining = 0
+    return True if b else False
 
 
 cdef int bool_encode(Codec codec, WriteBuffer buf, object value) except -1:
@@ -65,8 +69,12 @@ cdef int bool_encode(Codec codec, WriteBuffer buf, object value) except -1:
 
 
 cdef object int2_decode(Codec codec, Frame *frame):
-    check_length(codec, frame, 2)
-    return PyLong_FromLong(unpack_int16(frame_read(frame, 2)))
+    if frame.remaining != 2:
+        check_length(codec, frame, 2)
+    cdef const char *p = frame.ptr
+    frame.ptr += 2
+    frame.remaining = 0
+    return PyLong_FromLong(unpack_int16(p))
 
 
 cdef int int2_encode(Codec codec, WriteBuffer buf, object value) except -1:
@@ -103,8 +111,12 @@ cdef int int8_encode(Codec codec, WriteBuffer buf, object value) except -1:
 
 
 cdef object uint4_decode(Codec codec, Frame *frame):
-    check_length(codec, frame, 4)
-    return PyLong_FromUnsignedLong(unpack_uint32(frame_read(frame, 4)))
+    if frame.remaining != 4:
+        check_length(codec, frame, 4)
+    cdef const char *p = frame.ptr
+    frame.ptr += 4
+    frame.remaining = 0
+    return PyLong_FromUnsignedLong(unpack_uint32(p))
 
 
 cdef int uint4_encode(Codec codec, WriteBuffer buf, object value) except -1:
