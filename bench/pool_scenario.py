@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import importlib.util
 import json
 import math
 import os
@@ -40,7 +41,7 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
@@ -500,9 +501,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             cells = sorted(rounds.get((users, name), []), key=lambda r: r.requests_per_s)
             if cells:
                 results.append(cells[(len(cells) - 1) // 2])
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("uvloop") is None:
         loop_name = "asyncio"
     info = versions()
     header = (f"## Pool scenario: {QUERIES_PER_REQUEST[0]}-{QUERIES_PER_REQUEST[1]} queries "

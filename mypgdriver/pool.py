@@ -37,7 +37,7 @@ import inspect
 import logging
 from types import TracebackType
 from typing import (
-    Any, Awaitable, Callable, Deque, Dict, Generator, List, Optional, Set, Tuple, Type, Union)
+    Any, Awaitable, Callable, Deque, Generator, List, Optional, Set, Tuple, Type, Union)
 
 from mypgdriver import connector, exceptions
 from mypgdriver.connection import Connection

@@ -149,6 +149,33 @@ async def test_shortcut_methods(pool_kwargs):
         assert pool.get_stats().acquires == 5
 
 
+async def test_executemany_copy_and_transactions_through_the_pool(pool_kwargs, app_name):
+    import io
+
+    table = f"{app_name}_items"
+    async with create_pool(min_size=1, max_size=1, **pool_kwargs) as pool:
+        await pool.execute(f"CREATE TABLE {table} (a int)")
+        try:
+            await pool.executemany(f"INSERT INTO {table} VALUES ($1)", [(1,), (2,)])
+            assert await pool.copy_records_to_table(table, records=[(3,), (4,)]) == "COPY 2"
+            assert await pool.copy_to_table(table, source=io.BytesIO(b"5\n")) == "COPY 1"
+            out = io.BytesIO()
+            assert await pool.copy_from_query(
+                f"SELECT a FROM {table} ORDER BY a", output=out) == "COPY 5"
+            assert out.getvalue() == b"1\n2\n3\n4\n5\n"
+            out = io.BytesIO()
+            assert await pool.copy_from_table(table, output=out) == "COPY 5"
+            async with pool.acquire() as con:
+                async with con.transaction():
+                    await con.execute(f"INSERT INTO {table} VALUES (6)")
+                    rows = [r[0] async for r in con.cursor(f"SELECT a FROM {table} ORDER BY a")]
+                assert rows == [1, 2, 3, 4, 5, 6]
+                stmt = await con.prepare(f"SELECT count(*) FROM {table}")
+                assert await stmt.fetchval() == 6
+        finally:
+            await pool.execute(f"DROP TABLE {table}")
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(min_size=0, max_size=0), "max_size is expected to be greater than zero"),
     (dict(min_size=-1, max_size=1), "min_size is expected to be greater or equal to zero"),
