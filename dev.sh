@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Development entry point for mypgdriver.
 #
-#   ./dev.sh test [pytest args...]   set up, build, run the tests (default: tests -q)
+#   ./dev.sh test [pytest args...]   set up, build, run the tests (default: tests bench/tests -q)
 #   ./dev.sh bench [args...]         set up (with the bench extra), build, run python -m bench
 #   ./dev.sh build                   set up and build only
 #   ./dev.sh shell                   set up, build, and print how to enter the virtualenv
@@ -179,7 +179,7 @@ shift
 case "$command" in
     test)
         setup test MYPGDRIVER_TEST_DSN
-        [ $# -gt 0 ] || set -- tests -q
+        [ $# -gt 0 ] || set -- tests bench/tests -q
         run -m pytest "$@"
         ;;
     bench)
