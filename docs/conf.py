@@ -38,6 +38,7 @@ extensions = [
     'sphinx.ext.viewcode',
     'benchresults',
     'sqlstates',
+    'shortrefs',
 ]
 
 exclude_patterns = ['_build', 'README.md']
