@@ -25,6 +25,8 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 from tests.support import certs
+from tests.support.cancel_loop import check_loop_outcomes, run_cancellation_loop
+from tests.support.fake_server import ScriptedSslAnswer
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.tls_listener import DirectTlsListener
 from tools.pgcluster import PgCluster
@@ -663,3 +665,49 @@ async def test_public_cancel_over_tls(tls_cluster):
         assert (await conn.fetchrow(SSL_STATE_QUERY))[0] is True
     finally:
         await conn.close()
+
+
+# --- what a server must not do during SSL negotiation -----------------------------------
+
+async def test_tls_handshake_that_stalls_times_out():
+    # 'S' and then nothing: the connect timeout covers the TLS handshake.
+    with ScriptedSslAnswer(b"S") as server:
+        started = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(mypgdriver.connect(
+                host="127.0.0.1", port=server.port, user="postgres", ssl="require",
+                timeout=0.5), 10)
+        assert time.monotonic() - started < 2
+        assert server.requests == [SSL_REQUEST]
+
+
+async def test_plaintext_after_ssl_acceptance_is_refused():
+    # CVE-2021-23222: bytes after 'S' would be taken as if they came over TLS.
+    with ScriptedSslAnswer(b"SR\x00\x00\x00\x08\x00\x00\x00\x00") as server:
+        with pytest.raises(exceptions.ProtocolError, match="unencrypted data"):
+            await asyncio.wait_for(mypgdriver.connect(
+                host="127.0.0.1", port=server.port, user="postgres", ssl="require",
+                timeout=5), 10)
+
+
+async def test_unexpected_ssl_answer_is_a_protocol_error():
+    with ScriptedSslAnswer(b"X") as server:
+        with pytest.raises(exceptions.ProtocolError, match="SSLRequest"):
+            await asyncio.wait_for(mypgdriver.connect(
+                host="127.0.0.1", port=server.port, user="postgres", ssl="prefer",
+                timeout=5), 10)
+
+
+# --- the cancellation loop over TLS ---------------------------------------------------------
+
+async def test_cancellation_loop_over_tls(tls_cluster):
+    kwargs = dict(host=tls_cluster.host, port=tls_cluster.port, user="postgres",
+                  database="postgres", ssl="require")
+    conn = await mypgdriver.connect(**kwargs)
+    try:
+        assert (await conn.fetchrow(SSL_STATE_QUERY))[0] is True
+    finally:
+        await conn.close()
+    seed = int(os.environ.get("MYPG_CANCEL_SEED", "20261121")) + 2
+    outcomes = await run_cancellation_loop(kwargs, seed, 300, "mypg_cancel_loop_tls")
+    check_loop_outcomes(outcomes, 300)

@@ -1,0 +1,56 @@
+"""A fake PostgreSQL listener that answers the SSLRequest with scripted bytes.
+
+For what a real server never does: accept TLS and then stall, or put
+plaintext bytes right after its 'S' (CVE-2021-23222), or answer with
+something that is neither 'S' nor 'N'.
+"""
+from __future__ import annotations
+
+import socket
+import threading
+
+
+class ScriptedSslAnswer:
+    """Reads the 8-byte SSLRequest, sends `answer`, then keeps the socket open
+    (silent) until closed."""
+
+    def __init__(self, answer: bytes) -> None:
+        self.answer = answer
+        self.requests: list[bytes] = []
+        self._clients: list[socket.socket] = []
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(16)
+        self.port: int = self._sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def __enter__(self) -> "ScriptedSslAnswer":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            self._clients.append(conn)
+            try:
+                conn.settimeout(5)
+                request = b""
+                while len(request) < 8:
+                    chunk = conn.recv(8 - len(request))
+                    if not chunk:
+                        break
+                    request += chunk
+                self.requests.append(request)
+                conn.sendall(self.answer)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self._sock.close()
+        for conn in self._clients:
+            conn.close()
