@@ -195,6 +195,55 @@ async def test_terminated_while_cancel_resync_is_pending(connect_kwargs, monitor
         await monitor.execute("DROP TABLE IF EXISTS mypg_lost_lock")
 
 
+async def test_lost_inside_transaction_block_raises_the_servers_error(connect_kwargs, monitor):
+    if not hasattr(mypgdriver.Connection, "transaction"):
+        pytest.skip("Connection.transaction() not implemented yet")
+    conn = await mypgdriver.connect(**connect_kwargs)
+    with pytest.raises(exceptions.AdminShutdownError):
+        async with conn.transaction():
+            await conn.execute("SELECT 1")
+            await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
+            await asyncio.wait_for(conn.fetchval("SELECT pg_sleep(5)"), HANG)
+    await later_calls_fail(conn)
+
+
+async def test_lost_during_cursor_iteration(connect_kwargs, monitor):
+    if not hasattr(mypgdriver.Connection, "cursor"):
+        pytest.skip("Connection.cursor() not implemented yet")
+    conn = await mypgdriver.connect(**connect_kwargs)
+    seen = 0
+    with pytest.raises(exceptions.AdminShutdownError):
+        async with conn.transaction():
+            async for _ in conn.cursor("SELECT g FROM generate_series(1, 100000) g",
+                                       prefetch=100):
+                seen += 1
+                if seen == 150:
+                    await monitor.fetchval("SELECT pg_terminate_backend($1)",
+                                           conn.get_server_pid())
+    assert 150 <= seen <= 300     # the rows already fetched, then the error
+    await later_calls_fail(conn)
+
+
+# --- closing from our side while a call is pending ---------------------------------------
+
+@pytest.mark.parametrize("how", ["close", "terminate"])
+async def test_closing_fails_the_pending_call(connect_kwargs, how):
+    conn = await mypgdriver.connect(**connect_kwargs)
+    recorder = listen_for_termination(conn)
+    pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
+    await asyncio.sleep(0.2)
+    if how == "close":
+        await asyncio.wait_for(conn.close(), PROMPT)
+    else:
+        conn.terminate()
+    await fails_promptly(pending, exceptions.ConnectionDoesNotExistError)
+    assert conn.is_closed()
+    if recorder:
+        await recorder.wait_called(conn)
+    # Closed by us: later calls say so (InterfaceError), as in asyncpg.
+    await fails_promptly(conn.fetchval("SELECT 1"), exceptions.InterfaceError, bound=0.5)
+
+
 # --- server shutdown --------------------------------------------------------------------
 
 async def test_server_stopped_immediately(running_private_cluster):
