@@ -450,11 +450,36 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds first")
     p.add_argument("--rounds", type=int, default=1,
                    help="run the whole ramp this many times, rotating the order of the "
-                        "contenders, and report each cell's median round (by requests/s)")
+                        "contenders; requests/s over all rounds, median of each percentile")
     p.add_argument("--no-uvloop", action="store_true", help="use asyncio's own loop")
     p.add_argument("--json", type=Path, help="also write the results as JSON here")
     p.add_argument("--markdown", type=Path, help="also write the tables here")
     return p
+
+
+def combine_rounds(cells: Sequence[CellResult]) -> CellResult:
+    """One result from several rounds of a cell.
+
+    Throughput and CPU time are pooled over all rounds (total requests over
+    total time); each latency percentile is the median of the rounds' values,
+    so one round disturbed by something else on the machine does not decide it.
+    """
+    if len(cells) == 1:
+        return cells[0]
+
+    def median(values: List[Optional[float]]) -> Optional[float]:
+        present = sorted(v for v in values if v is not None)
+        return present[(len(present) - 1) // 2] if present else None
+
+    first_errors = [c.first_error for c in cells if c.first_error]
+    return CellResult(
+        contender=cells[0].contender, users=cells[0].users,
+        requests=sum(c.requests for c in cells), queries=sum(c.queries for c in cells),
+        errors=sum(c.errors for c in cells), elapsed=sum(c.elapsed for c in cells),
+        cpu_seconds=sum(c.cpu_seconds for c in cells),
+        p50_ms=median([c.p50_ms for c in cells]), p95_ms=median([c.p95_ms for c in cells]),
+        p99_ms=median([c.p99_ms for c in cells]),
+        first_error=first_errors[0] if first_errors else None)
 
 
 def run_one(name: str, users: int, params: Dict[str, Any], plans: Sequence[Plan],
@@ -498,15 +523,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         server.close()
     for users in dict.fromkeys(args.levels):
         for name in args.contenders:
-            cells = sorted(rounds.get((users, name), []), key=lambda r: r.requests_per_s)
-            if cells:
-                results.append(cells[(len(cells) - 1) // 2])
+            if (users, name) in rounds:
+                results.append(combine_rounds(rounds[(users, name)]))
     if importlib.util.find_spec("uvloop") is None:
         loop_name = "asyncio"
     info = versions()
     header = (f"## Pool scenario: {QUERIES_PER_REQUEST[0]}-{QUERIES_PER_REQUEST[1]} queries "
               f"per request, pool size {args.pool_size}, {args.duration:g} s per cell"
-              + (f", median of {args.rounds} rounds" if args.rounds > 1 else "") + "\n\n"
+              + (f", {args.rounds} rounds (requests/s and CPU over all rounds, percentiles "
+                 f"the median round's)" if args.rounds > 1 else "") + "\n\n"
               f"PostgreSQL {server.version}; {loop_name}; "
               + ", ".join(f"{k} {v}" for k, v in info.items())
               + f"; mypgdriver-connect opens a connection per {args.connect_per}.")

@@ -964,7 +964,12 @@ class Pool:
                 self._slots += count
                 results = await asyncio.gather(
                     *(self._refill_one() for _ in range(count)), return_exceptions=True)
-                if any(isinstance(r, BaseException) for r in results):
+                errors = [r for r in results if isinstance(r, BaseException)]
+                if errors:
+                    if delay == _RETRY_DELAY_FIRST:  # once per outage, not per attempt
+                        logger.warning('pool: cannot open connections to keep min_size=%d '
+                                       '(%r); retrying in the background',
+                                       self._min_size, errors[0])
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, _RETRY_DELAY_MAX)
                 else:
@@ -975,10 +980,8 @@ class Pool:
     async def _refill_one(self) -> None:
         try:
             entry = await self._open_entry()
-        except BaseException as e:
+        except BaseException:
             self._slot_freed()
-            if not isinstance(e, asyncio.CancelledError):
-                logger.debug('pool: background connect failed: %r', e)
             raise
         self._make_available(entry)
 
