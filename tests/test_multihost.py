@@ -175,6 +175,45 @@ async def test_single_host_failure_is_the_original_error(refused_port):
         await mypgdriver.connect(uri(refused_port), timeout=10)
 
 
+async def test_unresolvable_host_name_moves_to_the_next(pg_cluster):
+    port, _, _ = await where(host=["mypg-no-such-host.invalid", "127.0.0.1"],
+                             port=[5432, pg_cluster.port])
+    assert port == pg_cluster.port
+
+
+async def test_ipv6_literal_in_host_list(pg_cluster, refused_port):
+    if not getattr(pg_cluster, "ipv6", False):
+        pytest.skip("the session server does not listen on ::1")
+    dsn = f"postgresql://postgres@127.0.0.1:{refused_port},[::1]:{pg_cluster.port}/postgres"
+    conn = await mypgdriver.connect(dsn, timeout=10)
+    try:
+        assert await conn.fetchval("SELECT host(inet_server_addr())") == "::1"
+    finally:
+        await conn.close()
+
+
+async def test_server_not_accepting_connections_moves_to_the_next(running_primary):
+    # A cold standby answers every startup with FATAL 57P03.
+    cold = Standby(running_primary)
+    try:
+        await asyncio.to_thread(cold.start, "hot_standby=off")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                await mypgdriver.connect(uri(cold.port), timeout=5)
+            except exceptions.CannotConnectNowError:
+                break
+            except OSError:
+                # Not listening yet.
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
+        port, _, _ = await where(uri(cold.port, running_primary.port))
+        assert port == running_primary.port
+    finally:
+        cold.destroy()
+
+
 # --- one time budget --------------------------------------------------------------------
 
 async def test_stalling_first_host_consumes_the_whole_budget(pg_cluster, silent_port):
@@ -240,6 +279,15 @@ async def test_load_balance_hosts_disable_keeps_order(pg_cluster, primary):
     seen = {(await where(uri(pg_cluster.port, primary.port,
                              query="load_balance_hosts=disable")))[0] for _ in range(10)}
     assert seen == {pg_cluster.port}
+
+
+async def test_load_balance_hosts_random_with_target_session_attrs(running_primary, standby):
+    random.seed(11)
+    for _ in range(10):
+        port, in_recovery, _ = await where(uri(
+            standby.port, running_primary.port,
+            query="load_balance_hosts=random&target_session_attrs=read-write"))
+        assert (port, in_recovery) == (running_primary.port, False)
 
 
 async def test_load_balance_hosts_random_still_fails_over(pg_cluster, refused_port):

@@ -67,12 +67,17 @@ class Standby:
         except OSError:
             return "(no server log)"
 
-    def start(self) -> None:
+    def start(self, *settings: str) -> None:
+        """Start the server; `settings` are extra ``name=value`` server settings."""
         if self.running:
             return
         options = f"-p {self.port} -k {self.sockdir} -c listen_addresses={self.host}"
+        options += "".join(f" -c {setting}" for setting in settings)
+        # -w waits for "ready"; a cold standby (hot_standby=off) never is, so
+        # wait for the process only and let the caller poll.
+        wait = ["-w"] if "hot_standby=off" not in settings else ["-W"]
         self._run("pg_ctl", "-D", self.datadir, "-l", self.logfile, "-o", options,
-                  "-w", "-t", "60", "start")
+                  *wait, "-t", "60", "start")
         self.running = True
 
     def stop(self, mode: str = "fast") -> None:
