@@ -8,8 +8,10 @@ from . import exceptions
 from .exceptions import *  # noqa: F401,F403  (asyncpg exposes its exceptions at the top too)
 from .connection import Connection
 from .connector import connect
+from .pool import Pool, create_pool
 from .protocol.record import Record
-from .server_info import ServerVersion
+from .types import *  # noqa: F401,F403  (Range, Point, BitString ... as in asyncpg)
+from . import types
 
-__all__ = ('__version__', 'connect', 'Connection', 'Record', 'ServerVersion') + tuple(
-    exceptions.__all__)
+__all__ = ('__version__', 'connect', 'create_pool', 'Pool', 'Record', 'Connection') + tuple(
+    types.__all__) + tuple(exceptions.__all__)
