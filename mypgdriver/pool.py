@@ -454,6 +454,7 @@ class Pool:
         error: Optional[BaseException] = None
         for result in results:
             if isinstance(result, _PooledConnection):
+                self._register(result)
                 self._make_available(result)
             else:
                 self._slots -= 1
@@ -530,8 +531,7 @@ class Pool:
         """
         self._generation += 1
         while self._idle:
-            self._retire(self._idle.pop(), graceful=True)
-            self._slot_freed()
+            self._discard(self._idle.pop(), graceful=True)
 
     # --- acquire ---
 
@@ -644,6 +644,9 @@ class Pool:
     async def _replace_in_slot(self, entry: _PooledConnection,
                                deadline: Optional[float]) -> _PooledConnection:
         """Close a stale or dead connection and open a new one in its slot."""
+        if entry not in self._all:
+            # Terminated (slot and all) while being handed to us.
+            raise exceptions.InterfaceError('pool is closed')
         self._retire(entry, graceful=not entry.con.is_closed())
         return await self._open_in_slot(deadline)
 
@@ -683,14 +686,17 @@ class Pool:
         except BaseException:
             self._slot_freed()
             raise
+        self._register(entry)
         if self._closing or self._closed:
-            self._retire(entry, graceful=True)
-            self._slot_freed()
+            self._discard(entry, graceful=True)
             raise exceptions.InterfaceError('pool is closing')
         return entry
 
     async def _open_entry(self) -> _PooledConnection:
-        """Open one connection and run ``init`` on it; the caller holds a slot."""
+        """Open one connection and run ``init`` on it; the caller holds a slot.
+
+        The caller registers the result with :meth:`_register`.
+        """
         generation = self._generation
         connect = self._connect_fn if self._connect_fn is not None else connector.connect
         try:
@@ -718,13 +724,20 @@ class Pool:
         except BaseException:
             self._n_failed += 1
             raise
-        entry = _PooledConnection(con, generation)
-        self._all.add(entry)
         self._n_opened += 1
-        add_listener = getattr(con, 'add_termination_listener', None)
+        return _PooledConnection(con, generation)
+
+    def _register(self, entry: _PooledConnection) -> None:
+        """Count a newly opened connection as the pool's, in the slot of its opener.
+
+        Done by the holder of the slot once it has the connection in hand
+        (never inside a task that may be abandoned), so that every member of
+        ``_all`` owns exactly one slot.
+        """
+        self._all.add(entry)
+        add_listener = getattr(entry.con, 'add_termination_listener', None)
         if add_listener is not None:
             add_listener(functools.partial(self._on_connection_terminated, entry))
-        return entry
 
     async def _run_setup(self, entry: _PooledConnection, proxy: PoolConnectionProxy) -> None:
         assert self._setup is not None
@@ -734,8 +747,7 @@ class Pool:
             # The state setup left the connection in is unknown: do not reuse it.
             proxy._detach()
             entry.proxy = None
-            self._retire(entry, graceful=not entry.con.is_closed())
-            self._slot_freed()
+            self._discard(entry, graceful=not entry.con.is_closed())
             raise
         # The user's first call gets the retry for connections lost while idle.
         proxy._ops = 0
@@ -744,8 +756,11 @@ class Pool:
                                        error: BaseException) -> Connection:
         """Give `proxy` a new connection after its first call found the old one dead."""
         old = proxy._entry
-        self._retire(old, graceful=False)
         old.proxy = None
+        if old not in self._all:
+            proxy._detach()  # terminate() took the connection and its slot
+            raise error
+        self._retire(old, graceful=False)
         logger.debug('pool: connection lost before its first query (%s), replacing', error)
         if self._closing or self._closed:
             self._slot_freed()
@@ -797,17 +812,14 @@ class Pool:
                              timeout: Optional[float]) -> None:
         con = entry.con
         if self._closing or self._closed:
-            self._retire(entry, graceful=not con.is_closed())
-            self._slot_freed()
+            self._discard(entry, graceful=not con.is_closed())
             return
         if was_active or _in_unknown_state(con):
             self._n_broken += 1
-            self._retire(entry, graceful=False)
-            self._slot_freed()
+            self._discard(entry, graceful=False)
             return
         if entry.queries >= self._max_queries or entry.generation != self._generation:
-            self._retire(entry, graceful=True)
-            self._slot_freed()
+            self._discard(entry, graceful=True)
             return
         try:
             _drop_callbacks(con)
@@ -818,8 +830,7 @@ class Pool:
         except asyncio.CancelledError:
             # The reset query was abandoned half-way: the session state is unknown.
             self._n_reset_failures += 1
-            self._retire(entry, graceful=False)
-            self._slot_freed()
+            self._discard(entry, graceful=False)
             raise
         except Exception as e:
             self._n_reset_failures += 1
@@ -827,18 +838,15 @@ class Pool:
             # anything else is worth a word, e.g. a failing reset callback.
             log = logger.debug if con.is_closed() else logger.warning
             log('pool: resetting a released connection failed, replacing it: %r', e)
-            self._retire(entry, graceful=False)
-            self._slot_freed()
+            self._discard(entry, graceful=False)
             return
         if _in_unknown_state(con) or con.is_in_transaction():
             self._n_reset_failures += 1
-            self._retire(entry, graceful=False)
-            self._slot_freed()
+            self._discard(entry, graceful=False)
             return
         self._n_resets += 1
         if self._closing or self._closed:
-            self._retire(entry, graceful=True)
-            self._slot_freed()
+            self._discard(entry, graceful=True)
             return
         self._make_available(entry)
 
@@ -860,8 +868,7 @@ class Pool:
                 fut.set_result(entry)
                 return
         if self._closing or self._closed:
-            self._retire(entry, graceful=True)
-            self._slot_freed()
+            self._discard(entry, graceful=True)
             return
         loop = self._loop
         assert loop is not None
@@ -887,6 +894,17 @@ class Pool:
             return
         self._schedule_refill()
 
+    def _discard(self, entry: _PooledConnection, *, graceful: bool) -> None:
+        """Close a connection and give up its slot.
+
+        Does nothing if the pool no longer owns it: terminate() may have
+        closed it (and freed its slot) while it was being reset or handed
+        over, and a slot must be freed exactly once.
+        """
+        if entry in self._all:
+            self._retire(entry, graceful=graceful)
+            self._slot_freed()
+
     def _retire(self, entry: _PooledConnection, *, graceful: bool) -> None:
         """Close a connection the pool owns; its slot stays with the caller."""
         if entry not in self._all:
@@ -904,16 +922,17 @@ class Pool:
             con.terminate()
 
     def _discard_late_entry(self, entry: _PooledConnection) -> None:
-        # Opened after its acquire gave up; the slot was already given up.
-        self._retire(entry, graceful=False)
+        # Opened after its acquire gave up (and with it the slot): never
+        # registered, so only the connection is left to close.
+        self._n_closed += 1
+        entry.con.terminate()
 
     def _on_connection_terminated(self, entry: _PooledConnection, *args: Any) -> None:
         # An idle connection the server dropped: replace it now rather than
         # at the next acquire.  Connections in use are dealt with on release.
         if entry in self._all and entry in self._idle:
             self._idle.remove(entry)
-            self._retire(entry, graceful=False)
-            self._slot_freed()
+            self._discard(entry, graceful=False)
 
     def _expire_idle(self) -> None:
         """Close connections above min_size idle for max_inactive_connection_lifetime."""
@@ -928,8 +947,7 @@ class Pool:
         while idle and len(self._all) > self._min_size:
             if idle[0].idle_since + self._max_inactive > now:
                 break
-            self._retire(idle.popleft(), graceful=True)
-            self._slot_freed()
+            self._discard(idle.popleft(), graceful=True)
         if idle and len(self._all) > self._min_size:
             self._expiry_handle = loop.call_at(
                 idle[0].idle_since + self._max_inactive, self._expire_idle)
@@ -942,8 +960,7 @@ class Pool:
         dead = [entry for entry in self._idle if entry.con.is_closed()]
         for entry in dead:
             self._idle.remove(entry)
-            self._retire(entry, graceful=False)
-            self._slot_freed()
+            self._discard(entry, graceful=False)
         loop = self._loop
         assert loop is not None
         self._idle_check_handle = loop.call_later(_IDLE_CHECK_INTERVAL, self._check_idle)
@@ -983,6 +1000,7 @@ class Pool:
         except BaseException:
             self._slot_freed()
             raise
+        self._register(entry)
         self._make_available(entry)
 
     # --- closing ---
@@ -1010,8 +1028,7 @@ class Pool:
         warning = None
         try:
             while self._idle:
-                self._retire(self._idle.pop(), graceful=True)
-                self._slot_freed()
+                self._discard(self._idle.pop(), graceful=True)
             if self._slots:
                 self._drained = loop.create_future()
                 warning = loop.call_later(
@@ -1050,8 +1067,7 @@ class Pool:
             if entry.proxy is not None:
                 entry.proxy._detach()
                 entry.proxy = None
-            self._retire(entry, graceful=False)
-            self._slot_freed()
+            self._discard(entry, graceful=False)
         if self._drained is not None and not self._drained.done():
             # close() waiting for releases: there is nothing left to wait for.
             self._drained.set_result(None)

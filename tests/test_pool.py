@@ -821,6 +821,29 @@ async def test_terminate_closes_everything_at_once(pool_kwargs, observer, app_na
     await wait_until(lambda: _count_is(observer, app_name, 0))
 
 
+async def test_terminate_during_a_release_frees_each_slot_once(pool_kwargs):
+    pool = await create_pool(min_size=0, max_size=2, **pool_kwargs)
+    con = await pool.acquire()
+    releasing = asyncio.ensure_future(pool.release(con))
+    await asyncio.sleep(0)  # the reset query is on its way
+    pool.terminate()
+    await asyncio.wait_for(releasing, 2)
+    assert (pool._slots, pool.get_size()) == (0, 0)
+    assert pool.get_stats().connections_closed == 1
+
+
+async def test_terminate_during_a_handoff_frees_each_slot_once(pool_kwargs):
+    pool = await create_pool(min_size=1, max_size=1, **pool_kwargs)
+    held = await pool.acquire()
+    waiter = asyncio.ensure_future(pool.acquire())
+    await asyncio.sleep(0)
+    await pool.release(held)  # handed to the waiter, which has not run yet
+    pool.terminate()
+    with pytest.raises(exceptions.InterfaceError, match="pool is closed"):
+        await asyncio.wait_for(waiter, 2)
+    assert (pool._slots, pool.get_size()) == (0, 0)
+
+
 # --- the proxy ---
 
 
