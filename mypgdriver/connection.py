@@ -22,7 +22,7 @@ from mypgdriver.protocol.statement import (
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
 from mypgdriver.statement_cache import StatementCache
 from mypgdriver.type_codecs import TypeCodecsMixin
-from mypgdriver.copy import CopyMixin
+from mypgdriver.copy import CopyMixin, stream_timed_out
 from mypgdriver.listeners import ListenersMixin
 from mypgdriver.transaction import Transaction
 
@@ -192,6 +192,7 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         batch_size = 1000
         reparsed = self._send_reparse(state)
         fut = proto.executemany_start(state, timeout)
+        proto.begin_stream()
         try:
             base = 0
             if hasattr(args, '__aiter__'):
@@ -222,13 +223,19 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
                     drain = proto.get_drain_waiter()
                     if drain is not None:
                         await drain
+            proto.end_stream()
             proto.executemany_finish(False)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            # Our own timeout interrupting a stalled async source is a
+            # timeout for the caller, not a cancellation.
+            if stream_timed_out(proto, exc):
+                raise asyncio.TimeoutError() from None
             proto.abandon()
             raise
         except BaseException:
             # Bad input (DataError naming the row) or a failing iterator:
             # make the server roll back what was already sent, then re-raise.
+            proto.end_stream()
             proto.executemany_finish(True)
             try:
                 await fut
@@ -266,10 +273,11 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         :exc:`~mypgdriver.exceptions.QueryCanceledError` and the connection
         stays usable.  Does nothing when the connection is idle.
         """
-        proto = self._protocol
-        if self.is_closed() or not proto.is_busy() or proto.cancel_request is None:
+        if self.is_closed():
             return
-        await proto.cancel_request()
+        gate = self._protocol.request_cancel()
+        if gate is not None:
+            await asyncio.shield(gate)
 
     # --- prepared statements, cursors, transactions ---
 

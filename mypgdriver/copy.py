@@ -358,6 +358,23 @@ async def _iterate(iterable: Iterable) -> AsyncIterable:
         yield item
 
 
+def stream_timed_out(proto, exc: BaseException) -> bool:
+    """After an exception while feeding user data: was it our timeout?
+
+    The protocol cancels the feeding task when the operation times out; that
+    cancellation is ours, not the caller's, so it is undone (uncancel) and
+    the caller gets TimeoutError.  The protocol has already abandoned the
+    operation (CopyFail / abort pipeline, cancel request, drain).
+    """
+    timed_out = proto.end_stream()
+    if not (timed_out and isinstance(exc, asyncio.CancelledError)):
+        return False
+    task = asyncio.current_task()
+    if task is not None and hasattr(task, 'uncancel'):
+        task.uncancel()
+    return True
+
+
 class CopyMixin:
     """copy_to_table(), copy_from_table(), copy_from_query(), copy_records_to_table()."""
 
@@ -641,6 +658,7 @@ class CopyMixin:
         fut = proto.copy_in(query, timeout)
         if not await self._copy_in_started(fut):
             return await self._await_op(fut)
+        proto.begin_stream()
         try:
             pending: list = []
             size = 0
@@ -658,8 +676,11 @@ class CopyMixin:
                     size = 0
             if pending:
                 await self._send_copy_data(b''.join(pending), fut)
+            proto.end_stream()
             proto.copy_in_done()
         except BaseException as exc:
+            if stream_timed_out(proto, exc):
+                raise asyncio.TimeoutError() from None
             await self._fail_copy_in(fut, exc)
             raise
         return await self._await_op(fut)
@@ -683,13 +704,17 @@ class CopyMixin:
         fut = proto.copy_in(query, timeout)
         if not await self._copy_in_started(fut):
             return await self._await_op(fut)
+        proto.begin_stream()
         try:
             if hasattr(records, '__aiter__'):
                 await self._send_records_async(state, records, fut)
             else:
                 await self._send_records(state, records, fut)
+            proto.end_stream()
             proto.copy_in_done()
         except BaseException as exc:
+            if stream_timed_out(proto, exc):
+                raise asyncio.TimeoutError() from None
             await self._fail_copy_in(fut, exc)
             raise
         return await self._await_op(fut)

@@ -104,6 +104,9 @@ class _SSLRequestProtocol(asyncio.Protocol):
         if not self.answer.done():
             self.answer.set_exception(exc or ConnectionResetError(
                 'server closed the connection during SSL negotiation'))
+            # If connect() was cancelled nobody awaits the answer any more:
+            # mark the exception retrieved so asyncio does not log it.
+            self.answer.exception()
 
 
 async def open_negotiated(loop, host: str, port: int, ctx: ssl.SSLContext,

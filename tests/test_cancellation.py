@@ -131,8 +131,6 @@ async def _slow_source(first, then, pause: float = 2.5):
     yield then
 
 
-@pytest.mark.xfail(strict=True, reason="bug: with an async iterable that stalls, the timeout "
-                   "only surfaces when the iterable yields again (executemany, COPY in)")
 @pytest.mark.parametrize("method", ["executemany", "copy_to_table", "copy_records_to_table"])
 async def test_timeout_with_stalling_async_source(conn, method):
     await conn.execute("DROP TABLE IF EXISTS mypg_cancel_src; CREATE TABLE mypg_cancel_src (i int)")
@@ -273,9 +271,6 @@ async def test_call_right_after_cancel_waits_for_resync(conn):
     assert await asyncio.wait_for(conn.fetchval("SELECT $1::int", 53), 10) == 53
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a connect() cancelled while the SSLRequest is in "
-                   "flight leaves tls._SSLRequestProtocol.answer failed and unretrieved "
-                   "('Future exception was never retrieved: ConnectionResetError')")
 async def test_cancelled_connect_leaves_nothing_behind(connect_kwargs):
     # Cancel connect() at every step of opening (TCP, SSLRequest, startup,
     # authentication): no task or future may be left to report an
@@ -345,8 +340,6 @@ async def test_public_cancel_of_executemany(conn, monitor):
         await conn.execute("DROP TABLE IF EXISTS mypg_cancel_many2")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a cancel() racing with a query that completes "
-                   "is delivered to the next query, which fails with QueryCanceledError")
 async def test_public_cancel_racing_completion_does_not_hit_next_query(conn):
     hits = []
     for i in range(60):

@@ -17,6 +17,9 @@ cdef class BaseProtocol(CoreProtocol):
         readonly object lost_exc
         bint cancel_done
         bint lost_handled           # connection_lost() ran (it runs once)
+        object stream_task          # task feeding a COPY IN / executemany from user data
+        bint stream_timed_out
+        object cancel_gate          # a public cancel() in flight: the next operation waits
         object drain_waiter         # set while the transport asks us to stop writing
         bint writing_paused
         bint sync_sent              # executemany: Sync already written

@@ -48,6 +48,9 @@ cdef class BaseProtocol(CoreProtocol):
         self.writing_paused = False
         self.copy_ready = None
         self.lost_handled = False
+        self.stream_task = None
+        self.stream_timed_out = False
+        self.cancel_gate = None
 
     # --- asyncio.BufferedProtocol interface ---
 
@@ -157,7 +160,8 @@ cdef class BaseProtocol(CoreProtocol):
         return self.xact_status != 'I'
 
     def is_busy(self):
-        return self.waiter is not None or (self.state != STATE_IDLE and self.state != STATE_CLOSED)
+        return self.waiter is not None or self.cancel_gate is not None or (
+            self.state != STATE_IDLE and self.state != STATE_CLOSED)
 
     def get_backend_pid(self):
         return self.backend_pid
@@ -167,12 +171,46 @@ cdef class BaseProtocol(CoreProtocol):
 
     def get_resync_waiter(self):
         """A Future to await before the next operation, or None when in sync."""
-        return self.resync_waiter
+        if self.resync_waiter is not None:
+            return self.resync_waiter
+        return self.cancel_gate
+
+    def request_cancel(self):
+        """Send a CancelRequest for the running operation (public Connection.cancel()).
+
+        Returns a Future that completes when the server has handled the
+        request, or None if there is nothing to cancel.  Until then the next
+        operation waits (get_resync_waiter()), so that a cancel that arrives
+        after its target finished cannot hit the next query.
+        """
+        if self.state == STATE_CLOSED or self.cancel_request is None:
+            return None
+        if self.cancel_gate is not None:
+            return self.cancel_gate
+        if self.waiter is None and self.resync_waiter is None:
+            return None
+        self.cancel_gate = self.loop.create_future()
+        self.loop.create_task(self._public_cancel())
+        return self.cancel_gate
+
+    async def _public_cancel(self):
+        try:
+            await self.cancel_request()
+        except Exception:
+            pass
+        finally:
+            gate = self.cancel_gate
+            self.cancel_gate = None
+            if gate is not None and not gate.done():
+                gate.set_result(None)
 
     cdef object _new_waiter(self, object timeout, int op_kind):
         if self.state == STATE_CLOSED:
             raise exceptions.ConnectionDoesNotExistError(
                 'cannot perform operation: connection is closed')
+        # A pending public cancel (cancel_gate) does not block here: the
+        # next step of the operation it targets (execute after prepare) may
+        # go on; new operations wait for the gate in the Connection first.
         if self.waiter is not None or self.resync_waiter is not None or (
                 self.state != STATE_IDLE and op_kind != OP_STARTUP):
             raise exceptions.InterfaceError(
@@ -197,6 +235,24 @@ cdef class BaseProtocol(CoreProtocol):
         if fut is self.waiter and not fut.done():
             fut.set_exception(asyncio.TimeoutError())
             self.abandon()
+            if self.stream_task is not None:
+                # The caller is waiting on its own data source, not on us:
+                # interrupt it (a loop callback runs only while that task is
+                # suspended at an await, so the cancellation lands there).
+                self.stream_timed_out = True
+                self.stream_task.cancel()
+
+    def begin_stream(self):
+        """The current task now feeds this operation from user data (COPY IN, executemany)."""
+        self.stream_task = asyncio.current_task(self.loop)
+        self.stream_timed_out = False
+
+    def end_stream(self):
+        """Stop feeding; True if the operation's timeout interrupted the feeding task."""
+        timed_out = self.stream_timed_out
+        self.stream_task = None
+        self.stream_timed_out = False
+        return timed_out
 
     # --- hooks from CoreProtocol ---
 
