@@ -593,6 +593,10 @@ class Pool:
                 self._slots += 1
                 return await self._open_in_slot(deadline)
         item = await self._wait_in_line(deadline)
+        if self._closing or self._closed:
+            # Handed something just before close(): waiting acquires fail.
+            self._give_back(item)
+            raise exceptions.InterfaceError('pool is closing' if self._closing else 'pool is closed')
         if item is _NEW_SLOT:
             return await self._open_in_slot(deadline)
         assert isinstance(item, _PooledConnection)

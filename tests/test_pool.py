@@ -844,6 +844,18 @@ async def test_terminate_during_a_handoff_frees_each_slot_once(pool_kwargs):
     assert (pool._slots, pool.get_size()) == (0, 0)
 
 
+async def test_close_during_a_handoff_fails_the_waiter(pool_kwargs):
+    pool = await create_pool(min_size=1, max_size=1, **pool_kwargs)
+    held = await pool.acquire()
+    waiter = asyncio.ensure_future(pool.acquire())
+    await asyncio.sleep(0)
+    await pool.release(held)  # handed to the waiter, which has not run yet
+    await pool.close()  # starts before the waiter runs (a task would start after)
+    with pytest.raises(exceptions.InterfaceError, match="pool is closing"):
+        await waiter
+    assert (pool._slots, pool.get_size()) == (0, 0)
+
+
 # --- the proxy ---
 
 
