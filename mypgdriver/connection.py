@@ -6,13 +6,12 @@ import contextlib
 import inspect
 import itertools
 import re
-import struct
 import time
 from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 from mypgdriver import exceptions
 from mypgdriver.codecs import introspection
-from mypgdriver.codecs.registry import BUILTIN_TYPES, CodecRegistry
+from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.cursor import CursorFactory
 from mypgdriver.prepared import PreparedStatement
 from mypgdriver.protocol.protocol import check_record_class
@@ -190,7 +189,6 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
     async def _executemany_state(self, state, args, timeout) -> None:
         proto = self._protocol
         batch_size = 1000
-        reparsed = self._send_reparse(state)
         fut = proto.executemany_start(state, timeout)
         proto.begin_stream()
         try:
@@ -241,9 +239,6 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
                 await fut
             except Exception:
                 pass
-            if reparsed:
-                # If no row was sent, the re-sent Parse still awaits its Sync.
-                await self._sync_stray_messages()
             raise
         await self._await_op(fut)
 
@@ -533,13 +528,7 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         proto = self._protocol
         if record_class is None:
             record_class = self._record_class
-        reparsed = self._send_reparse(state)
-        try:
-            fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class)
-        except BaseException:
-            if reparsed:
-                await self._sync_stray_messages()
-            raise
+        fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class)
         return await self._await_op(fut)
 
     async def _bind_portal(self, state, args, portal: str, limit: int, timeout, record_class):
@@ -547,13 +536,7 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         proto = self._protocol
         if record_class is None:
             record_class = self._record_class
-        reparsed = self._send_reparse(state)
-        try:
-            fut = proto.bind_execute_portal(state, args, portal, limit, timeout, record_class)
-        except BaseException:
-            if reparsed:
-                await self._sync_stray_messages()
-            raise
+        fut = proto.bind_execute_portal(state, args, portal, limit, timeout, record_class)
         return await self._await_op(fut)
 
     def _may_retry_after(self, error: BaseException, query: str) -> bool:
@@ -581,16 +564,7 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         return _is_plain_read(query)
 
     def _drop_schema_caches(self) -> None:
-        registry = self._codecs
-        clear = getattr(registry, 'clear_introspected', None)
-        if clear is not None:
-            clear()
-        else:
-            # Until CodecRegistry.clear_introspected() exists: forget every
-            # type learned by introspection (user codecs stay).
-            registry._types = dict(BUILTIN_TYPES)
-            registry._memo.clear()
-            registry.generation += 1
+        self._codecs.clear_introspected()
         self._stmt_cache.clear()
 
     async def _refresh_codecs(self, state, timeout) -> None:
@@ -610,25 +584,6 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
     # Requested protocol change: bind_execute / bind_execute_portal /
     # executemany_start(..., reparse=True) writing Parse(name, query,
     # param_oids) before the Bind.
-
-    def _send_reparse(self, state) -> bool:
-        if state.name:
-            return False
-        proto = self._protocol
-        if proto.is_busy() or proto.is_closed() or proto.get_resync_waiter() is not None:
-            return False    # the operation itself will raise the right error
-        proto.transport.write(_parse_message(state))
-        return True
-
-    async def _sync_stray_messages(self) -> None:
-        # The operation failed before writing anything (e.g. a DataError while
-        # encoding), so our Parse has no Sync yet.  An empty Close batch is
-        # just a Sync: it ends the batch and absorbs the Parse's reply.
-        proto = self._protocol
-        if proto.is_closed() or proto.is_busy():
-            return
-        with contextlib.suppress(exceptions.PostgresError):
-            await self._await_op(proto.close_statements([], None))
 
     def _is_cacheable(self, query: str) -> bool:
         limit = self._max_cacheable_size
@@ -706,14 +661,6 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         except asyncio.CancelledError:
             self._protocol.abandon()
             raise
-
-
-def _parse_message(state) -> bytes:
-    """A Parse message re-creating `state` with its known parameter types."""
-    oids = state.param_oids
-    body = b''.join((state.name.encode(), b'\0', state.query.encode(), b'\0',
-                     struct.pack(f'!h{len(oids)}I', len(oids), *oids)))
-    return b'P' + struct.pack('!i', len(body) + 4) + body
 
 
 def _add_hint(error: exceptions.PostgresError, text: str) -> None:

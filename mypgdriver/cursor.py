@@ -118,6 +118,22 @@ class BaseCursor:
         self._exhausted = not conn._protocol.last_portal_suspended()
         return rows
 
+    async def _bind_only(self, timeout) -> None:
+        """Open the portal without running it (rows come with later fetches)."""
+        if self._portal is not None:
+            raise exceptions.InterfaceError('cursor already has an open portal')
+        conn = self._connection
+        await conn._ready()
+        portal = f'__mypg_portal_{conn._id}_{next(conn._cursor_ids)}__'
+        try:
+            await conn._await_op(conn._protocol.bind_portal(
+                self._state, self._args, portal, timeout))
+        except _SCHEMA_CHANGED as e:
+            conn._may_retry_after(e, self._query)
+            raise
+        self._portal = portal
+        self._exhausted = False
+
     async def _execute(self, limit: int, timeout) -> list:
         """Fetch up to `limit` more rows of the open portal."""
         if self._portal is None:
@@ -198,10 +214,7 @@ class Cursor(BaseCursor):
         if self._state is None:
             await self._prepare(timeout)
         self._check_ready('__await__')
-        # TODO(protocol): a Bind-only operation would open the portal without
-        # running it.  Until the protocol has one, the first row is fetched
-        # now and kept for the first fetch/fetchrow/forward.
-        self._pending.extend(await self._bind_execute(1, timeout))
+        await self._bind_only(timeout)
         return self
 
     async def fetch(self, n: int, *, timeout: Optional[float] = None) -> list:

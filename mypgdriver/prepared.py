@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Optional
 
 from mypgdriver import exceptions
@@ -12,7 +11,6 @@ from mypgdriver.types import Attribute, Type
 # TypeInfo.kind (pg_type.typtype) -> Type.kind, as asyncpg reports it.
 _KINDS = {'c': 'composite', 'r': 'range', 'm': 'multirange'}
 
-_FIRST_WORD = re.compile(r'\s*([A-Za-z]+)')
 
 
 class PreparedStatement:
@@ -226,19 +224,6 @@ def describe_type(registry, oid: int) -> Type:
 
 
 def _status_of_rows(proto, query: str, count: int, limit: int) -> Optional[str]:
-    # TODO(protocol): the tag is in CoreProtocol.result_status but the
-    # protocol returns either rows or the tag, not both.  Until it offers
-    # last_status(), rebuild the tag of a statement that returned rows from
-    # its first keyword and the row count.
-    last_status = getattr(proto, 'last_status', None)
-    if last_status is not None:
-        return last_status()
-    if limit and proto.last_portal_suspended():
-        return None     # stopped at the row limit: the command did not complete
-    match = _FIRST_WORD.match(query)
-    word = match.group(1).upper() if match else 'SELECT'
-    if word == 'INSERT':
-        return f'INSERT 0 {count}'
-    if word in ('UPDATE', 'DELETE', 'MERGE', 'FETCH', 'MOVE'):
-        return f'{word} {count}'
-    return f'SELECT {count}'
+    # The command tag of the execution (None when it stopped at a row limit
+    # before completing).
+    return proto.last_status()

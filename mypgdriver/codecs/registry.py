@@ -94,6 +94,16 @@ class CodecRegistry:
         self._memo.clear()
         self.generation += 1
 
+    def clear_introspected(self) -> None:
+        """Forget every type learned from the catalog (after schema changes).
+
+        Built-in types stay; user codecs (set_type_codec) stay, keyed by OID.
+        """
+        self._types = dict(BUILTIN_TYPES)
+        self._introspected.clear()
+        self._memo.clear()
+        self.generation += 1
+
     def missing(self, oids: Iterable[int]) -> list[int]:
         """OIDs that need a catalog lookup before a codec can be chosen.
 

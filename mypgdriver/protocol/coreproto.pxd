@@ -58,6 +58,7 @@ cdef class CoreProtocol:
         public bint count_rows_only       # Cursor.forward(): count rows, do not decode
         public Py_ssize_t rows_counted
         bint many_sent_any                # executemany: some rows already on the wire
+        bint many_needs_parse             # executemany of the unnamed statement: Parse first
 
     # --- hooks the asyncio layer implements ---
     cdef int _write(self, object data) except -1
@@ -76,6 +77,8 @@ cdef class CoreProtocol:
     cdef int _send_prepare(self, StatementState st) except -1
     cdef int _send_bind_execute(self, StatementState st, object args, str portal, int32_t limit) except -1
     cdef int _send_execute_portal(self, StatementState st, str portal, int32_t limit) except -1
+    cdef int _write_parse(self, WriteBuffer buf, StatementState st) except -1
+    cdef int _send_bind_portal(self, StatementState st, object args, str portal) except -1
     cdef int _send_close(self, char kind, list names) except -1
     cdef int _start_many(self, StatementState st) except -1
     cdef int _write_many(self, StatementState st, object rows, Py_ssize_t base_index) except -1

@@ -201,10 +201,42 @@ cdef class CoreProtocol:
         self._write(buf.to_bytes())
         return 0
 
+    cdef int _write_parse(self, WriteBuffer buf, StatementState st) except -1:
+        # The unnamed statement is parsed again in front of each Bind: another
+        # Parse (type introspection, or another client's transaction behind
+        # pgbouncer in transaction mode) may have replaced it since.  The
+        # parameter types are the ones our codecs were chosen for.
+        buf.start_message(b'P')
+        buf.write_cstr(st.name)
+        buf.write_cstr(st.query)
+        buf.write_int16(<int16_t>len(st.param_oids))
+        for oid in st.param_oids:
+            buf.write_int32(<int32_t><uint32_t>oid)
+        buf.end_message()
+        return 0
+
+    cdef int _send_bind_portal(self, StatementState st, object args, str portal) except -1:
+        # Bind without Execute (an awaited cursor): the portal exists after
+        # Sync inside the transaction block; rows come with later Executes.
+        cdef WriteBuffer buf = self.wbuf
+        buf.reset()
+        if not st.name:
+            self._write_parse(buf, st)
+        st.encode_bind(buf, portal, args)
+        buf.start_message(b'S')
+        buf.end_message()
+        self._reset_result()
+        self.statement = st
+        self.state = STATE_BIND_EXECUTE
+        self._write(buf.to_bytes())
+        return 0
+
     cdef int _send_bind_execute(self, StatementState st, object args, str portal,
                                 int32_t limit) except -1:
         cdef WriteBuffer buf = self.wbuf
         buf.reset()
+        if not st.name:
+            self._write_parse(buf, st)
         # Encoding may raise DataError: that happens before anything is
         # written to the transport, and the state stays idle.
         st.encode_bind(buf, portal, args)
@@ -262,6 +294,7 @@ cdef class CoreProtocol:
         self._reset_result()
         self.statement = st
         self.many_sent_any = False
+        self.many_needs_parse = not st.name
         self.state = STATE_BIND_EXECUTE_MANY
         return 0
 
@@ -271,6 +304,8 @@ cdef class CoreProtocol:
         if self.result_error is not None:
             return 0    # the server already failed: it skips to Sync anyway
         buf.reset()
+        if self.many_needs_parse:
+            self._write_parse(buf, st)
         for args in rows:
             st.encode_bind(buf, '', args, i)
             buf.start_message(b'E')
@@ -280,6 +315,7 @@ cdef class CoreProtocol:
             i += 1
         if buf.length:
             self.many_sent_any = True
+            self.many_needs_parse = False
             self._write(buf.to_bytes())
         return 0
 

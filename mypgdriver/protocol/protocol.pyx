@@ -442,6 +442,20 @@ cdef class BaseProtocol(CoreProtocol):
             raise
         return fut
 
+    def bind_portal(self, StatementState st, args, str portal, timeout=None):
+        """Bind `args` to a named portal without fetching (rows come with execute_portal)."""
+        fut = self._new_waiter(timeout, OP_CLOSE_STATEMENTS)
+        try:
+            self._send_bind_portal(st, args, portal)
+        except BaseException:
+            self._clear_failed_send()
+            raise
+        return fut
+
+    def last_status(self):
+        """The command tag of the last completed operation ('SELECT 2', 'INSERT 0 1', ...)."""
+        return self.result_status
+
     def last_portal_suspended(self):
         """True if the last portal execution stopped at its row limit (more rows remain)."""
         return self.portal_suspended
