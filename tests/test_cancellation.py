@@ -357,6 +357,91 @@ async def test_public_cancel_racing_completion_does_not_hit_next_query(conn):
     assert hits == []
 
 
+async def _trickle(make_item, count: int = 50, pause: float = 0.05):
+    for i in range(count):
+        yield make_item(i)
+        await asyncio.sleep(pause)
+
+
+async def test_public_cancel_of_copy_out(conn):
+    if not hasattr(conn, "copy_from_query"):
+        pytest.skip("COPY not implemented yet")
+    received: list[bytes] = []
+
+    async def slow_sink(data: bytes) -> None:
+        received.append(data)
+        await asyncio.sleep(0.01)
+
+    task = asyncio.ensure_future(conn.copy_from_query(
+        "SELECT g, pg_sleep(0.001) FROM generate_series(1, 5000) g", output=slow_sink))
+    await asyncio.sleep(0.3)
+    await conn.cancel()
+    with pytest.raises(exceptions.QueryCanceledError):
+        await asyncio.wait_for(task, 5)
+    assert received
+    await assert_in_sync(conn, 58)
+
+
+async def test_public_cancel_of_cursor_fetch(conn):
+    if not hasattr(conn, "cursor"):
+        pytest.skip("cursors not implemented yet")
+    async def fetch_slowly():
+        async with conn.transaction():
+            cur = await conn.cursor("SELECT g, pg_sleep(0.5) FROM generate_series(1, 10) g")
+            await cur.fetch(5)
+
+    task = asyncio.ensure_future(fetch_slowly())
+    await asyncio.sleep(0.3)
+    await conn.cancel()
+    with pytest.raises(exceptions.QueryCanceledError):
+        await asyncio.wait_for(task, 5)
+    assert not conn.is_in_transaction()
+    await assert_in_sync(conn, 59)
+
+
+@pytest.mark.xfail(strict=True, reason="bug: after the server fails a COPY FROM STDIN (cancel), "
+                   "the driver keeps draining the async source before raising")
+@pytest.mark.parametrize("method", ["copy_to_table", "copy_records_to_table"])
+async def test_public_cancel_of_copy_in_from_slow_source_is_prompt(conn, method):
+    await conn.execute("DROP TABLE IF EXISTS mypg_cancel_copy; CREATE TABLE mypg_cancel_copy (i int)")
+    try:
+        if method == "copy_to_table":
+            call = conn.copy_to_table("mypg_cancel_copy",
+                                      source=_trickle(lambda i: f"{i}\n".encode()))
+        else:
+            call = conn.copy_records_to_table("mypg_cancel_copy",
+                                              records=_trickle(lambda i: (i,)))
+        task = asyncio.ensure_future(call)
+        await asyncio.sleep(0.3)
+        start = time.monotonic()
+        await conn.cancel()
+        with pytest.raises(exceptions.QueryCanceledError):
+            await asyncio.wait_for(task, 5)
+        assert time.monotonic() - start < 1.0
+        await assert_in_sync(conn, 60)
+        assert await conn.fetchval("SELECT count(*) FROM mypg_cancel_copy") == 0
+    finally:
+        await conn.execute("DROP TABLE IF EXISTS mypg_cancel_copy")
+
+
+@pytest.mark.xfail(strict=True, reason="bug: cancel() during executemany fed by a slow async "
+                   "iterable does nothing: between pipelined messages the backend waits for "
+                   "input, where PostgreSQL ignores cancel requests, and all rows are inserted")
+async def test_public_cancel_of_executemany_from_slow_source(conn):
+    await conn.execute("DROP TABLE IF EXISTS mypg_cancel_many3; CREATE TABLE mypg_cancel_many3 (i int)")
+    try:
+        task = asyncio.ensure_future(conn.executemany(
+            "INSERT INTO mypg_cancel_many3 VALUES ($1)", _trickle(lambda i: (i,))))
+        await asyncio.sleep(0.3)
+        await conn.cancel()
+        with pytest.raises(exceptions.QueryCanceledError):
+            await asyncio.wait_for(task, 5)
+        await assert_in_sync(conn, 61)
+        assert await conn.fetchval("SELECT count(*) FROM mypg_cancel_many3") == 0
+    finally:
+        await conn.execute("DROP TABLE IF EXISTS mypg_cancel_many3")
+
+
 async def test_public_cancel_when_idle_does_not_hit_next_query(conn):
     await conn.cancel()
     await asyncio.sleep(0.05)
