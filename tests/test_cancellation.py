@@ -373,7 +373,8 @@ async def test_public_cancel_of_copy_out(conn):
         await asyncio.sleep(0.01)
 
     task = asyncio.ensure_future(conn.copy_from_query(
-        "SELECT g, pg_sleep(0.001) FROM generate_series(1, 5000) g", output=slow_sink))
+        "SELECT g, repeat('x', 200), pg_sleep(0.001) FROM generate_series(1, 5000) g",
+        output=slow_sink))
     await asyncio.sleep(0.3)
     await conn.cancel()
     with pytest.raises(exceptions.QueryCanceledError):
