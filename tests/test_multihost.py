@@ -17,6 +17,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from tests.support.fake_server import StallingAuthServer
 from tests.support.standby import Standby
 from tests.support.tcp_proxy import SilentPort
 from tools.pgcluster import PgCluster
@@ -253,6 +254,30 @@ async def test_connect_timeout_shorter_than_budget_lists_timeouts(silent_port):
     assert 3.9 < elapsed < 6, elapsed
     assert f"127.0.0.1:{silent_port}" in str(info.value)
     assert f"127.0.0.1:{second.port}" in str(info.value)
+
+
+async def test_timeout_covers_authentication():
+    with StallingAuthServer() as server:
+        start = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            await mypgdriver.connect(host="127.0.0.1", port=server.port, user="postgres",
+                                     password="secret", timeout=0.7)
+        elapsed = time.monotonic() - start
+        assert 0.6 < elapsed < 2.0, elapsed
+        assert server.passwords == [b"secret\x00"]   # it did get as far as authentication
+
+
+async def test_stalled_authentication_consumes_the_shared_budget(pg_cluster):
+    with StallingAuthServer() as server:
+        start = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            await mypgdriver.connect(uri(server.port, pg_cluster.port), password="secret",
+                                     timeout=1)
+        assert 0.9 < time.monotonic() - start < 2.0
+        # With a per-host limit the next host gets its turn.
+        port, _, _ = await where(uri(server.port, pg_cluster.port, query="connect_timeout=2"),
+                                 password="secret", timeout=20)
+        assert port == pg_cluster.port
 
 
 # --- load balancing ---------------------------------------------------------------------
