@@ -431,17 +431,28 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
     def _check_open(self) -> None:
         if self._closed:
             raise exceptions.InterfaceError('cannot perform operation: connection is closed')
+        if self._protocol.is_closed():
+            # Lost (server gone, backend terminated): say so even for calls
+            # that need no round trip, such as prepare() of a cached statement.
+            raise exceptions.ConnectionDoesNotExistError(
+                'cannot perform operation: the connection was lost')
 
-    async def _ready(self) -> None:
+    async def _ready(self, timeout=None) -> None:
         """Check the connection is open and in sync before an operation starts."""
         self._check_open()
         if self._stmts_to_close or self._protocol.get_resync_waiter() is not None:
-            await self._wait_in_sync()
+            await self._wait_in_sync(timeout)
 
-    async def _wait_in_sync(self) -> None:
+    async def _wait_in_sync(self, timeout=None) -> None:
+        """Wait until an abandoned operation has drained (bounded by `timeout`)."""
         resync = self._protocol.get_resync_waiter()
         if resync is not None:
-            await asyncio.shield(resync)
+            if timeout is None:
+                await asyncio.shield(resync)
+            else:
+                # A stalled server must not make the next call hang past
+                # its own timeout; the drain goes on in the background.
+                await asyncio.wait_for(asyncio.shield(resync), timeout)
         if self._stmts_to_close:
             await self._close_removed_statements()
 
@@ -453,6 +464,15 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
             self._protocol.abandon()
             raise
 
+    async def _wait_in_sync_within(self, timeout):
+        """_wait_in_sync() counted against `timeout`; returns the time left."""
+        if timeout is None:
+            await self._wait_in_sync()
+            return None
+        deadline = self._loop.time() + timeout
+        await self._wait_in_sync(timeout)
+        return deadline - self._loop.time()
+
     def _time_left(self, deadline: Optional[float]) -> Optional[float]:
         # The protocol turns a non-positive timeout into TimeoutError.
         return None if deadline is None else deadline - self._loop.time()
@@ -460,10 +480,10 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
     async def _simple_query(self, query: str, timeout) -> str:
         self._check_open()
         proto = self._protocol
-        if proto.get_resync_waiter() is not None or self._stmts_to_close:
-            await self._wait_in_sync()
         if timeout is None:
             timeout = self._command_timeout
+        if proto.get_resync_waiter() is not None or self._stmts_to_close:
+            timeout = await self._wait_in_sync_within(timeout)
         fut = proto.simple_query(query, timeout)
         try:
             return await fut
@@ -483,10 +503,10 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         if self._closed:
             self._check_open()
         proto = self._protocol
-        if self._stmts_to_close or proto.get_resync_waiter() is not None:
-            await self._wait_in_sync()
         if timeout is None:
             timeout = self._command_timeout
+        if self._stmts_to_close or proto.get_resync_waiter() is not None:
+            timeout = await self._wait_in_sync_within(timeout)
         state = self._stmt_cache.get(query)
         if state is None:
             return await self._execute_uncached(query, args, limit, timeout, want_status,

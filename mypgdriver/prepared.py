@@ -155,9 +155,9 @@ class PreparedStatement:
 
     async def _run(self, args, limit: int, timeout):
         conn = self._connection
-        await conn._ready()
         if timeout is None:
             timeout = conn._command_timeout
+        await conn._ready(timeout)
         deadline = None if timeout is None else conn._loop.time() + timeout
         if self._state.codecs_generation != conn._codecs.generation:
             await self._refresh(timeout)

@@ -375,11 +375,15 @@ async def test_public_cancel_of_copy_out(conn):
     task = asyncio.ensure_future(conn.copy_from_query(
         "SELECT g, repeat('x', 200), pg_sleep(0.001) FROM generate_series(1, 5000) g",
         output=slow_sink))
-    await asyncio.sleep(0.3)
+    # Cancel once data flows (a fixed sleep is too short on a loaded machine).
+    for _ in range(500):
+        if received:
+            break
+        await asyncio.sleep(0.01)
+    assert received
     await conn.cancel()
     with pytest.raises(exceptions.QueryCanceledError):
         await asyncio.wait_for(task, 5)
-    assert received
     await assert_in_sync(conn, 58)
 
 

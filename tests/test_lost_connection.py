@@ -129,8 +129,6 @@ async def test_terminated_idle_connection(connect_kwargs, monitor):
     assert conn.is_closed()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: prepare() of a statement already in the cache "
-                   "returns a PreparedStatement on a lost connection instead of raising")
 async def test_prepare_of_cached_statement_on_lost_connection_fails(connect_kwargs, monitor):
     conn = await mypgdriver.connect(**connect_kwargs)
     assert await conn.fetchval("SELECT 1") == 1
@@ -431,8 +429,6 @@ async def test_stalled_server_fails_at_timeout_then_recovers(pg_cluster):
             await conn.close()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a call made while an abandoned operation still "
-                   "drains waits for the resync without its own timeout (hangs on a stalled peer)")
 async def test_call_after_stalled_timeout_honours_its_own_timeout(pg_cluster):
     with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
         conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
