@@ -10,6 +10,12 @@ from setuptools import Extension, setup
 HERE = pathlib.Path(__file__).parent
 DEBUG = os.environ.get("MYPGDRIVER_DEBUG") == "1"
 
+# Hand-written C compiled into a module next to its .pyx, for what Cython
+# cannot express (see the comment at the top of each file).
+EXTRA_C_SOURCES = {
+    "mypgdriver.protocol.record": ["mypgdriver/protocol/record_type.c"],
+}
+
 
 def _extensions():
     from Cython.Build import cythonize
@@ -21,7 +27,10 @@ def _extensions():
         exts.append(
             Extension(
                 modname,
-                [str(rel)],
+                [str(rel)] + EXTRA_C_SOURCES.get(modname, []),
+                # Headers of those C files are included as
+                # "mypgdriver/protocol/..." by every module that cimports them.
+                include_dirs=[str(HERE)],
                 extra_compile_args=["-O2"] + (["-O0", "-g"] if DEBUG else []),
             )
         )

@@ -1,7 +1,13 @@
 """Record: the result row.  Expected values were checked against asyncpg 0.32."""
+import collections
 import copy
 import gc
+import operator
+import pathlib
 import pickle
+import struct
+import subprocess
+import sys
 import weakref
 
 import pytest
@@ -521,3 +527,133 @@ def test_recycled_rows_keep_their_own_class():
         assert [type(r) for r in rows[:4]] == [Record, MyRecord, Record, MyRecord]
         assert all(type(r) is (MyRecord if r[0] % 2 else Record) for r in rows)
         del rows
+
+
+# --- the C type: one allocation per row, recycled rows, deep nesting ----------------
+
+
+def test_values_are_stored_in_the_row_itself():
+    # One pointer per value in the row object, and no values tuple behind it.
+    one = make(["a"], [1])
+    three = make(["a", "b", "c"], [1, 2, 3])
+    assert sys.getsizeof(three) - sys.getsizeof(one) == 2 * struct.calcsize("P")
+    assert not any(type(o) is tuple for o in gc.get_referents(three))
+
+
+def test_wide_row_beyond_recycled_sizes():
+    names = [f"c{i}" for i in range(300)]
+    r = make(names, range(300))
+    assert len(r) == 300
+    assert r[299] == 299 and r[-300] == 0
+    assert r["c150"] == 150
+    assert r[10:13] == (10, 11, 12)
+    assert list(r.items())[-1] == ("c299", 299)
+    assert hash(r) == hash(tuple(range(300)))
+
+
+def test_recycled_rows_of_every_size_hold_only_their_own_values():
+    for _ in range(3):
+        rows = [make([f"c{i}" for i in range(n)], [(n, i) for i in range(n)])
+                for n in range(40) for _ in range(50)]
+        for r in rows:
+            assert list(r) == [(len(r), i) for i in range(len(r))]
+        del rows
+
+
+def test_new_of_subclass_gives_a_safe_empty_subclass_row():
+    r = MyRecord.__new__(MyRecord)
+    assert type(r) is MyRecord
+    assert len(r) == 0 and repr(r) == "<MyRecord>"
+
+
+def test_iterators_report_their_remaining_length():
+    r = make(["a", "b", "c"], [1, 2, 3])
+    for it, first in ((iter(r), 1), (r.values(), 1), (r.items(), ("a", 1))):
+        assert operator.length_hint(it) == 3
+        assert next(it) == first
+        assert operator.length_hint(it) == 2
+        list(it)
+        assert operator.length_hint(it) == 0
+        with pytest.raises(StopIteration):
+            next(it)
+
+
+def test_compares_with_tuple_subclasses_like_a_tuple():
+    point = collections.namedtuple("Point", "x y")
+    r = make(["x", "y"], [1, 2])
+    assert r == point(1, 2) and point(1, 2) == r
+    assert r < point(1, 3) and point(0, 9) < r
+
+
+def test_hash_of_nested_rows_equals_hash_of_nested_tuples():
+    r = make(["a", "b"], [make(["x", "y"], [1, "s"]), (2.5, None)])
+    assert hash(r) == hash(((1, "s"), (2.5, None)))
+
+
+def test_row_holding_a_tracked_tuple_stays_tracked():
+    assert gc.is_tracked(make(["a"], [([],)]))
+    assert not gc.is_tracked(make(["a"], [(1, "x")]))
+
+
+def test_subclass_without_dict_pickles():
+    class Slotted(Record):
+        __slots__ = ()
+
+    global _Slotted  # pickle finds classes by module-level name
+    _Slotted = Slotted
+    Slotted.__qualname__ = "_Slotted"
+    r = make(["a"], [1], cls=Slotted)
+    loaded = pickle.loads(pickle.dumps(r))
+    assert type(loaded) is Slotted and loaded == (1,)
+
+
+@pytest.mark.parametrize("through_list", [False, True])
+def test_releasing_deeply_nested_rows_does_not_overflow_the_stack(through_list):
+    # A million levels crash a recursive release with the default 8 MiB C
+    # stack; a child process turns such a crash into a failed test.
+    script = f"""
+from mypgdriver.protocol.record import Record, RecordDescriptor, _restore_record
+desc = RecordDescriptor(("inner",))
+r = None
+for _ in range(1_000_000):
+    r = _restore_record(Record, desc, {'([r],)' if through_list else '(r,)'})
+del r
+print("released")
+"""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", script], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "released\n"), done.stderr
+
+
+# --- rows built by the protocol (live server) ---------------------------------------
+
+
+async def test_fetched_rows_of_atomic_values_are_not_gc_tracked(conn):
+    row = await conn.fetchrow(
+        "SELECT 1 AS i, 'x' AS t, NULL AS n, gen_random_uuid() AS u, ROW(1, 'a') AS r")
+    assert type(row["u"]).__name__ == "UUID" and row["r"] == (1, "a")
+    assert not gc.is_tracked(row)
+    assert gc.is_tracked(await conn.fetchrow("SELECT ARRAY[1] AS a"))  # a list
+
+
+async def test_fetched_subclass_rows_are_gc_tracked(conn):
+    row = await conn.fetchrow("SELECT 1 AS i", record_class=MyRecord)
+    assert type(row) is MyRecord and row == (1,)
+    assert gc.is_tracked(row)
+
+
+@pytest.mark.parametrize("cls", [Record, MyRecord])
+async def test_decoder_failing_half_way_through_a_row_fails_the_query_cleanly(conn, cls):
+    def decode(text: str) -> int:
+        if text == "13":
+            raise ValueError("unlucky")
+        return int(text)
+
+    await conn.set_type_codec("int4", schema="pg_catalog", encoder=str, decoder=decode)
+    query = "SELECT 'a' AS t, g AS n, 'z' AS u FROM generate_series(1, 20) g"
+    with pytest.raises(ValueError, match="^unlucky$"):
+        await conn.fetch(query, record_class=cls)
+    rows = await conn.fetch(query.replace("20", "3"), record_class=cls)
+    assert rows == [("a", 1, "z"), ("a", 2, "z"), ("a", 3, "z")]
+    assert all(type(r) is cls for r in rows)

@@ -17,13 +17,15 @@ from libc.stdint cimport int32_t, uint32_t
 from libc.string cimport memcmp
 from mypgdriver.protocol.buffer cimport (
     Frame, WriteBuffer, frame_read, frame_read_int32, unpack_uint32, pack_uint32)
-from mypgdriver.protocol.record cimport Record, RecordDescriptor, make_record
+from mypgdriver.protocol.record cimport (
+    RecordDescriptor, make_record, record_new, record_set_item, record_finish)
 from mypgdriver.codecs.base cimport (
     Codec, make_codec, raise_encode_error, raise_decode_error, FORMAT_BINARY)
 
 from collections.abc import Mapping as _Mapping, Sequence as _Sequence
 
 from mypgdriver.codecs.array import make_array_codec
+from mypgdriver.protocol.record import Record
 from mypgdriver.exceptions import (
     DataError, OutdatedSchemaCacheError, UnsupportedClientFeatureError)
 
@@ -50,13 +52,13 @@ cdef object composite_decode(Codec codec, Frame *frame):
     cdef Frame field
     cdef Codec fcodec
     cdef object item
-    cdef tuple values
+    cdef object row
     if count != n:
         raise OutdatedSchemaCacheError(
             f'unexpected number of attributes of composite type {codec.name}: '
             f'{count}, expected {n} (the type changed since it was introspected)',
             schema=codec.schema, data_type=codec.name)
-    values = PyTuple_New(n)
+    row = record_new(Record, <RecordDescriptor>codec.field_desc, n)
     for i in range(n):
         oid_at = frame_read(frame, 4)
         if memcmp(oid_at, wire_oids + 4 * i, 4) != 0:
@@ -75,9 +77,8 @@ cdef object composite_decode(Codec codec, Frame *frame):
             item = fcodec.c_decode(fcodec, &field)
             if field.remaining != 0:
                 raise_decode_error(codec, f'attribute {i + 1} not fully consumed')
-        Py_INCREF(item)
-        PyTuple_SET_ITEM(values, i, item)
-    return make_record(Record, <RecordDescriptor>codec.field_desc, values)
+        record_set_item(row, i, item)
+    return record_finish(row)
 
 
 cdef tuple composite_fields_from_mapping(Codec codec, object value):

@@ -6,13 +6,13 @@ into a Record with one indirect call per field and no per-row lookups.
 """
 
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int16_t, int32_t, uint32_t
 from mypgdriver.protocol.buffer cimport (
     Frame, WriteBuffer, frame_read, frame_read_int16, frame_read_int32, frame_read_cstr,
     unpack_int32, unpack_uint32)
-from mypgdriver.protocol.record cimport RecordDescriptor, make_record
+from mypgdriver.protocol.record cimport (
+    RecordDescriptor, record_new, record_set_item, record_finish)
 from mypgdriver.codecs.base cimport Codec, FORMAT_BINARY, FORMAT_TEXT
 
 from mypgdriver.exceptions import DataError, InterfaceError, ProtocolError
@@ -156,12 +156,12 @@ cdef class StatementState:
         cdef int32_t flen
         cdef Frame field
         cdef object value
-        cdef tuple values
+        cdef object row
         cdef Codec codec
         if frame_read_int16(frame) != ncols:
             raise ProtocolError(
                 f'DataRow has a different number of columns than RowDescription ({ncols})')
-        values = PyTuple_New(ncols)
+        row = record_new(record_class, self.desc, ncols)
         for i in range(ncols):
             flen = frame_read_int32(frame)
             if flen == -1:
@@ -175,9 +175,8 @@ cdef class StatementState:
                     raise ProtocolError(
                         f'codec {codec.name} left {field.remaining} bytes undecoded '
                         f'in column {i + 1}')
-            Py_INCREF(value)
-            PyTuple_SET_ITEM(values, i, value)
-        return make_record(record_class, self.desc, values)
+            record_set_item(row, i, value)
+        return record_finish(row)
 
     cpdef int encode_copy_records(self, WriteBuffer buf, object records, bint header,
                                   bint trailer, Py_ssize_t base_index=0) except -1:
