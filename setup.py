@@ -15,6 +15,9 @@ DEBUG = os.environ.get("MYPGDRIVER_DEBUG") == "1"
 EXTRA_C_SOURCES = {
     "mypgdriver.protocol.record": ["mypgdriver/protocol/record_type.c"],
 }
+# Their headers: any module may include one through a .pxd, so a change to
+# a header rebuilds every module (and lists the headers in the sdist).
+C_HEADERS = sorted(str(h.relative_to(HERE)) for h in HERE.glob("mypgdriver/**/*.h"))
 
 
 def _extensions():
@@ -31,6 +34,7 @@ def _extensions():
                 # Headers of those C files are included as
                 # "mypgdriver/protocol/..." by every module that cimports them.
                 include_dirs=[str(HERE)],
+                depends=C_HEADERS,
                 extra_compile_args=["-O2"] + (["-O0", "-g"] if DEBUG else []),
             )
         )
