@@ -59,7 +59,15 @@ class ConnectionConfig:
         self.record_class = record_class
 
 
-class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
+class _ConnectionMeta(type):
+    # A pool hands out proxies; like asyncpg, isinstance(proxy, Connection)
+    # is true for them, so type checks in user code keep working.
+    def __instancecheck__(cls, instance) -> bool:
+        return super().__instancecheck__(instance) or (
+            cls is Connection and getattr(type(instance), '_is_connection_proxy', False))
+
+
+class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_ConnectionMeta):
     """A connection to a PostgreSQL server.
 
     Create one with :func:`mypgdriver.connect`.  A connection runs one
@@ -186,10 +194,31 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
             state = await self._prepare_state(command, self._time_left(deadline))
             await self._executemany_state(state, args, self._time_left(deadline))
 
-    async def _executemany_state(self, state, args, timeout) -> None:
+    async def fetchmany(self, query: str, args, *, timeout: Optional[float] = None,
+                        record_class=None) -> list:
+        """Run `query` once per argument sequence and return all result rows.
+
+        Like executemany() (one pipeline, atomic), but the rows every
+        execution returns (e.g. ``INSERT ... RETURNING``) come back in order.
+        """
+        self._check_open()
+        if timeout is None:
+            timeout = self._command_timeout
+        if self._stmts_to_close or self._protocol.get_resync_waiter() is not None:
+            timeout = await self._wait_in_sync_within(timeout)
+        deadline = None if timeout is None else self._loop.time() + timeout
+        state = self._stmt_cache.get(query)
+        if state is None:
+            state = await self._prepare_state(query, timeout)
+        return await self._executemany_state(
+            state, args, self._time_left(deadline), return_rows=True,
+            record_class=record_class if record_class is not None else self._record_class)
+
+    async def _executemany_state(self, state, args, timeout, *, return_rows=False,
+                                 record_class=None):
         proto = self._protocol
         batch_size = 1000
-        fut = proto.executemany_start(state, timeout)
+        fut = proto.executemany_start(state, timeout, return_rows, record_class)
         proto.begin_stream()
         try:
             base = 0
@@ -240,7 +269,7 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
             except Exception:
                 pass
             raise
-        await self._await_op(fut)
+        return await self._await_op(fut)
 
     async def fetch(self, query: str, *args, timeout: Optional[float] = None,
                     record_class=None) -> list:
@@ -395,21 +424,35 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin):
         """Return the session to a clean state (what a pool does on release).
 
         Rolls back an open transaction, closes all cursors, releases session
-        advisory locks, stops listening on all channels and resets all
-        settings to their defaults.
+        advisory locks, stops listening on all channels (and forgets their
+        callbacks), drops temporary tables and resets all settings to their
+        defaults: one round trip.
         """
         self._check_open()
         query = self._reset_query()
         if self.is_in_transaction() or self._top_xact is not None:
             query = 'ROLLBACK;\n' + query
         self._top_xact = None
+        self._listeners.clear()
         await self.execute(query, timeout=timeout)
 
+    def get_reset_query(self) -> str:
+        """The SQL that reset() runs (asyncpg-compatible)."""
+        return self._reset_query()
+
     def _reset_query(self) -> str:
+        # DISCARD TEMP: a pool must not let one user see another's temporary
+        # tables (asyncpg keeps them; we do not).
         return ('SELECT pg_catalog.pg_advisory_unlock_all();\n'
                 'CLOSE ALL;\n'
                 'UNLISTEN *;\n'
-                'RESET ALL;')
+                'RESET ALL;\n'
+                'DISCARD TEMP;')
+
+    def _on_release(self) -> None:
+        """Called by a pool when the connection goes back: forget the user's callbacks."""
+        self._listeners.clear()
+        self._log_listeners.clear()
 
     # --- closing ---
 

@@ -157,6 +157,8 @@ class PoolStats:
 class PoolConnectionProxy:
     """A pooled connection as seen by the code that acquired it.
 
+    ``isinstance(proxy, Connection)`` is true, as in asyncpg.
+
     Attribute access is forwarded to the underlying :class:`Connection`.  Once
     the connection is released, every use of the proxy (and of methods taken
     from it earlier) raises :exc:`~mypgdriver.exceptions.InterfaceError`, so
@@ -179,6 +181,7 @@ class PoolConnectionProxy:
     from "never received".
     """
 
+    _is_connection_proxy = True
     __slots__ = ('_con', '_entry', '_pool', '_timeout', '_ops', '_active', '__weakref__')
 
     def __init__(self, pool: 'Pool', entry: _PooledConnection,

@@ -121,6 +121,31 @@ class PreparedStatement:
         return CursorFactory(self._connection, self._query, self._state, args, prefetch,
                              timeout, self._record_class)
 
+    async def fetchmany(self, args, *, timeout: Optional[float] = None) -> list:
+        """Run the statement once per argument sequence and return all rows.
+
+        See :meth:`Connection.fetchmany`.
+        """
+        self._check_usable('fetchmany')
+        conn = self._connection
+        await conn._ready()
+        if timeout is None:
+            timeout = conn._command_timeout
+        deadline = None if timeout is None else conn._loop.time() + timeout
+        await self._refresh(timeout)
+        try:
+            return await conn._executemany_state(
+                self._state, args, conn._time_left(deadline), return_rows=True,
+                record_class=self._record_class)
+        except (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError) as e:
+            if not isinstance(args, (list, tuple)) or not conn._may_retry_after(e, self._query):
+                raise
+            await self._reprepare(conn._time_left(deadline))
+            return await conn._executemany_state(
+                self._state, args, conn._time_left(deadline), return_rows=True,
+                record_class=self._record_class)
+
+
     async def explain(self, *args, analyze: bool = False) -> Any:
         """The statement's execution plan (``EXPLAIN (FORMAT JSON, VERBOSE)``), parsed.
 

@@ -288,6 +288,8 @@ cdef class BaseProtocol(CoreProtocol):
                 waiter.set_result(self._take_rows())
         elif op_kind == OP_PREPARE:
             waiter.set_result(self.statement)
+        elif op_kind == OP_EXECUTE_MANY:
+            waiter.set_result(self._take_rows() if self.collecting_rows else None)
         elif op_kind == OP_SIMPLE_QUERY or op_kind == OP_COPY:
             waiter.set_result(self.result_status)
         else:
@@ -475,10 +477,17 @@ cdef class BaseProtocol(CoreProtocol):
     # executemany: start, write batches, finish; the Future completes at
     # ReadyForQuery.
 
-    def executemany_start(self, StatementState st, timeout=None):
+    def executemany_start(self, StatementState st, timeout=None, bint return_rows=False,
+                          record_class=None):
+        """Start a pipeline; its Future gives None, or all rows with `return_rows` (fetchmany)."""
+        if record_class is not Record and record_class is not None:
+            check_record_class(record_class)
         fut = self._new_waiter(timeout, OP_EXECUTE_MANY)
         self.sync_sent = False
         self._start_many(st)
+        self.record_class = record_class if record_class is not None else Record
+        self.count_rows_only = False
+        self.collecting_rows = return_rows
         return fut
 
     def executemany_write(self, StatementState st, rows, Py_ssize_t base_index):
