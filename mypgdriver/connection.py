@@ -21,7 +21,7 @@ from mypgdriver.protocol.statement import (
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
 from mypgdriver.statement_cache import StatementCache
 from mypgdriver.type_codecs import TypeCodecsMixin
-from mypgdriver.copy import CopyMixin, stream_timed_out
+from mypgdriver.copy import CopyMixin, stream_interrupted
 from mypgdriver.listeners import ListenersMixin
 from mypgdriver.transaction import Transaction
 
@@ -253,10 +253,11 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             proto.end_stream()
             proto.executemany_finish(False)
         except asyncio.CancelledError as exc:
-            # Our own timeout interrupting a stalled async source is a
-            # timeout for the caller, not a cancellation.
-            if stream_timed_out(proto, exc):
-                raise asyncio.TimeoutError() from None
+            # Our own timeout or cancel() interrupting a stalled async source
+            # is a timeout / query cancel for the caller, not a cancellation.
+            replacement = stream_interrupted(proto, exc)
+            if replacement is not None:
+                raise replacement from None
             proto.abandon()
             raise
         except BaseException:

@@ -358,21 +358,27 @@ async def _iterate(iterable: Iterable) -> AsyncIterable:
         yield item
 
 
-def stream_timed_out(proto, exc: BaseException) -> bool:
-    """After an exception while feeding user data: was it our timeout?
+def stream_interrupted(proto, exc: BaseException) -> Optional[BaseException]:
+    """After an exception while feeding user data: the error the caller should get.
 
-    The protocol cancels the feeding task when the operation times out; that
-    cancellation is ours, not the caller's, so it is undone (uncancel) and
-    the caller gets TimeoutError.  The protocol has already abandoned the
-    operation (CopyFail / abort pipeline, cancel request, drain).
+    The protocol cancels the feeding task itself when the operation times
+    out, or when cancel() is called while we wait on the caller's data (the
+    server ignores a CancelRequest then).  That cancellation is ours, not the
+    caller's: it is undone (uncancel) and replaced by TimeoutError or
+    QueryCanceledError.  The protocol abandons the operation (CopyFail or an
+    aborted pipeline, then a drain), so nothing is committed.  Returns None
+    when the exception is the caller's own.
     """
-    timed_out = proto.end_stream()
-    if not (timed_out and isinstance(exc, asyncio.CancelledError)):
-        return False
+    reason = proto.end_stream()
+    if not (reason and isinstance(exc, asyncio.CancelledError)):
+        return None
     task = asyncio.current_task()
     if task is not None and hasattr(task, 'uncancel'):
         task.uncancel()
-    return True
+    proto.abandon()
+    if reason == 1:
+        return asyncio.TimeoutError()
+    return exceptions.QueryCanceledError('canceling statement due to user request')
 
 
 class CopyMixin:
@@ -679,8 +685,9 @@ class CopyMixin:
             proto.end_stream()
             proto.copy_in_done()
         except BaseException as exc:
-            if stream_timed_out(proto, exc):
-                raise asyncio.TimeoutError() from None
+            replacement = stream_interrupted(proto, exc)
+            if replacement is not None:
+                raise replacement from None
             await self._fail_copy_in(fut, exc)
             raise
         return await self._await_op(fut)
@@ -713,8 +720,9 @@ class CopyMixin:
             proto.end_stream()
             proto.copy_in_done()
         except BaseException as exc:
-            if stream_timed_out(proto, exc):
-                raise asyncio.TimeoutError() from None
+            replacement = stream_interrupted(proto, exc)
+            if replacement is not None:
+                raise replacement from None
             await self._fail_copy_in(fut, exc)
             raise
         return await self._await_op(fut)

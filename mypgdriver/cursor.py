@@ -258,6 +258,10 @@ class Cursor(BaseCursor):
 
 
 def _check_connection(connection, cls: str, method: str) -> None:
-    if connection.is_closed():
+    if connection._closed:
         raise exceptions.InterfaceError(
             f'cannot call {cls}.{method}(): the underlying connection is closed')
+    if connection.is_closed():
+        # Lost rather than closed by the user: the same error as Connection's.
+        raise exceptions.ConnectionDoesNotExistError(
+            f'cannot call {cls}.{method}(): the connection was lost')

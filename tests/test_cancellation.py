@@ -404,8 +404,6 @@ async def test_public_cancel_of_cursor_fetch(conn):
     await assert_in_sync(conn, 59)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: after the server fails a COPY FROM STDIN (cancel), "
-                   "the driver keeps draining the async source before raising")
 @pytest.mark.parametrize("method", ["copy_to_table", "copy_records_to_table"])
 async def test_public_cancel_of_copy_in_from_slow_source_is_prompt(conn, method):
     await conn.execute("DROP TABLE IF EXISTS mypg_cancel_copy; CREATE TABLE mypg_cancel_copy (i int)")
@@ -429,9 +427,6 @@ async def test_public_cancel_of_copy_in_from_slow_source_is_prompt(conn, method)
         await conn.execute("DROP TABLE IF EXISTS mypg_cancel_copy")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: cancel() during executemany fed by a slow async "
-                   "iterable does nothing: between pipelined messages the backend waits for "
-                   "input, where PostgreSQL ignores cancel requests, and all rows are inserted")
 async def test_public_cancel_of_executemany_from_slow_source(conn):
     await conn.execute("DROP TABLE IF EXISTS mypg_cancel_many3; CREATE TABLE mypg_cancel_many3 (i int)")
     try:

@@ -238,9 +238,6 @@ async def test_lost_during_cursor_fetch(connect_kwargs, monitor):
     await later_calls_fail(conn)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: cursor methods on a lost connection raise "
-                   "InterfaceError ('the underlying connection is closed') where Connection "
-                   "methods raise ConnectionDoesNotExistError")
 async def test_cursor_on_lost_connection_raises_connection_does_not_exist(connect_kwargs,
                                                                           monitor):
     if not hasattr(mypgdriver.Connection, "cursor"):

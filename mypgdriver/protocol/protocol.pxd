@@ -18,7 +18,7 @@ cdef class BaseProtocol(CoreProtocol):
         bint cancel_done
         bint lost_handled           # connection_lost() ran (it runs once)
         object stream_task          # task feeding a COPY IN / executemany from user data
-        bint stream_timed_out
+        int stream_interrupt        # 0 none, 1 our timeout, 2 a public cancel()
         object cancel_gate          # a public cancel() in flight: the next operation waits
         object drain_waiter         # set while the transport asks us to stop writing
         bint writing_paused
@@ -31,3 +31,4 @@ cdef class BaseProtocol(CoreProtocol):
     cdef _finish_resync(self)
     cdef _clear_failed_send(self)
     cdef _wake_copy_and_drain(self)
+    cdef _interrupt_stream(self, int reason)

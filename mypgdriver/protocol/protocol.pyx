@@ -49,7 +49,7 @@ cdef class BaseProtocol(CoreProtocol):
         self.copy_ready = None
         self.lost_handled = False
         self.stream_task = None
-        self.stream_timed_out = False
+        self.stream_interrupt = 0
         self.cancel_gate = None
 
     # --- asyncio.BufferedProtocol interface ---
@@ -191,6 +191,7 @@ cdef class BaseProtocol(CoreProtocol):
             return None
         self.cancel_gate = self.loop.create_future()
         self.loop.create_task(self._public_cancel())
+        self._interrupt_stream(2)
         return self.cancel_gate
 
     async def _public_cancel(self):
@@ -235,24 +236,29 @@ cdef class BaseProtocol(CoreProtocol):
         if fut is self.waiter and not fut.done():
             fut.set_exception(asyncio.TimeoutError())
             self.abandon()
-            if self.stream_task is not None:
-                # The caller is waiting on its own data source, not on us:
-                # interrupt it (a loop callback runs only while that task is
-                # suspended at an await, so the cancellation lands there).
-                self.stream_timed_out = True
-                self.stream_task.cancel()
+            self._interrupt_stream(1)
+
+    cdef _interrupt_stream(self, int reason):
+        # The caller is waiting on its own data source, not on us: interrupt
+        # it (a loop callback runs only while that task is suspended at an
+        # await, so the cancellation lands there).  Needed for cancel() too:
+        # the server ignores a CancelRequest while it waits for COPY data or
+        # the next pipelined message, so the abort has to come from our side.
+        if self.stream_task is not None and self.stream_interrupt == 0:
+            self.stream_interrupt = reason
+            self.stream_task.cancel()
 
     def begin_stream(self):
         """The current task now feeds this operation from user data (COPY IN, executemany)."""
         self.stream_task = asyncio.current_task(self.loop)
-        self.stream_timed_out = False
+        self.stream_interrupt = 0
 
     def end_stream(self):
-        """Stop feeding; True if the operation's timeout interrupted the feeding task."""
-        timed_out = self.stream_timed_out
+        """Stop feeding; why the feeding task was interrupted: 0 it was not, 1 timeout, 2 cancel()."""
+        reason = self.stream_interrupt
         self.stream_task = None
-        self.stream_timed_out = False
-        return timed_out
+        self.stream_interrupt = 0
+        return reason
 
     # --- hooks from CoreProtocol ---
 
