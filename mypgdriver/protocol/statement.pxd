@@ -1,6 +1,12 @@
 from libc.stdint cimport uint32_t
 from mypgdriver.protocol.buffer cimport Frame, WriteBuffer
+from cpython.object cimport PyObject
 from mypgdriver.protocol.record cimport RecordDescriptor
+from mypgdriver.codecs.base cimport decode_fn
+
+# decode_fn with the codec passed as a borrowed raw pointer: the same C ABI,
+# but calling through it costs no reference counting on the codec.
+ctypedef object (*raw_decode_fn)(PyObject *codec, Frame *frame)
 
 
 cdef class StatementState:
@@ -23,12 +29,17 @@ cdef class StatementState:
         public int refs                 # in-flight uses (cache eviction waits for 0)
         public double created_at
         public object codecs_generation # registry generation the codecs came from
+        # The column codecs again as C arrays (borrowed from column_codecs),
+        # so the row loop does no tuple access and no refcounting per field.
+        raw_decode_fn *col_decoders
+        PyObject **col_codecs
 
     cdef int set_param_description(self, Frame *frame) except -1
     cdef int set_row_description(self, Frame *frame) except -1
     cdef int set_no_data(self) except -1
     cdef list missing_type_oids(self, object registry)
     cdef int resolve_codecs(self, object registry) except -1
+    cdef int _build_column_arrays(self) except -1
     cdef int encode_bind(self, WriteBuffer buf, str portal, object args, Py_ssize_t row_index=*) except -1
     cdef object decode_row(self, Frame *frame, type record_class)
     cpdef int encode_copy_records(self, WriteBuffer buf, object records, bint header,

@@ -6,6 +6,7 @@ into a Record with one indirect call per field and no per-row lookups.
 """
 
 from cpython.object cimport PyObject
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int16_t, int32_t, uint32_t
 from mypgdriver.protocol.buffer cimport (
@@ -58,6 +59,10 @@ cdef class StatementState:
         self.refs = 0
         self.created_at = 0.0
 
+    def __dealloc__(self):
+        PyMem_Free(self.col_decoders)
+        PyMem_Free(self.col_codecs)
+
     def __repr__(self):
         return f'<StatementState {self.name!r} {self.query[:60]!r}>'
 
@@ -104,9 +109,27 @@ cdef class StatementState:
     cdef int resolve_codecs(self, object registry) except -1:
         self.param_codecs = tuple([registry.get_codec(oid) for oid in self.param_oids])
         self.column_codecs = tuple([registry.get_codec(oid) for oid in self.column_oids])
+        self._build_column_arrays()
         self.param_formats_msg = encode_format_section(self.param_codecs)
         self.result_formats_msg = encode_format_section(self.column_codecs)
         self.codecs_generation = registry.generation
+        return 0
+
+    cdef int _build_column_arrays(self) except -1:
+        cdef Py_ssize_t i, n = PyTuple_GET_SIZE(self.column_codecs)
+        cdef Codec codec
+        PyMem_Free(self.col_decoders)
+        PyMem_Free(self.col_codecs)
+        self.col_decoders = NULL
+        self.col_codecs = NULL
+        self.col_decoders = <raw_decode_fn*>PyMem_Malloc((n + 1) * sizeof(raw_decode_fn))
+        self.col_codecs = <PyObject**>PyMem_Malloc((n + 1) * sizeof(PyObject*))
+        if self.col_decoders == NULL or self.col_codecs == NULL:
+            raise MemoryError
+        for i in range(n):
+            codec = <Codec>PyTuple_GET_ITEM(self.column_codecs, i)
+            self.col_decoders[i] = <raw_decode_fn>codec.c_decode
+            self.col_codecs[i] = <PyObject*>codec
         return 0
 
     cdef int encode_bind(self, WriteBuffer buf, str portal, object args,
@@ -157,7 +180,8 @@ cdef class StatementState:
         cdef Frame field
         cdef object value
         cdef object row
-        cdef Codec codec
+        cdef raw_decode_fn *decoders = self.col_decoders
+        cdef PyObject **codecs = self.col_codecs
         if frame_read_int16(frame) != ncols:
             raise ProtocolError(
                 f'DataRow has a different number of columns than RowDescription ({ncols})')
@@ -165,16 +189,13 @@ cdef class StatementState:
         for i in range(ncols):
             flen = frame_read_int32(frame)
             if flen == -1:
-                value = None
-            else:
-                field.ptr = frame_read(frame, flen)
-                field.remaining = flen
-                codec = <Codec>PyTuple_GET_ITEM(self.column_codecs, i)
-                value = codec.c_decode(codec, &field)
-                if field.remaining != 0:
-                    raise ProtocolError(
-                        f'codec {codec.name} left {field.remaining} bytes undecoded '
-                        f'in column {i + 1}')
+                record_set_item(row, i, None)
+                continue
+            field.ptr = frame_read(frame, flen)
+            field.remaining = flen
+            value = decoders[i](codecs[i], &field)
+            if field.remaining != 0:
+                raise_undecoded(<Codec>codecs[i], field.remaining, i)
             record_set_item(row, i, value)
         return record_finish(row)
 
@@ -237,6 +258,11 @@ cdef class StatementState:
 
     def _column_codecs(self):
         return self.column_codecs
+
+
+cdef int raise_undecoded(Codec codec, Py_ssize_t left, Py_ssize_t column) except -1:
+    raise ProtocolError(
+        f'codec {codec.name} left {left} bytes undecoded in column {column + 1}')
 
 
 cdef int raise_argument_error(object exc, Py_ssize_t i, object arg, Codec codec,
