@@ -106,13 +106,12 @@ cdef int encode_level(Codec codec, Codec elem, WriteBuffer buf, object value, li
     return 0
 
 
-cdef int array_encode(Codec codec, WriteBuffer buf, object value) except -1:
-    cdef Codec elem = codec.element_codec
-    # Composites and ranges take tuples as values ((1, 'a'), (lo, hi)).
-    cdef bint tuples_are_elements = elem.kind == 'composite' or elem.kind == 'range'
-    cdef bint has_null = False
+cdef list array_dimensions(Codec codec, object value, bint tuples_are_elements):
+    """The length of each dimension, probed along the first elements.
+
+    Whether the rest matches is checked while encoding (ragged arrays).
+    """
     cdef list dims = []
-    cdef Py_ssize_t header, nulls_at
     cdef object probe
     if isinstance(value, (str, bytes, bytearray, memoryview)) or not (
             type(value) is list or type(value) is tuple or isinstance(value, _Sequence)):
@@ -128,6 +127,16 @@ cdef int array_encode(Codec codec, WriteBuffer buf, object value) except -1:
             break
     if len(dims) > MAX_DIMS:
         raise_encode_error(codec, value, f'too many dimensions (PostgreSQL allows {MAX_DIMS})')
+    return dims
+
+
+cdef int array_encode(Codec codec, WriteBuffer buf, object value) except -1:
+    cdef Codec elem = codec.element_codec
+    # Composites and ranges take tuples as values ((1, 'a'), (lo, hi)).
+    cdef bint tuples_are_elements = elem.kind == 'composite' or elem.kind == 'range'
+    cdef bint has_null = False
+    cdef Py_ssize_t nulls_at
+    cdef list dims = array_dimensions(codec, value, tuples_are_elements)
     if dims[len(dims) - 1] == 0:
         # An empty (sub-)array makes the whole value the empty array.
         buf.write_int32(0)
@@ -295,22 +304,7 @@ cdef int encode_text_level(Codec codec, Codec elem, WriteBuffer buf, object valu
 
 
 cdef int text_array_encode(Codec codec, WriteBuffer buf, object value) except -1:
-    cdef list dims = []
-    cdef object probe
-    if isinstance(value, (str, bytes, bytearray, memoryview)) or not (
-            type(value) is list or type(value) is tuple or isinstance(value, _Sequence)):
-        raise_encode_error(
-            codec, value, f'a sequence is required for an array (got type {type(value).__name__})')
-    probe = value
-    while True:
-        dims.append(len(probe))
-        if len(probe) == 0 or len(dims) > MAX_DIMS:
-            break
-        probe = probe[0]
-        if not is_subarray(probe, False):
-            break
-    if len(dims) > MAX_DIMS:
-        raise_encode_error(codec, value, f'too many dimensions (PostgreSQL allows {MAX_DIMS})')
+    cdef list dims = array_dimensions(codec, value, False)
     if dims[len(dims) - 1] == 0:
         return buf.write_raw(b'{}', 2)
     return encode_text_level(codec, codec.element_codec, buf, value, dims, 0)
