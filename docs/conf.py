@@ -66,7 +66,7 @@ _MADE_BY_THE_DRIVER = frozenset({
     'mypgdriver.cursor.Cursor',
     'mypgdriver.cursor.CursorFactory',
     'mypgdriver.transaction.Transaction',
-    'mypgdriver.pool.Pool',
+    'mypgdriver.Pool',
     'mypgdriver.pool.PoolAcquireContext',
     'mypgdriver.pool.PoolConnectionProxy',
     'mypgdriver.pool.PoolStats',
