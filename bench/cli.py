@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import drivers, report
-from .runner import Options, Progress, Runner, plan
+from . import drivers, memory, pool_scenario, report
+from .runner import SCENARIOS, MemoryProbe, Options, PoolCell, Progress, Runner, plan
 from .server import REPO_ROOT, BenchServer
 from .workloads import BY_NAME, WORKLOADS
 
 ALL_DRIVERS = [*drivers.MODULES, "pgbench"]
+# Throughput workloads first, then the scenarios that are not throughput cells.
+ALL_WORKLOADS = [*BY_NAME, *SCENARIOS]
 DEFAULT_DURATION = 5.0
 DEFAULT_WARMUP = 2.0
 QUICK_DURATION = 1.0
@@ -41,6 +43,16 @@ def _levels(text: str) -> list[int]:
     return levels
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("a positive integer")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m bench",
@@ -48,14 +60,24 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--drivers", type=_names(ALL_DRIVERS), default=ALL_DRIVERS,
                    help=f"comma-separated (default: {','.join(ALL_DRIVERS)})")
-    p.add_argument("--workloads", type=_names(list(BY_NAME)), default=list(BY_NAME),
-                   help=f"comma-separated (default: {','.join(BY_NAME)})")
+    p.add_argument("--workloads", type=_names(ALL_WORKLOADS), default=ALL_WORKLOADS,
+                   help=f"comma-separated (default: {','.join(ALL_WORKLOADS)}); "
+                        f"'{pool_scenario.NAME}' is the in-app pool scenario, "
+                        f"'{memory.NAME}' the cursor memory probe")
+    p.add_argument("--skip", type=_names(ALL_WORKLOADS), default=[],
+                   help="comma-separated workloads to leave out, e.g. pool,cursor_1m")
     p.add_argument("--concurrency", type=_levels, default=None,
                    help="connections per cell, comma-separated (default: 1,10)")
     p.add_argument("--duration", type=float, default=None,
                    help=f"measured seconds per cell (default: {DEFAULT_DURATION:g})")
     p.add_argument("--warmup", type=float, default=None,
                    help=f"warm-up seconds per cell, not measured (default: {DEFAULT_WARMUP:g})")
+    p.add_argument("--pool-users", type=_levels, default=list(pool_scenario.DEFAULT_LEVELS),
+                   help="pool scenario: concurrent users per level, comma-separated "
+                        f"(default: {','.join(map(str, pool_scenario.DEFAULT_LEVELS))})")
+    p.add_argument("--pool-size", type=_positive, default=pool_scenario.DEFAULT_POOL_SIZE,
+                   help=f"pool scenario: connections per pool "
+                        f"(default: {pool_scenario.DEFAULT_POOL_SIZE})")
     p.add_argument("--pin", action="store_true",
                    help="at concurrency 1, run the client on core 0 and the server on core 1")
     p.add_argument("--quick", action="store_true",
@@ -80,9 +102,13 @@ def options_from(args: argparse.Namespace) -> Options:
     if pin and (os.cpu_count() or 1) < 2:
         print("note: --pin needs two cores; running unpinned", file=sys.stderr)
         pin = False
+    chosen = [name for name in args.workloads if name not in args.skip]
     return Options(
         drivers=args.drivers,
-        workloads=args.workloads,
+        workloads=[name for name in chosen if name in BY_NAME],
+        scenarios=[name for name in chosen if name in SCENARIOS],
+        pool_users=args.pool_users,
+        pool_size=args.pool_size,
         concurrency=pick(args.concurrency, [1, 10], [10]),
         duration=pick(args.duration, DEFAULT_DURATION, QUICK_DURATION),
         warmup=pick(args.warmup, DEFAULT_WARMUP, QUICK_WARMUP),
@@ -96,6 +122,28 @@ def _list() -> None:
     print("workloads:")
     for w in WORKLOADS:
         print(f"  {w.name:<16} {w.description}")
+    print(f"  {pool_scenario.NAME:<16} in-app pool scenario: web requests of "
+          f"{pool_scenario.QUERIES_PER_REQUEST[0]}-{pool_scenario.QUERIES_PER_REQUEST[1]} "
+          f"queries, {', '.join(pool_scenario.DEFAULT_CONTENDERS)}")
+    print(f"  {memory.NAME:<16} {memory.CURSOR_1M.description}, once per driver")
+
+
+def describe_plan(cells: list, options: Options) -> str:
+    """One line saying what the run will do."""
+    throughput = [c for c in cells if not isinstance(c, (PoolCell, MemoryProbe))]
+    pool = [c for c in cells if isinstance(c, PoolCell)]
+    probes = [c for c in cells if isinstance(c, MemoryProbe)]
+    parts = []
+    if throughput:
+        parts.append(f"{len(throughput)} cells: {len(options.workloads)} workloads x concurrency "
+                     f"{','.join(map(str, options.concurrency))} x "
+                     f"{len(set(c.label for c in throughput))} drivers")
+    if pool:
+        parts.append(f"pool scenario: {len(pool)} cells ({','.join(map(str, options.pool_users))} "
+                     f"users x {len(set(c.label for c in pool))} contenders)")
+    if probes:
+        parts.append(f"memory probe: {len(probes)} drivers")
+    return "; ".join(parts) or "nothing to run"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -106,9 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = options_from(args)
     cells = plan(options)
     started = datetime.datetime.now().astimezone()
-    print(f"{len(cells)} cells: {len(options.workloads)} workloads x concurrency "
-          f"{','.join(map(str, options.concurrency))} x {len(set(c.label for c in cells))} drivers",
-          file=sys.stderr)
+    print(describe_plan(cells, options), file=sys.stderr)
+    if not cells:
+        return 2
 
     print("starting PostgreSQL ...", file=sys.stderr, flush=True)
     server = BenchServer.start()
@@ -122,11 +170,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     full = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "machine": report.machine_info(server.description, results),
+        "machine": report.machine_info(server.description, results.cells, results.pool,
+                                       results.memory),
         "settings": {"duration": options.duration, "warmup": options.warmup,
                      "concurrency": options.concurrency, "pin": options.pin, "quick": args.quick},
-        "results": results,
+        "results": results.cells,
     }
+    if any(isinstance(c, PoolCell) for c in cells):
+        full["pool"] = {
+            "settings": pool_scenario.settings(options.pool_users, options.pool_size,
+                                               pool_scenario.DEFAULT_CONNECT_PER,
+                                               options.warmup, options.duration),
+            "results": results.pool,
+        }
+    if any(isinstance(c, MemoryProbe) for c in cells):
+        full["memory"] = {"rows": memory.ROWS, "target_mb": memory.TARGET_MB,
+                          "results": results.memory}
     outdir = args.output / started.strftime("%Y%m%d-%H%M%S")
     notes = report.save(full, outdir, args.output / "latest")
     print(report.markdown(full))

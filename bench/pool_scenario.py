@@ -17,7 +17,9 @@ arguments, same order per user).  Reported per level: requests per second,
 p50/p95/p99 request latency (acquire to release) and client CPU time per
 request, which is steadier than throughput on a shared machine.
 
-Usage::
+`python -m bench` runs this scenario as part of the suite (one worker
+process per contender and level, see `bench/runner.py`).  It also runs on
+its own, all cells in this one process::
 
     python -m bench.pool_scenario                       # starts its own server
     python -m bench.pool_scenario --dsn postgresql://u@h/db
@@ -34,27 +36,39 @@ import dataclasses
 import importlib.util
 import json
 import math
-import os
-import platform
 import random
 import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from tools.pgcluster import ExternalCluster, PgCluster  # noqa: E402
-
+NAME = "pool"
 TABLE = "mypgdriver_bench_pool_items"
 TABLE_ROWS = 10_000
 REQUEST_PLANS = 2_000  # distinct requests, replayed in a cycle
 QUERIES_PER_REQUEST = (4, 10)
 DEFAULT_LEVELS = (10, 50, 100)
+DEFAULT_POOL_SIZE = 10
+DEFAULT_CONNECT_PER = "query"  # what mypgdriver-connect opens a connection for
 DEFAULT_CONTENDERS = ("mypgdriver-pool", "mypgdriver-connect", "asyncpg-pool", "psycopg-pool")
+BASELINE = "asyncpg-pool"
+AA_LABEL = "asyncpg-pool (A/A)"
+
+# Which of the suite's drivers (`--drivers`) each contender belongs to, and
+# which package's version it reports.
+CONTENDER_DRIVERS: Dict[str, str] = {
+    "mypgdriver-pool": "mypgdriver",
+    "mypgdriver-connect": "mypgdriver",
+    "asyncpg-pool": "asyncpg",
+    "psycopg-pool": "psycopg-async",
+}
+CONTENDER_PACKAGES: Dict[str, str] = {
+    "mypgdriver-pool": "mypgdriver",
+    "mypgdriver-connect": "mypgdriver",
+    "asyncpg-pool": "asyncpg",
+    "psycopg-pool": "psycopg_pool",
+}
 
 # One entry per kind of query: (weight, SQL with $n, how to draw its arguments).
 # Small, index-backed statements: the pool, not the server, should be the
@@ -65,6 +79,18 @@ QUERY_KINDS: Dict[str, Tuple[int, str]] = {
     "count": (20, f"SELECT count(*) FROM {TABLE} WHERE id BETWEEN $1 AND $2"),
     "update": (15, f"UPDATE {TABLE} SET hits = hits + 1 WHERE id = $1"),
 }
+
+# The table every request reads; 60 rows past TABLE_ROWS so that a range or
+# count starting at the last id still finds its rows.
+SETUP_SQL: Tuple[str, ...] = (
+    f"DROP TABLE IF EXISTS {TABLE}",
+    f"CREATE TABLE {TABLE} (id int PRIMARY KEY, name text NOT NULL, "
+    f"price float8 NOT NULL, hits int NOT NULL DEFAULT 0)",
+    f"INSERT INTO {TABLE} (id, name, price) SELECT g, 'item ' || g, g * 0.25 "
+    f"FROM generate_series(1, {TABLE_ROWS + 60}) g",
+    f"VACUUM ANALYZE {TABLE}",
+)
+TEARDOWN_SQL: Tuple[str, ...] = (f"DROP TABLE IF EXISTS {TABLE}",)
 
 Query = Tuple[str, Tuple[Any, ...]]  # (kind, arguments)
 Plan = Tuple[Query, ...]  # one request
@@ -94,22 +120,41 @@ def pyformat(sql: str) -> str:
     return out
 
 
+def contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, str]]:
+    """(contender, label) pairs to run at each level, in order, for the suite's `--drivers`.
+
+    asyncpg's pool runs first (the baseline) and, as in the throughput cells,
+    once more last as the A/A control.
+    """
+    chosen = [c for c in DEFAULT_CONTENDERS if CONTENDER_DRIVERS[c] in drivers]
+    chosen.sort(key=lambda c: c != BASELINE)
+    pairs = [(c, c) for c in chosen]
+    if aa_control and BASELINE in chosen:
+        pairs.append((BASELINE, AA_LABEL))
+    return pairs
+
+
 # --- contenders -------------------------------------------------------------------
 #
-# Each contender is an object with `request(plan)` running one request and
-# `close()`; `open_contender` builds one for a level.
+# Each contender is an object with `open()`, `request(plan)` running one
+# request, `close()` and `version()`; `open_contender` builds one for a level.
 
 
 class MypgdriverPool:
     name = "mypgdriver-pool"
+    package = "mypgdriver"
 
     def __init__(self, params: Dict[str, Any], size: int) -> None:
         self.params, self.size = params, size
 
-    async def open(self) -> None:
-        from mypgdriver.pool import create_pool
+    def version(self) -> str:
+        return str(getattr(__import__(self.package), "__version__", "unknown"))
 
-        self.pool = await create_pool(min_size=self.size, max_size=self.size, **self.params)
+    async def open(self) -> None:
+        import mypgdriver
+
+        self.pool = await mypgdriver.create_pool(min_size=self.size, max_size=self.size,
+                                                 **self.params)
 
     async def request(self, plan: Plan) -> None:
         async with self.pool.acquire() as con:
@@ -121,6 +166,7 @@ class MypgdriverPool:
 
 class AsyncpgPool(MypgdriverPool):
     name = "asyncpg-pool"
+    package = "asyncpg"
 
     async def open(self) -> None:
         import asyncpg
@@ -131,9 +177,13 @@ class AsyncpgPool(MypgdriverPool):
 
 class MypgdriverConnect:
     name = "mypgdriver-connect"
+    package = "mypgdriver"
 
     def __init__(self, params: Dict[str, Any], per: str) -> None:
         self.params, self.per = params, per
+
+    def version(self) -> str:
+        return str(getattr(__import__(self.package), "__version__", "unknown"))
 
     async def open(self) -> None:
         import mypgdriver
@@ -161,10 +211,16 @@ class MypgdriverConnect:
 
 class PsycopgPool:
     name = "psycopg-pool"
+    package = "psycopg_pool"
 
     def __init__(self, params: Dict[str, Any], size: int) -> None:
         self.params, self.size = params, size
         self.sql = {kind: pyformat(sql) for kind, (_, sql) in QUERY_KINDS.items()}
+
+    def version(self) -> str:
+        import psycopg_pool
+
+        return str(psycopg_pool.__version__)
 
     async def open(self) -> None:
         from psycopg_pool import AsyncConnectionPool
@@ -208,6 +264,7 @@ async def run_asyncpg_style(con: Any, plan: Plan) -> None:
 
 
 def open_contender(name: str, params: Dict[str, Any], pool_size: int, per: str) -> Any:
+    """The contender called `name`, not yet opened."""
     if name == "mypgdriver-pool":
         return MypgdriverPool(params, pool_size)
     if name == "asyncpg-pool":
@@ -224,6 +281,8 @@ def open_contender(name: str, params: Dict[str, Any], pool_size: int, per: str) 
 
 @dataclasses.dataclass
 class CellResult:
+    """What one contender did at one level, inside the measuring window."""
+
     contender: str
     users: int
     requests: int
@@ -258,9 +317,21 @@ def cpu_time() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+# The window stays open past `duration` until every user has finished one
+# request inside it (or failed one), by at most this many seconds: at 100
+# users, connecting per query makes one request last longer than a --quick
+# window, which would otherwise end with no request at all.
+MAX_EXTENSION = 30.0
+EXTENSION_STEP = 0.01
+
+
 async def run_cell(contender: Any, users: int, plans: Sequence[Plan],
                    warmup: float, duration: float) -> CellResult:
-    """Run `users` concurrent users for warmup + duration; measure the latter."""
+    """Run `users` concurrent users for warmup + duration; measure the latter.
+
+    The measured window can run longer than `duration`, see MAX_EXTENSION;
+    rates use its real length.
+    """
     await contender.open()
     latencies: List[float] = []
     queries = 0
@@ -268,6 +339,7 @@ async def run_cell(contender: Any, users: int, plans: Sequence[Plan],
     first_error: Optional[str] = None
     measuring = False
     stopping = False
+    finished_one = [False] * users  # per user: a request ended inside the window
 
     async def user(index: int) -> None:
         nonlocal queries, errors, first_error
@@ -282,6 +354,7 @@ async def run_cell(contender: Any, users: int, plans: Sequence[Plan],
             except Exception as e:  # noqa: BLE001 - counted and shown, the run goes on
                 if measuring:
                     errors += 1
+                    finished_one[index] = True
                     if first_error is None:
                         first_error = f"{type(e).__name__}: {e}"
                 continue
@@ -291,6 +364,7 @@ async def run_cell(contender: Any, users: int, plans: Sequence[Plan],
             if measuring:
                 latencies.append(perf() - start)
                 queries += len(plan)
+                finished_one[index] = True
 
     tasks = [asyncio.ensure_future(user(i)) for i in range(users)]
     try:
@@ -298,6 +372,9 @@ async def run_cell(contender: Any, users: int, plans: Sequence[Plan],
         measuring = True
         cpu_start, wall_start = cpu_time(), time.perf_counter()
         await asyncio.sleep(duration)
+        deadline = time.monotonic() + MAX_EXTENSION
+        while not all(finished_one) and time.monotonic() < deadline:
+            await asyncio.sleep(EXTENSION_STEP)
         measuring = False
         elapsed, cpu_seconds = time.perf_counter() - wall_start, cpu_time() - cpu_start
     finally:
@@ -316,6 +393,15 @@ async def run_cell(contender: Any, users: int, plans: Sequence[Plan],
                       p99_ms=ms(0.99), first_error=first_error)
 
 
+def event_loop_name(use_uvloop: bool = True) -> str:
+    """The loop `run_loop` uses: uvloop with its version when installed and wanted."""
+    if use_uvloop and importlib.util.find_spec("uvloop") is not None:
+        import uvloop
+
+        return f"uvloop {uvloop.__version__}"
+    return "asyncio"
+
+
 def run_loop(coro: Awaitable[Any], use_uvloop: bool) -> Any:
     if use_uvloop:
         try:
@@ -325,136 +411,6 @@ def run_loop(coro: Awaitable[Any], use_uvloop: bool) -> Any:
         else:
             return uvloop.run(coro)
     return asyncio.run(coro)
-
-
-# --- the server ----------------------------------------------------------------------
-
-
-class Server:
-    """The server to measure against: given by a DSN, or a throwaway one of ours."""
-
-    def __init__(self, dsn: Optional[str]) -> None:
-        if dsn:
-            self.cluster: Any = ExternalCluster(dsn)
-            self.params: Dict[str, Any] = {
-                "host": self.cluster.host, "port": self.cluster.port,
-                "user": self.cluster.user, "database": self.cluster.database}
-            if self.cluster.password is not None:
-                self.params["password"] = self.cluster.password
-        else:
-            # Keep background work out of random cells: autovacuum (the
-            # UPDATEs; settle() vacuums between cells instead) and checkpoints.
-            self.cluster = PgCluster(settings={
-                "autovacuum": False, "jit": False, "max_connections": 400,
-                "max_wal_size": "8GB", "checkpoint_timeout": "1h"})
-            self.cluster.init()
-            self.cluster.start()
-            self.params = {"host": self.cluster.host, "port": self.cluster.port,
-                           "user": "postgres", "database": "postgres"}
-        self.version = self.psql("SHOW server_version").strip()
-
-    def psql(self, sql: str) -> str:
-        return self.cluster.psql(sql, user=self.params["user"], dbname=self.params["database"])
-
-    def create_table(self) -> None:
-        self.psql(
-            f"DROP TABLE IF EXISTS {TABLE};\n"
-            f"CREATE TABLE {TABLE} (id int PRIMARY KEY, name text NOT NULL, "
-            f"price float8 NOT NULL, hits int NOT NULL DEFAULT 0);\n"
-            f"INSERT INTO {TABLE} (id, name, price) SELECT g, 'item ' || g, g * 0.25 "
-            f"FROM generate_series(1, {TABLE_ROWS + 60}) g;\n"
-            f"VACUUM ANALYZE {TABLE};")
-
-    def settle(self, timeout: float = 10.0) -> None:
-        """Between cells: wait until the last cell's sessions are gone, clean the table.
-
-        Backends of closed connections take a moment to exit, and after the
-        connect-per-query cells there can be a hundred of them, which would
-        otherwise slow the start of the next cell.
-        """
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            others = self.psql(
-                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
-                "AND pid <> pg_backend_pid() AND datname = current_database()").strip()
-            if others == "0":
-                break
-            time.sleep(0.05)
-        self.psql(f"VACUUM {TABLE}")
-
-    def close(self) -> None:
-        try:
-            self.psql(f"DROP TABLE IF EXISTS {TABLE}")
-        finally:
-            if isinstance(self.cluster, PgCluster):
-                self.cluster.destroy()
-
-
-# --- reporting -----------------------------------------------------------------------
-
-
-def _num(value: Optional[float], digits: int = 2) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
-
-
-def markdown(results: Sequence[CellResult], header: str) -> str:
-    """One table per level: contenders side by side."""
-    lines = [header, ""]
-    for users in dict.fromkeys(r.users for r in results):
-        lines += [f"### {users} concurrent users", "",
-                  "| contender | requests/s | p50 ms | p95 ms | p99 ms | CPU µs/request | errors |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
-        for r in (r for r in results if r.users == users):
-            lines.append(
-                f"| {r.contender} | {r.requests_per_s:,.0f} | {_num(r.p50_ms)} | "
-                f"{_num(r.p95_ms)} | {_num(r.p99_ms)} | {_num(r.cpu_per_request_us, 0)} | "
-                f"{r.errors} |")
-        lines.append("")
-        for r in results:
-            if r.users == users and r.first_error:
-                lines.append(f"* {r.contender}: first error: {r.first_error}")
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def versions() -> Dict[str, str]:
-    found = {"python": platform.python_version()}
-    for module in ("mypgdriver", "asyncpg", "psycopg", "psycopg_pool", "uvloop"):
-        try:
-            found[module] = __import__(module).__version__
-        except Exception:  # noqa: BLE001 - absent or broken: say so in the report
-            found[module] = "not available"
-    return found
-
-
-# --- command line ----------------------------------------------------------------------
-
-
-def _list(text: str) -> List[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench.pool_scenario",
-                                description=__doc__.split("\n\n")[0])
-    p.add_argument("--dsn", default=os.environ.get("MYPGDRIVER_BENCH_DSN"),
-                   help="server to use (default: $MYPGDRIVER_BENCH_DSN, else start one)")
-    p.add_argument("--levels", type=lambda t: [int(n) for n in _list(t)],
-                   default=list(DEFAULT_LEVELS), help="concurrent users per level (10,50,100)")
-    p.add_argument("--contenders", type=_list, default=list(DEFAULT_CONTENDERS),
-                   help=f"comma-separated subset of {','.join(DEFAULT_CONTENDERS)}")
-    p.add_argument("--pool-size", type=int, default=10, help="connections per pool (10)")
-    p.add_argument("--connect-per", choices=("query", "request"), default="query",
-                   help="mypgdriver-connect opens a connection per query or per request")
-    p.add_argument("--duration", type=float, default=5.0, help="measured seconds per cell")
-    p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds first")
-    p.add_argument("--rounds", type=int, default=1,
-                   help="run the whole ramp this many times, rotating the order of the "
-                        "contenders; requests/s over all rounds, median of each percentile")
-    p.add_argument("--no-uvloop", action="store_true", help="use asyncio's own loop")
-    p.add_argument("--json", type=Path, help="also write the results as JSON here")
-    p.add_argument("--markdown", type=Path, help="also write the tables here")
-    return p
 
 
 def combine_rounds(cells: Sequence[CellResult]) -> CellResult:
@@ -482,6 +438,120 @@ def combine_rounds(cells: Sequence[CellResult]) -> CellResult:
         first_error=first_errors[0] if first_errors else None)
 
 
+# --- the suite's side: one cell per worker process, checked, as a dict -----------------
+
+
+def result_dict(cell: CellResult) -> Dict[str, Any]:
+    """A cell's numbers under the names the suite's report and JSON use."""
+    out: Dict[str, Any] = {
+        "requests": cell.requests,
+        "queries": cell.queries,
+        "errors": cell.errors,
+        "elapsed": cell.elapsed,
+        "cpu_seconds": cell.cpu_seconds,
+        "requests_per_s": cell.requests_per_s,
+        "queries_per_s": cell.queries / cell.elapsed if cell.elapsed else 0.0,
+        "latency_p50_ms": cell.p50_ms,
+        "latency_p95_ms": cell.p95_ms,
+        "latency_p99_ms": cell.p99_ms,
+        "cpu_per_request_us": cell.cpu_per_request_us,
+    }
+    if cell.first_error:
+        out["first_error"] = cell.first_error
+    return out
+
+
+def run_spec(spec: Dict[str, Any], result: Dict[str, Any]) -> None:
+    """Run the pool cell `spec` describes (in a `bench.worker` process), filling `result`.
+
+    spec: contender, users, pool_size, connect_per, warmup, duration, params.
+    """
+    contender = open_contender(spec["contender"], spec["params"], spec["pool_size"],
+                               spec.get("connect_per", DEFAULT_CONNECT_PER))
+    result["driver_version"] = contender.version()
+    result["event_loop"] = event_loop_name()
+    cell = run_loop(run_cell(contender, spec["users"], make_plans(), spec["warmup"],
+                             spec["duration"]), use_uvloop=True)
+    result.update(result_dict(cell))
+
+
+def verify(result: Dict[str, Any]) -> Dict[str, Any]:
+    """A cell in which no request finished is an error; failed requests are counted."""
+    if "error" in result or result["requests"] > 0:
+        return result
+    why = result.get("first_error")
+    kept = ("users", "contender", "driver_version", "event_loop")
+    return {**{k: result[k] for k in kept if k in result},
+            "error": "no request finished inside the measuring window"
+                     + (f" ({why})" if why else "")}
+
+
+def settle(psql: Callable[[str], str], timeout: float = 10.0) -> None:
+    """Between cells: wait until the last cell's sessions are gone, clean the table.
+
+    Backends of closed connections take a moment to exit, and after the
+    connect-per-query cells there can be a hundred of them, which would
+    otherwise slow the start of the next cell.  The UPDATEs leave dead rows
+    that autovacuum (off on the benchmark server) would otherwise clean in
+    the middle of some later cell.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        others = psql(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+            "AND pid <> pg_backend_pid() AND usename = current_user "
+            "AND datname = current_database()").strip()
+        if others == "0":
+            break
+        time.sleep(0.05)
+    psql(f"VACUUM {TABLE}")
+
+
+# --- command line (the scenario on its own) ---------------------------------------------
+
+
+VERSIONED_MODULES = ("mypgdriver", "asyncpg", "psycopg", "psycopg_pool", "uvloop")
+
+
+def versions() -> Dict[str, str]:
+    """module -> version of what the standalone run used ("not available" if missing)."""
+    found = {}
+    for module in VERSIONED_MODULES:
+        try:
+            found[module] = __import__(module).__version__
+        except Exception:  # noqa: BLE001 - absent or broken: say so in the report
+            found[module] = "not available"
+    return found
+
+
+def _list(text: str) -> List[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.pool_scenario",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--dsn", default=None,
+                   help="server to use (default: $MYPGDRIVER_BENCH_DSN, else start one)")
+    p.add_argument("--levels", type=lambda t: [int(n) for n in _list(t)],
+                   default=list(DEFAULT_LEVELS), help="concurrent users per level (10,50,100)")
+    p.add_argument("--contenders", type=_list, default=list(DEFAULT_CONTENDERS),
+                   help=f"comma-separated subset of {','.join(DEFAULT_CONTENDERS)}")
+    p.add_argument("--pool-size", type=int, default=DEFAULT_POOL_SIZE,
+                   help=f"connections per pool ({DEFAULT_POOL_SIZE})")
+    p.add_argument("--connect-per", choices=("query", "request"), default=DEFAULT_CONNECT_PER,
+                   help="mypgdriver-connect opens a connection per query or per request")
+    p.add_argument("--duration", type=float, default=5.0, help="measured seconds per cell")
+    p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds first")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="run the whole ramp this many times, rotating the order of the "
+                        "contenders; requests/s over all rounds, median of each percentile")
+    p.add_argument("--no-uvloop", action="store_true", help="use asyncio's own loop")
+    p.add_argument("--json", type=Path, help="also write the results as JSON here")
+    p.add_argument("--markdown", type=Path, help="also write the tables here")
+    return p
+
+
 def run_one(name: str, users: int, params: Dict[str, Any], plans: Sequence[Plan],
             args: argparse.Namespace) -> CellResult:
     """One cell on a fresh event loop; a contender that fails is a result too."""
@@ -494,60 +564,73 @@ def run_one(name: str, users: int, params: Dict[str, Any], plans: Sequence[Plan]
                           first_error=f"{type(e).__name__}: {e}")
 
 
+def settings(levels: Sequence[int], pool_size: int, connect_per: str, warmup: float,
+             duration: float, rounds: int = 1) -> Dict[str, Any]:
+    """The scenario's settings as the report shows them."""
+    return {"levels": list(levels), "pool_size": pool_size, "connect_per": connect_per,
+            "queries_per_request": list(QUERIES_PER_REQUEST), "warmup": warmup,
+            "duration": duration, "rounds": rounds}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from . import report
+    from .server import BenchServer
+
     args = parser().parse_args(argv)
     unknown = [c for c in args.contenders if c not in DEFAULT_CONTENDERS]
     if unknown:
         parser().error(f"unknown contenders: {', '.join(unknown)}")
     plans = make_plans()
-    server = Server(args.dsn)
-    results: List[CellResult] = []
-    loop_name = "asyncio" if args.no_uvloop else "uvloop"
+    server = BenchServer.start(args.dsn)
     rounds: Dict[Tuple[int, str], List[CellResult]] = {}
     try:
-        server.create_table()
+        for sql in SETUP_SQL:
+            server.psql(sql)
         for round_no in range(args.rounds):
             shift = round_no % len(args.contenders)
             order = args.contenders[shift:] + args.contenders[:shift]
             for users in args.levels:
                 for name in order:
-                    server.settle()
+                    settle(server.psql)
                     result = run_one(name, users, server.params, plans, args)
                     rounds.setdefault((users, name), []).append(result)
                     print(f"{users:>4} users  {name:<20} {result.requests_per_s:>9,.0f} req/s  "
-                          f"p50 {_num(result.p50_ms)} ms  p99 {_num(result.p99_ms)} ms"
+                          f"p50 {report.ms(result.p50_ms)} ms  p99 {report.ms(result.p99_ms)} ms"
                           + (f"  errors {result.errors}" if result.errors else "")
                           + (f"  ({result.first_error})" if result.first_error else ""),
                           file=sys.stderr, flush=True)
+        for sql in TEARDOWN_SQL:
+            server.psql(sql)
     finally:
-        server.close()
+        server.stop()
+    results = []
     for users in dict.fromkeys(args.levels):
         for name in args.contenders:
             if (users, name) in rounds:
-                results.append(combine_rounds(rounds[(users, name)]))
-    if importlib.util.find_spec("uvloop") is None:
-        loop_name = "asyncio"
-    info = versions()
-    header = (f"## Pool scenario: {QUERIES_PER_REQUEST[0]}-{QUERIES_PER_REQUEST[1]} queries "
-              f"per request, pool size {args.pool_size}, {args.duration:g} s per cell"
-              + (f", {args.rounds} rounds (requests/s and CPU over all rounds, percentiles "
-                 f"the median round's)" if args.rounds > 1 else "") + "\n\n"
-              f"PostgreSQL {server.version}; {loop_name}; "
-              + ", ".join(f"{k} {v}" for k, v in info.items())
-              + f"; mypgdriver-connect opens a connection per {args.connect_per}.")
-    text = markdown(results, header)
+                cell = combine_rounds(rounds[(users, name)])
+                results.append(verify({"users": users, "contender": name, **result_dict(cell)}))
+    scenario = {
+        "settings": {**settings(args.levels, args.pool_size, args.connect_per, args.warmup,
+                                args.duration, args.rounds),
+                     "event_loop": event_loop_name(not args.no_uvloop),
+                     "server": server.description, **versions()},
+        "results": results,
+    }
+    info = scenario["settings"]
+    header = [
+        "# Pool scenario",
+        "",
+        f"- {server.description}; {info['event_loop']}; "
+        + ", ".join(f"{module} {info[module]}" for module in VERSIONED_MODULES),
+        f"- {report.pool_settings_text(info)}",
+        "",
+    ]
+    text = "\n".join(header + report.pool_markdown(scenario)) + "\n"
     print(text)
     if args.markdown:
         args.markdown.write_text(text)
     if args.json:
-        args.json.write_text(json.dumps({
-            "settings": {"levels": args.levels, "pool_size": args.pool_size,
-                         "duration": args.duration, "warmup": args.warmup,
-                         "event_loop": loop_name, "connect_per": args.connect_per,
-                         "server_version": server.version, **info},
-            "results": [dict(dataclasses.asdict(r), requests_per_s=r.requests_per_s,
-                             cpu_per_request_us=r.cpu_per_request_us) for r in results],
-        }, indent=2))
+        args.json.write_text(json.dumps(scenario, indent=2) + "\n")
     return 0
 
 

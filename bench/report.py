@@ -8,21 +8,35 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from . import pool_scenario
 from .runner import AA_LABEL
+from .workloads import CURSOR_BATCH
 
 BASELINE = "asyncpg"
 ERROR_WIDTH = 50  # characters of an error message kept in a table cell
+POOL_CHART = "pool.png"
+MEMORY_CHART = "cursor_1m_rss.png"
+OVERVIEW_CHART = "rows_per_s.png"
 
 
-def machine_info(server_description: str, results: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Where the numbers came from: CPU, Python, server and each driver's version."""
-    results = list(results)
+def machine_info(server_description: str, results: Iterable[dict[str, Any]],
+                 pool: Iterable[dict[str, Any]] = (),
+                 memory_probes: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
+    """Where the numbers came from: CPU, Python, server and each driver's version.
+
+    Versions come from throughput cells and memory probes (by driver) and
+    from pool cells (by the package providing the pool: psycopg_pool).
+    """
     versions: dict[str, str] = {}
     loops: dict[str, str] = {}
-    for r in results:
+    for r in [*results, *memory_probes]:
         if "driver_version" in r and r["driver"] != AA_LABEL:
             versions.setdefault(r["driver"], r["driver_version"])
             loops.setdefault(r["driver"], r.get("event_loop", ""))
+    for r in pool:
+        package = pool_scenario.CONTENDER_PACKAGES.get(r["contender"])
+        if package and "driver_version" in r:
+            versions.setdefault(package, r["driver_version"])
     return {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
@@ -30,7 +44,8 @@ def machine_info(server_description: str, results: Iterable[dict[str, Any]]) -> 
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "server": server_description,
         "drivers": versions,
-        "event_loops": {d: loop for d, loop in loops.items() if not loop.endswith("threads")},
+        # Sync drivers run threads ("10 threads", "1 thread"), not a loop.
+        "event_loops": {d: loop for d, loop in loops.items() if "thread" not in loop},
     }
 
 
@@ -54,11 +69,18 @@ def si(value: float) -> str:
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
 
 
+def ms(value: float | None) -> str:
+    """A latency in milliseconds for a table, or a dash when there is none."""
+    return "–" if value is None else f"{value:,.2f}"
+
+
+def _clip(text: str, width: int = ERROR_WIDTH) -> str:
+    text = text.replace("|", "/").replace("\n", " ")
+    return text[: width - 1] + "…" if len(text) > width else text
+
+
 def _na(result: dict[str, Any]) -> str:
-    error = result["error"].replace("|", "/").replace("\n", " ")
-    if len(error) > ERROR_WIDTH:
-        error = error[: ERROR_WIDTH - 1] + "…"
-    return f"n/a ({error})"
+    return f"n/a ({_clip(result['error'])})"
 
 
 def _row(cells: Iterable[str]) -> str:
@@ -138,9 +160,15 @@ def _details(results: list[dict[str, Any]]) -> list[str]:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    """The whole report as markdown: setup, two summary tables, per-workload details."""
+    """The whole report as markdown: setup, summary tables, details, pool and memory.
+
+    Sections of parts that did not run (no throughput cells, no `pool` or
+    `memory` key) are left out. Pool and memory charts listed in
+    `report["charts"]` are shown in their sections.
+    """
     m, s = report["machine"], report["settings"]
     results = report["results"]
+    charts = report.get("charts", [])
     drivers = ", ".join(f"{d} {v}" for d, v in m["drivers"].items()) or "none measured"
     loops = ", ".join(f"{d}: {loop}" for d, loop in m["event_loops"].items())
     lines = [
@@ -149,25 +177,180 @@ def markdown(report: dict[str, Any]) -> str:
         f"- Machine: {m['cpu']}, {m['cores']} cores, {m['platform']}",
         f"- {m['python']}; {m['server']}",
         f"- Drivers: {drivers}" + (f"; async event loop: {loops}" if loops else ""),
-        f"- Cells: {s['warmup']:g} s warm-up, then {s['duration']:g} s measured; "
-        f"concurrency {', '.join(map(str, s['concurrency']))}; "
-        f"pinning {'client core 0, server core 1 at c=1' if s['pin'] else 'off'}",
-        "",
-        "## Rows/s (ratio to asyncpg)",
-        "",
-        "A/A is asyncpg measured a second time in the same run: how far a ratio",
-        "moves from 1.00 by noise alone.",
-        "",
-        *_matrix(results, "rows_per_s", si, with_ratio=True),
-        "",
-        "## Client CPU µs per query (lower is better)",
-        "",
-        *_matrix(results, "cpu_per_query_us", lambda v: f"{v:.1f}", with_ratio=False),
-        "",
-        "## Details",
-        *_details(results),
     ]
+    if results:
+        lines.append(
+            f"- Cells: {s['warmup']:g} s warm-up, then {s['duration']:g} s measured; "
+            f"concurrency {', '.join(map(str, s['concurrency']))}; "
+            f"pinning {'client core 0, server core 1 at c=1' if s['pin'] else 'off'}")
+    if "pool" in report:
+        lines.append(f"- Pool scenario: {pool_settings_text(report['pool']['settings'])}")
+    if results:
+        lines += [
+            "",
+            "## Rows/s (ratio to asyncpg)",
+            "",
+            "A/A is asyncpg measured a second time in the same run: how far a ratio",
+            "moves from 1.00 by noise alone.",
+            "",
+            *_matrix(results, "rows_per_s", si, with_ratio=True),
+            "",
+            "## Client CPU µs per query (lower is better)",
+            "",
+            *_matrix(results, "cpu_per_query_us", lambda v: f"{v:.1f}", with_ratio=False),
+            "",
+            "## Details",
+            *_details(results),
+        ]
+    if "pool" in report:
+        lines += ["", *pool_markdown(report["pool"], POOL_CHART if POOL_CHART in charts else None)]
+    if "memory" in report:
+        lines += ["", *memory_markdown(report["memory"],
+                                       MEMORY_CHART if MEMORY_CHART in charts else None)]
     return "\n".join(lines) + "\n"
+
+
+# -- the pool scenario -----------------------------------------------------------------
+
+
+def pool_settings_text(settings: dict[str, Any]) -> str:
+    """The pool scenario's settings in one line of prose."""
+    low, high = settings["queries_per_request"]
+    rounds = settings.get("rounds", 1)
+    return (f"{low} to {high} queries per request, pool size {settings['pool_size']}, "
+            f"{', '.join(map(str, settings['levels']))} concurrent users; "
+            f"{settings['warmup']:g} s warm-up, then {settings['duration']:g} s measured per cell"
+            + (f", {rounds} rounds (requests/s over all, percentiles the median round's)"
+               if rounds > 1 else "")
+            + f"; mypgdriver-connect opens a connection per {settings['connect_per']}")
+
+
+def _pool_labels(results: list[dict[str, Any]]) -> list[str]:
+    """Contenders in table order: asyncpg's pool, ours, no pool, the others; no A/A."""
+    rank = {pool_scenario.BASELINE: 0, "mypgdriver-pool": 1, "mypgdriver-connect": 2}
+    seen = dict.fromkeys(r["contender"] for r in results if r["contender"] != pool_scenario.AA_LABEL)
+    return sorted(seen, key=lambda c: rank.get(c, 3))
+
+
+def _pool_levels(results: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:
+    """users -> contender label -> result."""
+    levels: dict[int, dict[str, dict[str, Any]]] = {}
+    for r in results:
+        levels.setdefault(r["users"], {})[r["contender"]] = r
+    return levels
+
+
+def pool_markdown(pool: dict[str, Any], chart: str | None = None) -> list[str]:
+    """The pool scenario's tables: requests/s per level and contender, then the details."""
+    results = pool["results"]
+    labels = _pool_labels(results)
+    levels = _pool_levels(results)
+    control = any(r["contender"] == pool_scenario.AA_LABEL for r in results)
+    base_name = pool_scenario.BASELINE
+    lines = [
+        "## Pool scenario: requests/s (ratio to asyncpg's pool)",
+        "",
+        "Simulated web requests: each takes a connection from the pool, runs 4 to 10",
+        "small queries (lookups, a short range, a count, a one-row update) and gives it",
+        "back; all users run on one event loop. mypgdriver-connect has no pool: it opens",
+        f"a connection per {pool['settings']['connect_per']}."
+        + (" A/A is asyncpg's pool measured a second time." if control else ""),
+        "",
+        _row(["users", *(["A/A"] if control else []), *labels]),
+        _row(["---:", *["---:"] * (int(control) + len(labels))]),
+    ]
+    for users, by_name in levels.items():
+        base = by_name.get(base_name, {}).get("requests_per_s")
+        aa = [_ratio(by_name.get(pool_scenario.AA_LABEL, {}).get("requests_per_s"), base)]
+        cells = []
+        for label in labels:
+            r = by_name.get(label)
+            if r is None:
+                cells.append("")
+            elif "error" in r:
+                cells.append(_na(r))
+            elif base and label != base_name:
+                cells.append(f"{si(r['requests_per_s'])} ({_ratio(r['requests_per_s'], base)})")
+            else:
+                cells.append(si(r["requests_per_s"]))
+        lines.append(_row([str(users), *(aa if control else []), *cells]))
+    if chart:
+        lines += ["", f"![requests/s and p99 latency per contender]({chart})"]
+    header = ["users", "contender", "requests/s", "vs asyncpg-pool", "p50 ms", "p95 ms",
+              "p99 ms", "p99 vs asyncpg-pool", "CPU µs/request", "failed requests"]
+    lines += ["", "## Pool scenario: latency and client CPU per request", "",
+              "Latency is one whole request, from asking for a connection to giving it",
+              "back. CPU is the client process's CPU time over the window divided by the",
+              "requests finished in it.", "",
+              _row(header), _row(["---:", "---", *["---:"] * (len(header) - 2)])]
+    failures = []
+    for users, by_name in levels.items():
+        base = by_name.get(base_name, {})
+        for label in [*labels, *([pool_scenario.AA_LABEL] if control else [])]:
+            r = by_name.get(label)
+            if r is None:
+                continue
+            if "error" in r:
+                lines.append(_row([str(users), label, _na(r)] + [""] * (len(header) - 3)))
+                continue
+            lines.append(_row([
+                str(users), label, si(r["requests_per_s"]),
+                _ratio(r["requests_per_s"], base.get("requests_per_s")),
+                ms(r["latency_p50_ms"]), ms(r["latency_p95_ms"]), ms(r["latency_p99_ms"]),
+                _ratio(r["latency_p99_ms"], base.get("latency_p99_ms")),
+                f"{r['cpu_per_request_us']:,.0f}", str(r["errors"]),
+            ]))
+            if r.get("first_error"):
+                failures.append(f"- {label}, {users} users: {r['errors']} failed requests, "
+                                f"the first with {_clip(r['first_error'], 4 * ERROR_WIDTH)}")
+    if failures:
+        lines += ["", *failures]
+    return lines
+
+
+# -- the memory probe ------------------------------------------------------------------
+
+
+def memory_markdown(probe: dict[str, Any], chart: str | None = None) -> list[str]:
+    """The cursor memory probe's table: peak RSS growth per driver against the target."""
+    rows, target = probe["rows"], probe["target_mb"]
+    header = ["driver", "peak RSS +MB", f"under {target:g} MB", "rows/s", "seconds",
+              "RSS at start MB"]
+    lines = [
+        f"## Memory: {rows:,} rows through a cursor",
+        "",
+        f"Peak RSS growth of a fresh client process while one connection streams {rows:,}",
+        f"rows (int, text, float8) through a server-side cursor, {CURSOR_BATCH:,} per",
+        f"fetch, keeping none. Target: under {target:g} MB.",
+        "",
+        _row(header),
+        _row(["---", *["---:"] * (len(header) - 1)]),
+    ]
+    for r in probe["results"]:
+        if "error" in r:
+            lines.append(_row([r["driver"], _na(r)] + [""] * (len(header) - 2)))
+            continue
+        growth = r["peak_rss_growth_mb"]
+        lines.append(_row([
+            r["driver"], f"{growth:.1f}", "yes" if growth < target else "**no**",
+            si(r["rows_per_s"]), f"{r['seconds']:.2f}", f"{r['rss_start_mb']:.1f}",
+        ]))
+    if any(r.get("method", "VmHWM") != "VmHWM" for r in probe["results"] if "error" not in r):
+        lines += ["", "The peak could not be reset before streaming here (no",
+                  "`/proc/self/clear_refs`): growths are from `ru_maxrss` and may be too high."]
+    if chart:
+        lines += ["", f"![peak RSS growth per driver]({chart})"]
+    return lines
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the file-only backend; raises ImportError without matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def charts(results: list[dict[str, Any]], outdir: Path) -> list[str]:
@@ -175,11 +358,11 @@ def charts(results: list[dict[str, Any]], outdir: Path) -> list[str]:
 
     Raises ImportError when matplotlib is missing.
     """
+    if not results:
+        return []
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     workloads = list(dict.fromkeys(r["workload"] for r in results))
     labels = _labels(results)
     groups = _groups(results)
@@ -223,9 +406,83 @@ def charts(results: list[dict[str, Any]], outdir: Path) -> list[str]:
     handles, names = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=min(len(labels), 7))
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.savefig(outdir / "rows_per_s.png", dpi=100)
+    fig.savefig(outdir / OVERVIEW_CHART, dpi=100)
     plt.close(fig)
-    return ["rows_per_s.png", *files]
+    return [OVERVIEW_CHART, *files]
+
+
+def pool_chart(results: list[dict[str, Any]], outdir: Path) -> list[str]:
+    """POOL_CHART: requests/s and p99 latency per contender, grouped by users.
+
+    Returns the file names written (none without results); raises
+    ImportError when matplotlib is missing.
+    """
+    if not results:
+        return []
+    import matplotlib
+
+    plt = _pyplot()
+    levels = _pool_levels(results)
+    labels = _pool_labels(results)
+    if any(r["contender"] == pool_scenario.AA_LABEL for r in results):
+        labels.append(pool_scenario.AA_LABEL)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    width = 0.8 / len(labels)
+    # p99 on a log scale: connecting per query is a hundred times slower
+    # than any pool and would flatten the pools' bars to nothing.
+    panels = (("requests_per_s", "requests/s (higher is better)", si, "linear"),
+              ("latency_p99_ms", "p99 latency, ms, log scale (lower is better)",
+               lambda v: f"{v:g}", "log"))
+    for ax, (metric, title, fmt, scale) in zip(axes, panels):
+        ax.set_yscale(scale)
+        for i, label in enumerate(labels):
+            cells = [by_name.get(label, {}) for by_name in levels.values()]
+            xs = [x + i * width for x in range(len(levels))]
+            ax.bar(xs, [cell.get(metric) or 0 for cell in cells], width, label=label,
+                   color=plt.get_cmap("tab10")(i % 10))
+            for x, cell in zip(xs, cells):
+                if "error" in cell:  # at the bottom of the axes, log scale or not
+                    ax.text(x, 0.01, " n/a", rotation=90, ha="center", va="bottom",
+                            fontsize="x-small", transform=ax.get_xaxis_transform())
+        ax.set_xticks([x + width * (len(labels) - 1) / 2 for x in range(len(levels))])
+        ax.set_xticklabels([f"{users} users" for users in levels])
+        ax.set_title(title)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _, f=fmt: f(v)))
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=len(labels))
+    fig.suptitle("Pool scenario: simulated web requests")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.savefig(outdir / POOL_CHART, dpi=100)
+    plt.close(fig)
+    return [POOL_CHART]
+
+
+def memory_chart(probe: dict[str, Any], outdir: Path) -> list[str]:
+    """MEMORY_CHART: peak RSS growth per driver against the target line.
+
+    Returns the file names written (none without results); raises
+    ImportError when matplotlib is missing.
+    """
+    results = probe["results"]
+    if not results:
+        return []
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(results) + 1.8))
+    names = [r["driver"] for r in results]
+    ax.barh(names, [r.get("peak_rss_growth_mb") or 0 for r in results], color="tab:blue")
+    for y, r in enumerate(results):
+        text = " n/a" if "error" in r else f" {r['peak_rss_growth_mb']:.1f} MB"
+        ax.text(r.get("peak_rss_growth_mb") or 0, y, text, va="center", fontsize="small")
+    ax.axvline(probe["target_mb"], color="tab:red", linestyle="--",
+               label=f"target: under {probe['target_mb']:g} MB")
+    ax.invert_yaxis()  # first driver on top, as in the table
+    ax.set_xlabel("peak RSS growth, MB")
+    ax.set_title(f"Memory: {probe['rows']:,} rows through a cursor")
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(outdir / MEMORY_CHART, dpi=100)
+    plt.close(fig)
+    return [MEMORY_CHART]
 
 
 def save(report: dict[str, Any], outdir: Path, latest: Path | None) -> list[str]:
@@ -237,12 +494,18 @@ def save(report: dict[str, Any], outdir: Path, latest: Path | None) -> list[str]
     notes = []
     try:
         report["charts"] = charts(report["results"], outdir)
+        if "pool" in report:
+            report["charts"] += pool_chart(report["pool"]["results"], outdir)
+        if "memory" in report:
+            report["charts"] += memory_chart(report["memory"], outdir)
     except ImportError:
         report["charts"] = []
         notes.append("charts skipped: matplotlib is not installed (pip install matplotlib)")
     text = markdown(report)
-    if report["charts"]:
-        text += "\n## Charts\n\n" + "".join(f"![{n}]({n})\n" for n in report["charts"][:1])
+    # The overview chart closes the report; pool and memory charts are in
+    # their sections already.
+    if OVERVIEW_CHART in report["charts"]:
+        text += f"\n## Charts\n\n![{OVERVIEW_CHART}]({OVERVIEW_CHART})\n"
     (outdir / "results.md").write_text(text)
     (outdir / "results.json").write_text(json.dumps(report, indent=2) + "\n")
     if latest is not None:

@@ -7,10 +7,10 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
 
-from . import pgbench
+from . import memory, pgbench, pool_scenario
 from .server import REPO_ROOT, BenchServer
 from .workloads import BY_NAME, Workload
 
@@ -34,6 +34,38 @@ class Cell:
         return f"{self.workload} c={self.concurrency} {self.label}"
 
 
+@dataclass(frozen=True)
+class PoolCell:
+    """One contender of the pool scenario at one number of concurrent users."""
+
+    users: int
+    contender: str
+    label: str
+
+    def title(self) -> str:
+        return f"{pool_scenario.NAME} users={self.users} {self.label}"
+
+
+@dataclass(frozen=True)
+class MemoryProbe:
+    """One driver streaming 1M rows through a cursor once, for its peak RSS growth."""
+
+    driver: str
+
+    def title(self) -> str:
+        return f"{memory.NAME} {self.driver} (peak RSS)"
+
+
+Job = Union[Cell, PoolCell, MemoryProbe]
+
+# Scenarios that are not throughput cells, selectable by name like workloads.
+SCENARIOS = (pool_scenario.NAME, memory.NAME)
+
+# Seconds a memory probe is expected to take, for the time-left estimate
+# only: 1M rows at 0.5-2M rows/s.
+PROBE_NOMINAL = 1.5
+
+
 @dataclass
 class Options:
     """What to run and for how long (seconds), from the command line."""
@@ -45,51 +77,101 @@ class Options:
     warmup: float
     pin: bool = False
     aa_control: bool = True
+    # Named entries of SCENARIOS to run after the throughput cells.
+    scenarios: list[str] = field(default_factory=list)
+    pool_users: list[int] = field(default_factory=lambda: list(pool_scenario.DEFAULT_LEVELS))
+    pool_size: int = pool_scenario.DEFAULT_POOL_SIZE
 
 
-def plan(options: Options) -> list[Cell]:
+def plan(options: Options) -> list[Job]:
     """The cells to run, in order.
 
     For each workload and concurrency: asyncpg first (the baseline), the
     others, then asyncpg again as the A/A control, so the control also sees
-    whatever drift happened while the others ran.
+    whatever drift happened while the others ran. Then the pool scenario,
+    level by level in the same order (asyncpg's pool first and last), and
+    the memory probes, one per driver.
     """
     order = sorted(options.drivers, key=lambda d: d != "asyncpg")
-    cells = []
+    cells: list[Job] = []
     for workload in options.workloads:
         for concurrency in options.concurrency:
             for driver in order:
                 cells.append(Cell(workload, concurrency, driver, driver))
             if options.aa_control and "asyncpg" in options.drivers:
                 cells.append(Cell(workload, concurrency, "asyncpg", AA_LABEL))
+    if pool_scenario.NAME in options.scenarios:
+        contenders = pool_scenario.contenders_for(options.drivers, options.aa_control)
+        for users in options.pool_users:
+            cells += [PoolCell(users, contender, label) for contender, label in contenders]
+    if memory.NAME in options.scenarios:
+        cells += [MemoryProbe(driver) for driver in memory.probe_drivers(order)]
     return cells
+
+
+@dataclass
+class RunResults:
+    """Results of a run, one list per kind of job, each in run order."""
+
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    pool: list[dict[str, Any]] = field(default_factory=list)
+    memory: list[dict[str, Any]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.cells) + len(self.pool) + len(self.memory)
+
+    def add(self, job: Job, result: dict[str, Any]) -> None:
+        """File `result` under its job, with the keys that say which job it was."""
+        if isinstance(job, PoolCell):
+            self.pool.append({"users": job.users, "contender": job.label, **result})
+        elif isinstance(job, MemoryProbe):
+            self.memory.append({"driver": job.driver, **result})
+        else:
+            self.cells.append({"workload": job.workload, "concurrency": job.concurrency,
+                               "driver": job.label, **result})
 
 
 class Progress:
     """Progress lines on stderr: what runs, how many cells are left, time left."""
 
-    def __init__(self, cells: list[Cell], options: Options) -> None:
+    def __init__(self, cells: list[Job], options: Options) -> None:
+        self.nominals = [nominal_seconds(cell, options) for cell in cells]
         self.total = len(cells)
         self.done = 0
-        self.nominal = options.warmup + options.duration
         self.overhead = 1.0  # per-cell setup + process start, refined as cells finish
         self.started = time.monotonic()
 
-    def start(self, cell: Cell) -> None:
-        left = (self.total - self.done) * (self.nominal + self.overhead)
+    def start(self, cell: Job) -> None:
+        left = sum(self.nominals[self.done:]) + (self.total - self.done) * self.overhead
         print(f"[{self.done + 1}/{self.total}] {cell.title()} ... "
               f"(about {_minutes(left)} left)", file=sys.stderr, flush=True)
 
-    def finish(self, cell: Cell, result: dict[str, Any]) -> None:
+    def finish(self, cell: Job, result: dict[str, Any]) -> None:
         self.done += 1
         elapsed = time.monotonic() - self.started
-        self.overhead = max(0.0, elapsed / self.done - self.nominal)
-        if "error" in result:
-            outcome = f"n/a ({result['error']})"
-        else:
-            outcome = (f"{result['rows_per_s']:,.0f} rows/s, {result['queries_per_s']:,.0f} q/s, "
-                       f"{result['cpu_per_query_us']:,.1f} µs CPU/query")
-        print(f"      {outcome}", file=sys.stderr, flush=True)
+        self.overhead = max(0.0, (elapsed - sum(self.nominals[:self.done])) / self.done)
+        print(f"      {outcome(cell, result)}", file=sys.stderr, flush=True)
+
+
+def nominal_seconds(cell: Job, options: Options) -> float:
+    """How long a job should take, setup and process start aside."""
+    return PROBE_NOMINAL if isinstance(cell, MemoryProbe) else options.warmup + options.duration
+
+
+def outcome(cell: Job, result: dict[str, Any]) -> str:
+    """One line saying how a job went, for the progress output."""
+    if "error" in result:
+        return f"n/a ({result['error']})"
+    if isinstance(cell, PoolCell):
+        errors = f", {result['errors']} failed requests" if result["errors"] else ""
+        return (f"{result['requests_per_s']:,.0f} requests/s, p99 "
+                f"{result['latency_p99_ms']:,.2f} ms, "
+                f"{result['cpu_per_request_us']:,.0f} µs CPU/request{errors}")
+    if isinstance(cell, MemoryProbe):
+        return (f"peak RSS +{result['peak_rss_growth_mb']:,.1f} MB over {result['rows']:,} rows "
+                f"({result['rows_per_s']:,.0f} rows/s)")
+    return (f"{result['rows_per_s']:,.0f} rows/s, {result['queries_per_s']:,.0f} q/s, "
+            f"{result['cpu_per_query_us']:,.1f} µs CPU/query")
 
 
 def _minutes(seconds: float) -> str:
@@ -146,6 +228,7 @@ class Runner:
         self._expected_rows: dict[str, int] = {}
         self._all_cpus = os.sched_getaffinity(0)
         self._server_cpus: set[int] | None = None
+        self._pool_table = False  # the pool scenario's table exists on the server
 
     def expected_rows(self, w: Workload) -> int:
         """Rows one iteration must return, counted on the server when it varies."""
@@ -167,23 +250,66 @@ class Runner:
                   file=sys.stderr)
         self._server_cpus = wanted
 
-    def run(self, cells: list[Cell], on_start: Callable[[Cell], None],
-            on_finish: Callable[[Cell, dict[str, Any]], None]) -> list[dict[str, Any]]:
+    def run(self, cells: list[Job], on_start: Callable[[Job], None],
+            on_finish: Callable[[Job, dict[str, Any]], None]) -> RunResults:
         """Run `cells` in order; on Ctrl-C, stop and return what was measured."""
-        results = []
+        results = RunResults()
         try:
             for cell in cells:
                 on_start(cell)
                 try:
-                    result = self.run_cell(cell)
+                    result = self.run_job(cell)
                 except Exception as exc:  # noqa: BLE001 - one broken cell must not end the run
                     result = {"error": f"harness: {type(exc).__name__}: {exc}"}
                 on_finish(cell, result)
-                results.append({"workload": cell.workload, "concurrency": cell.concurrency,
-                                "driver": cell.label, **result})
+                results.add(cell, result)
         except KeyboardInterrupt:
             print("interrupted: reporting the cells measured so far", file=sys.stderr)
+        finally:
+            if self._pool_table:
+                for sql in pool_scenario.TEARDOWN_SQL:
+                    self.server.psql(sql)
+                self._pool_table = False
         return results
+
+    def run_job(self, job: Job) -> dict[str, Any]:
+        """Run one job of any kind and return its result."""
+        if isinstance(job, PoolCell):
+            return self.run_pool_cell(job)
+        if isinstance(job, MemoryProbe):
+            return self.run_memory_probe(job)
+        return self.run_cell(job)
+
+    def run_pool_cell(self, cell: PoolCell) -> dict[str, Any]:
+        """One contender at one level of the pool scenario, in a worker process."""
+        o = self.options
+        self._pin_server(None)
+        try:
+            if not self._pool_table:
+                for sql in pool_scenario.SETUP_SQL:
+                    self.server.psql(sql)
+                self._pool_table = True
+            pool_scenario.settle(self.server.psql)
+        except Exception as exc:  # noqa: BLE001 - a broken setup is this cell's n/a
+            return {"error": f"setup failed: {exc}"}
+        spec = {"scenario": pool_scenario.NAME, "contender": cell.contender,
+                "users": cell.users, "pool_size": o.pool_size,
+                "connect_per": pool_scenario.DEFAULT_CONNECT_PER,
+                "warmup": o.warmup, "duration": o.duration, "params": self.server.params}
+        result = pool_scenario.verify(
+            run_worker(spec, None, o.warmup + o.duration + CELL_GRACE))
+        if "error" in result:
+            self.server.terminate_other_backends()
+        return result
+
+    def run_memory_probe(self, probe: MemoryProbe) -> dict[str, Any]:
+        """One driver streaming CURSOR_1M once in a fresh worker process."""
+        self._pin_server(None)
+        spec = {"scenario": memory.NAME, "driver": probe.driver, "params": self.server.params}
+        result = memory.verify(run_worker(spec, None, memory.PROBE_TIMEOUT))
+        if "error" in result:
+            self.server.terminate_other_backends()
+        return result
 
     def run_cell(self, cell: Cell) -> dict[str, Any]:
         w = BY_NAME[cell.workload]

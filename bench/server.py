@@ -28,6 +28,9 @@ BENCH_SETTINGS: dict[str, Any] = {
     "shared_buffers": "256MB",
     "max_wal_size": "8GB",
     "checkpoint_timeout": "1h",
+    # The pool scenario's connect-per-query contender has up to 100 sessions
+    # open while the backends of the ones it just closed are still exiting.
+    "max_connections": 400,
 }
 
 
@@ -40,9 +43,9 @@ class BenchServer:
         self.version = self.psql("SHOW server_version").strip()
 
     @classmethod
-    def start(cls) -> "BenchServer":
-        """Use `$MYPGDRIVER_BENCH_DSN`, or start a throwaway server."""
-        dsn = os.environ.get(DSN_ENV)
+    def start(cls, dsn: str | None = None) -> "BenchServer":
+        """Use `dsn`, else `$MYPGDRIVER_BENCH_DSN`, else start a throwaway server."""
+        dsn = dsn or os.environ.get(DSN_ENV)
         if dsn:
             ext = ExternalCluster(dsn)
             params = {"host": ext.host, "port": ext.port, "user": ext.user, "database": ext.database}

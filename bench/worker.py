@@ -4,6 +4,9 @@ Reads a JSON spec on stdin ({driver, workload, concurrency, warmup,
 duration, params, expected_rows}), runs the workload on `concurrency`
 connections (tasks on one event loop for async drivers, threads for sync
 ones), and prints one JSON line with the results, or with `error` set.
+A spec with `scenario` set runs that instead: "pool" (one contender at one
+level of the pool scenario, `bench.pool_scenario.run_spec`) or "cursor_1m"
+(the memory probe, `bench.memory.run_probe`).
 A separate process per cell keeps drivers from disturbing each other
 (imports, memory, a crash) and makes the process's CPU time the driver's.
 """
@@ -20,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import drivers
+from . import drivers, memory, pool_scenario
 from .stats import cell_result
 from .workloads import BY_NAME
 
@@ -236,11 +239,24 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
+def run(spec: dict[str, Any], result: dict[str, Any]) -> None:
+    """Run what `spec` asks for: a throughput cell, a pool cell or a memory probe."""
+    scenario = spec.get("scenario")
+    if scenario is None:
+        run_cell(spec, result)
+    elif scenario == pool_scenario.NAME:
+        pool_scenario.run_spec(spec, result)
+    elif scenario == memory.NAME:
+        memory.run_probe(spec, result)
+    else:
+        raise ValueError(f"unknown scenario {scenario!r}")
+
+
 def main() -> None:
     spec = json.loads(sys.stdin.read())
     result: dict[str, Any] = {}
     try:
-        run_cell(spec, result)
+        run(spec, result)
     except BaseException as exc:  # noqa: BLE001 - every failure becomes an n/a cell
         result["error"] = describe_error(exc)
     sys.stdout.write(json.dumps(result) + "\n")

@@ -47,3 +47,33 @@ def test_worker_turns_an_unknown_driver_into_an_error_cell():
     spec = {"driver": "no-such-driver", "workload": "oneplusone", "concurrency": 1,
             "warmup": 0.0, "duration": 0.1, "params": {}}
     assert run_worker(spec, None, timeout=60) == {"error": "KeyError: 'no-such-driver'"}
+
+
+def test_pool_scenario_and_memory_probe_run_and_are_saved(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--drivers", "asyncpg", "--workloads", "pool,cursor_1m",
+         "--pool-users", "3", "--pool-size", "2", "--duration", "0.3", "--warmup", "0.1",
+         "--output", str(tmp_path)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "latest" / "results.json").read_text())
+    assert report["results"] == []
+    assert report["pool"]["settings"]["levels"] == [3]
+    assert report["pool"]["settings"]["pool_size"] == 2
+    pool = {(r["users"], r["contender"]): r for r in report["pool"]["results"]}
+    assert sorted(pool) == [(3, "asyncpg-pool"), (3, "asyncpg-pool (A/A)")]
+    for cell in pool.values():
+        assert "error" not in cell, cell
+        assert cell["requests"] > 0
+        assert 4 * cell["requests"] <= cell["queries"] <= 10 * cell["requests"]
+        assert cell["driver_version"] == asyncpg.__version__
+    (probe,) = report["memory"]["results"]
+    assert probe["driver"] == "asyncpg"
+    assert "error" not in probe, probe
+    assert probe["rows"] == 1_000_000
+    assert probe["peak_rss_growth_mb"] >= 0
+    assert report["memory"]["target_mb"] == 50.0
+    assert "| users | A/A | asyncpg-pool |" in proc.stdout
+    assert "| asyncpg | " in proc.stdout
+    assert "## Memory: 1,000,000 rows through a cursor" in proc.stdout
