@@ -51,6 +51,7 @@ DEFAULT_SOCKET_DIRS: tuple[str, ...] = (
     "/private/tmp",
 )
 
+TLS_VERSIONS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
 SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 SSL_NEGOTIATIONS = ("postgres", "direct")
 CHANNEL_BINDINGS = ("disable", "prefer", "require")
@@ -68,7 +69,6 @@ _SSL_REQUIRED_MODES = ("require", "verify-ca", "verify-full")
 _IGNORED_KEYWORDS = frozenset({
     "krbsrvname", "gsslib", "gssencmode", "gssdelegation", "tty",
     "sslcompression", "sslsni", "sslcertmode", "sslkeylogfile",
-    "ssl_min_protocol_version", "ssl_max_protocol_version",
     "tcp_user_timeout", "requiressl",
 })
 
@@ -135,6 +135,8 @@ class ConnectParams:
     sslpassword: str | None = field(default=None, repr=False)
     sslcrl: str | None = None
     sslnegotiation: str = "postgres"
+    ssl_min_protocol_version: str = "TLSv1.2"    # libpq's default
+    ssl_max_protocol_version: str | None = None
     channel_binding: str = "prefer"
     target_session_attrs: str = "any"
     load_balance_hosts: str = "disable"
@@ -276,6 +278,10 @@ _OPTIONS: tuple[_Option, ...] = (
     _Option("sslcrl", ("sslcrl",), "PGSSLCRL", _parse_str),
     _Option("sslnegotiation", ("sslnegotiation",), "PGSSLNEGOTIATION",
             _one_of(SSL_NEGOTIATIONS), "postgres"),
+    _Option("ssl_min_protocol_version", ("ssl_min_protocol_version",),
+            "PGSSLMINPROTOCOLVERSION", _one_of(TLS_VERSIONS), "TLSv1.2"),
+    _Option("ssl_max_protocol_version", ("ssl_max_protocol_version",),
+            "PGSSLMAXPROTOCOLVERSION", _one_of(TLS_VERSIONS)),
     _Option("channel_binding", ("channel_binding",), "PGCHANNELBINDING",
             _one_of(CHANNEL_BINDINGS), "prefer"),
     _Option("target_session_attrs", ("target_session_attrs",),

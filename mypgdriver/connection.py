@@ -178,9 +178,9 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         return await self._executemany(command, args, timeout)
 
     async def _executemany(self, command: str, args, timeout) -> None:
-        await self._ready()
         if timeout is None:
             timeout = self._command_timeout
+        await self._ready(timeout)
         deadline = None if timeout is None else self._loop.time() + timeout
         state = self._stmt_cache.get(command)
         if state is None:
@@ -201,6 +201,12 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         Like executemany() (one pipeline, atomic), but the rows every
         execution returns (e.g. ``INSERT ... RETURNING``) come back in order.
         """
+        if self._query_loggers:
+            return await self._log_query(
+                self._fetchmany(query, args, timeout, record_class), query, args, timeout)
+        return await self._fetchmany(query, args, timeout, record_class)
+
+    async def _fetchmany(self, query: str, args, timeout, record_class) -> list:
         self._check_open()
         if timeout is None:
             timeout = self._command_timeout
@@ -255,7 +261,7 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         except asyncio.CancelledError as exc:
             # Our own timeout or cancel() interrupting a stalled async source
             # is a timeout / query cancel for the caller, not a cancellation.
-            replacement = stream_interrupted(proto, exc)
+            replacement = stream_interrupted(proto, exc, fut)
             if replacement is not None:
                 raise replacement from None
             proto.abandon()
@@ -320,9 +326,9 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         """
         if record_class is not None:
             check_record_class(record_class)
-        await self._ready()
         if timeout is None:
             timeout = self._command_timeout
+        await self._ready(timeout)
         if name is None and self._is_cacheable(query):
             state = self._stmt_cache.get(query)
             if state is None:
@@ -430,15 +436,16 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         defaults: one round trip.
         """
         self._check_open()
-        query = self._reset_query()
+        query = self.get_reset_query()
         if self.is_in_transaction() or self._top_xact is not None:
             query = 'ROLLBACK;\n' + query
         self._top_xact = None
         self._listeners.clear()
+        self._log_listeners.clear()
         await self.execute(query, timeout=timeout)
 
     def get_reset_query(self) -> str:
-        """The SQL that reset() runs (asyncpg-compatible)."""
+        """The SQL that reset() runs; override it in a connection_class to change the reset."""
         return self._reset_query()
 
     def _reset_query(self) -> str:

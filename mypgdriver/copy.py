@@ -358,7 +358,7 @@ async def _iterate(iterable: Iterable) -> AsyncIterable:
         yield item
 
 
-def stream_interrupted(proto, exc: BaseException) -> Optional[BaseException]:
+def stream_interrupted(proto, exc: BaseException, fut) -> Optional[BaseException]:
     """After an exception while feeding user data: the error the caller should get.
 
     The protocol cancels the feeding task itself when the operation times
@@ -376,6 +376,13 @@ def stream_interrupted(proto, exc: BaseException) -> Optional[BaseException]:
     if task is not None and hasattr(task, 'uncancel'):
         task.uncancel()
     proto.abandon()
+    # The caller gets the replacement, not the operation's own outcome:
+    # consume it so asyncio does not report it as never retrieved.
+    if fut.done():
+        if not fut.cancelled():
+            fut.exception()
+    else:
+        fut.cancel()
     if reason == 1:
         return asyncio.TimeoutError()
     return exceptions.QueryCanceledError('canceling statement due to user request')
@@ -685,7 +692,7 @@ class CopyMixin:
             proto.end_stream()
             proto.copy_in_done()
         except BaseException as exc:
-            replacement = stream_interrupted(proto, exc)
+            replacement = stream_interrupted(proto, exc, fut)
             if replacement is not None:
                 raise replacement from None
             await self._fail_copy_in(fut, exc)
@@ -720,7 +727,7 @@ class CopyMixin:
             proto.end_stream()
             proto.copy_in_done()
         except BaseException as exc:
-            replacement = stream_interrupted(proto, exc)
+            replacement = stream_interrupted(proto, exc, fut)
             if replacement is not None:
                 raise replacement from None
             await self._fail_copy_in(fut, exc)

@@ -85,7 +85,7 @@ class BaseCursor:
 
     async def _prepare(self, timeout) -> None:
         conn = self._connection
-        await conn._ready()
+        await conn._ready(timeout)
         state = conn._stmt_cache.get(self._query)
         if state is None:
             state = await conn._prepare_state(self._query, timeout)
@@ -104,7 +104,7 @@ class BaseCursor:
         if self._portal is not None:
             raise exceptions.InterfaceError('cursor already has an open portal')
         conn = self._connection
-        await conn._ready()
+        await conn._ready(timeout)
         portal = f'__mypg_portal_{conn._id}_{next(conn._cursor_ids)}__'
         try:
             rows = await conn._bind_portal(self._state, self._args, portal, limit, timeout,
@@ -123,7 +123,7 @@ class BaseCursor:
         if self._portal is not None:
             raise exceptions.InterfaceError('cursor already has an open portal')
         conn = self._connection
-        await conn._ready()
+        await conn._ready(timeout)
         portal = f'__mypg_portal_{conn._id}_{next(conn._cursor_ids)}__'
         try:
             await conn._await_op(conn._protocol.bind_portal(
@@ -139,7 +139,7 @@ class BaseCursor:
         if self._portal is None:
             raise exceptions.InterfaceError('cursor does not have an open portal')
         conn = self._connection
-        await conn._ready()
+        await conn._ready(timeout)
         proto = conn._protocol
         try:
             rows = await conn._await_op(proto.execute_portal(
@@ -156,7 +156,7 @@ class BaseCursor:
         portal, self._portal = self._portal, None
         if portal is None or conn.is_closed():
             return
-        await conn._ready()
+        await conn._ready(timeout)
         await conn._await_op(conn._protocol.close_portals([portal], timeout))
 
 

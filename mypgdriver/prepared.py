@@ -101,9 +101,9 @@ class PreparedStatement:
         """
         self._check_usable('executemany')
         conn = self._connection
-        await conn._ready()
         if timeout is None:
             timeout = conn._command_timeout
+        await conn._ready(timeout)
         deadline = None if timeout is None else conn._loop.time() + timeout
         await self._refresh(timeout)
         try:
@@ -128,9 +128,9 @@ class PreparedStatement:
         """
         self._check_usable('fetchmany')
         conn = self._connection
-        await conn._ready()
         if timeout is None:
             timeout = conn._command_timeout
+        await conn._ready(timeout)
         deadline = None if timeout is None else conn._loop.time() + timeout
         await self._refresh(timeout)
         try:
@@ -216,7 +216,7 @@ class PreparedStatement:
         if self._fixed_name:
             # The user's name is still taken on the server: free it first.
             conn._queue_statement_close(old)
-            await conn._ready()
+            await conn._ready(timeout)
             new = await conn._prepare_state(self._query, timeout, name=old.name, cache=False)
         else:
             new = await conn._prepare_state(self._query, timeout, cache=False, named=True)

@@ -19,6 +19,12 @@ import ssl
 from mypgdriver import exceptions
 
 SSL_REQUEST_CODE = 80877103
+_TLS_VERSIONS = {
+    'TLSv1': ssl.TLSVersion.TLSv1,
+    'TLSv1.1': ssl.TLSVersion.TLSv1_1,
+    'TLSv1.2': ssl.TLSVersion.TLSv1_2,
+    'TLSv1.3': ssl.TLSVersion.TLSv1_3,
+}
 _ALPN = 'postgresql'
 
 
@@ -38,7 +44,13 @@ def make_ssl_context(params, *, direct: bool = False) -> ssl.SSLContext:
         return ctx
     mode = params.sslmode
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.minimum_version = _TLS_VERSIONS[params.ssl_min_protocol_version]
+    if params.ssl_max_protocol_version:
+        ctx.maximum_version = _TLS_VERSIONS[params.ssl_max_protocol_version]
+        if ctx.maximum_version < ctx.minimum_version:
+            raise exceptions.ClientConfigurationError(
+                f'ssl_max_protocol_version {params.ssl_max_protocol_version} is lower than '
+                f'ssl_min_protocol_version {params.ssl_min_protocol_version}')
     rootcert = params.sslrootcert or os.path.join(_postgresql_dir(), 'root.crt')
     verify = mode in ('verify-ca', 'verify-full')
     if mode == 'require' and (params.sslrootcert or os.path.exists(rootcert)):

@@ -28,7 +28,7 @@ class TypeCodecsMixin:
         if info.category == 'A' or info.kind in ('r', 'm', 'p'):
             raise exceptions.UnsupportedClientFeatureError(
                 f'custom codecs on {_kind_label(info)} types are not supported '
-                f'({schema}.{typename}); set a codec on the element type instead')
+                f'({info.schema}.{info.name}); set a codec on the element type instead')
         core = self._codecs.get_codec(info.oid)
         codec = make_user_codec(info.oid, info.name, info.schema, format, encoder, decoder, core)
         self._codecs.set_override(info.oid, codec)
@@ -67,14 +67,22 @@ class TypeCodecsMixin:
             'SELECT t.oid FROM pg_catalog.pg_type t '
             'JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace '
             'WHERE t.typname = $1 AND n.nspname = $2', typename, schema)
-        if not rows:
-            # Standard SQL spellings ('character varying', 'int') resolve
-            # through regtype; a name that is not a type makes it NULL.
-            oid = await self.fetchval('SELECT pg_catalog.to_regtype($1)::pg_catalog.oid', typename)
+        if rows:
+            oid = rows[0][0]
+        else:
+            oid = None
+            if schema == 'public':
+                # Standard SQL spellings ('character varying', 'int') exist
+                # only as regtype input, resolved through the search path.
+                # Other schemas must match exactly: a bare name could pick a
+                # type from somewhere else.
+                try:
+                    oid = await self.fetchval(
+                        'SELECT pg_catalog.to_regtype($1)::pg_catalog.oid', typename)
+                except exceptions.PostgresSyntaxError:
+                    oid = None
             if oid is None:
                 raise ValueError(f'unknown type: {schema}.{typename}')
-        else:
-            oid = rows[0][0]
         info = self._codecs.type_info(oid)
         if info is None:
             await self._introspect_types([oid], None)

@@ -711,3 +711,31 @@ async def test_cancellation_loop_over_tls(tls_cluster):
     seed = int(os.environ.get("MYPG_CANCEL_SEED", "20261121")) + 2
     outcomes = await run_cancellation_loop(kwargs, seed, 300, "mypg_cancel_loop_tls")
     check_loop_outcomes(outcomes, 300)
+
+
+# --- TLS protocol version bounds --------------------------------------------------------
+
+@pytest.mark.parametrize("bounds, expected", [
+    ({"ssl_max_protocol_version": "TLSv1.2"}, "TLSv1.2"),
+    ({"ssl_min_protocol_version": "TLSv1.3"}, "TLSv1.3"),
+])
+async def test_ssl_protocol_version_bounds_are_applied(tls_cluster, bounds, expected):
+    conn = await mypgdriver.connect(dsn(tls_cluster, sslmode="require", **bounds), timeout=10)
+    try:
+        assert await conn.fetchval(
+            "SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == expected
+    finally:
+        await conn.close()
+
+
+async def test_ssl_max_below_min_is_a_configuration_error(tls_cluster):
+    with pytest.raises(exceptions.ClientConfigurationError, match="lower than"):
+        await mypgdriver.connect(
+            dsn(tls_cluster, sslmode="require", ssl_min_protocol_version="TLSv1.3",
+                ssl_max_protocol_version="TLSv1.2"), timeout=10)
+
+
+async def test_invalid_ssl_protocol_version_is_refused(tls_cluster):
+    with pytest.raises(exceptions.ClientConfigurationError, match="ssl_min_protocol_version"):
+        await mypgdriver.connect(
+            dsn(tls_cluster, sslmode="require", ssl_min_protocol_version="SSLv3"), timeout=10)

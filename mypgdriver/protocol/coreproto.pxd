@@ -55,6 +55,7 @@ cdef class CoreProtocol:
         bint discard_rows                 # after a cancel: drain without decoding
         bint portal_suspended
         object copy_out_sink              # callable(bytes) for COPY TO STDOUT, or None
+        str simple_query_text             # for the query attribute of server errors
         public bint count_rows_only       # Cursor.forward(): count rows, do not decode
         public Py_ssize_t rows_counted
         bint many_sent_any                # executemany: some rows already on the wire

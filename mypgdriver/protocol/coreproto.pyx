@@ -149,6 +149,7 @@ cdef class CoreProtocol:
     # --- outgoing ---
 
     cdef int _reset_result(self) except -1:
+        self.simple_query_text = None
         self._drop_rows()
         self.collecting_rows = False
         self.result_status = None
@@ -177,6 +178,7 @@ cdef class CoreProtocol:
         buf.write_cstr(query)
         buf.end_message()
         self._reset_result()
+        self.simple_query_text = query
         self.state = STATE_SIMPLE_QUERY
         self._write(buf.to_bytes())
         return 0
@@ -507,7 +509,8 @@ cdef class CoreProtocol:
 
     cdef int _on_error_response(self, Frame *frame) except -1:
         err = exceptions.make_server_error(
-            read_fields(frame), self.statement.query if self.statement is not None else None)
+            read_fields(frame),
+            self.statement.query if self.statement is not None else self.simple_query_text)
         if self.result_error is None:
             self.result_error = err
         if self.state == STATE_STARTUP:
