@@ -407,9 +407,6 @@ async def test_ragged_array_is_data_error_naming_the_argument(
     assert await db.fetchval("SELECT $1::int4[]", [[1, 2], [3, 4]]) == [[1, 2], [3, 4]]
 
 
-@pytest.mark.xfail(strict=True, reason='bug: when the first sub-array is empty the rest is not '
-                                        'checked and the whole value is sent as {} (data '
-                                        'silently lost); asyncpg raises DataError')
 @pytest.mark.parametrize('value', [[[], [1]], [[], [1, 2]], [[], 5], [[], None],
                                    [[[]], [[1]]], [[[], []], [[1], [2]]]],
                          ids=['[[],[1]]', '[[],[1,2]]', '[[],5]', '[[],None]', '[[[]],[[1]]]',
@@ -499,16 +496,11 @@ async def test_str_and_bytes_are_elements_not_sub_arrays(db) -> None:
     assert await db.fetchval("SELECT $1::bytea[]", [[b'ab'], [b'cd']]) == [[b'ab'], [b'cd']]
 
 
-@pytest.mark.xfail(strict=True, reason='bug: asyncpg accepts any sized iterable (set, dict '
-                                        'keys view) as an array argument; we raise DataError')
 async def test_sized_iterables_are_accepted_as_arrays_like_asyncpg(db) -> None:
     assert await db.fetchval("SELECT $1::int4[]", {7}) == [7]
     assert await db.fetchval("SELECT $1::int4[]", {8: 'x'}.keys()) == [8]
 
 
-@pytest.mark.xfail(strict=True, reason='bug: a plain tuple inside a geometric array is taken '
-                                        'as a sub-array; asyncpg takes it as a point/box/lseg/'
-                                        'circle element')
 @pytest.mark.parametrize('pgtype, arg, text', [
     ('point[]', [(1, 2), (3, 4)], '{"(1,2)","(3,4)"}'),
     ('box[]', [((1, 2), (3, 4))], '{(3,4),(1,2)}'),

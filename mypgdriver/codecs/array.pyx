@@ -15,7 +15,10 @@ from mypgdriver.protocol.buffer cimport (
 from mypgdriver.codecs.base cimport (
     Codec, make_codec, raise_encode_error, raise_decode_error, FORMAT_BINARY)
 
-from collections.abc import Sequence as _Sequence
+from collections.abc import (
+    Mapping as _Mapping, Sequence as _Sequence, Set as _Set, ValuesView as _ValuesView)
+
+from mypgdriver.protocol.record import Record as _Record
 
 # PostgreSQL's MAXDIM.
 cdef int MAX_DIMS = 6
@@ -64,8 +67,10 @@ cdef object array_decode(Codec codec, Frame *frame):
 
 cdef inline bint is_subarray(object value, bint tuples_are_elements):
     # Lists are always dimensions.  Plain tuples are dimensions too, unless the
-    # element type is itself tuple-shaped (composites), where a tuple is one
-    # element.  Tuple subclasses (Point, Box...) and str/bytes never are.
+    # element type takes tuples as values (composites, ranges, geometry, tid),
+    # where a tuple is one element.  Tuple subclasses (Point, Box...),
+    # str/bytes and mappings never are; other sized iterables (sets, dict
+    # views, custom sequences) are, as in asyncpg.
     cdef type t = type(value)
     if t is list:
         return True
@@ -73,7 +78,28 @@ cdef inline bint is_subarray(object value, bint tuples_are_elements):
         return not tuples_are_elements
     if t is str or t is bytes or t is bytearray or t is memoryview or isinstance(value, tuple):
         return False
-    return isinstance(value, _Sequence) and not isinstance(value, (str, bytes, bytearray))
+    if isinstance(value, (str, bytes, bytearray, _Mapping, _Record)):
+        return False
+    # Sets and dict key/value views: unordered, but sized, as asyncpg takes them.
+    return isinstance(value, (_Sequence, _Set, _ValuesView))
+
+
+cdef bint all_subarrays_empty(object value, bint tuples_are_elements):
+    # True when `value` holds nothing but (nested) empty sub-arrays.
+    for item in value:
+        if not is_subarray(item, tuples_are_elements):
+            return False
+        if len(item) and not all_subarrays_empty(item, tuples_are_elements):
+            return False
+    return True
+
+
+# Element types whose values are plain tuples: (x, y) points, (block, offset) tids...
+cdef set TUPLE_VALUED_ELEMENTS = {600, 601, 603, 628, 718, 27}
+
+
+cdef inline bint takes_tuple_values(Codec elem):
+    return elem.kind == 'composite' or elem.kind == 'range' or elem.oid in TUPLE_VALUED_ELEMENTS
 
 
 cdef int encode_level(Codec codec, Codec elem, WriteBuffer buf, object value, list dims,
@@ -113,8 +139,7 @@ cdef list array_dimensions(Codec codec, object value, bint tuples_are_elements):
     """
     cdef list dims = []
     cdef object probe
-    if isinstance(value, (str, bytes, bytearray, memoryview)) or not (
-            type(value) is list or type(value) is tuple or isinstance(value, _Sequence)):
+    if not (type(value) is list or type(value) is tuple or is_subarray(value, False)):
         raise_encode_error(
             codec, value, f'a sequence is required for an array (got type {type(value).__name__})')
     probe = value
@@ -122,18 +147,26 @@ cdef list array_dimensions(Codec codec, object value, bint tuples_are_elements):
         dims.append(len(probe))
         if len(probe) == 0 or len(dims) > MAX_DIMS:
             break
-        probe = probe[0]
+        probe = next(iter(probe))
         if not is_subarray(probe, tuples_are_elements):
             break
     if len(dims) > MAX_DIMS:
         raise_encode_error(codec, value, f'too many dimensions (PostgreSQL allows {MAX_DIMS})')
+    if dims[len(dims) - 1] == 0 and len(dims) > 1 and not all_subarrays_empty(
+            value, tuples_are_elements):
+        # [[], [1]]: the probe went down an empty branch; the value is not
+        # the empty array, it is ragged.
+        raise_encode_error(
+            codec, value,
+            'multi-dimensional arrays must have sub-arrays of matching length '
+            '(an empty sub-array next to a non-empty one)')
     return dims
 
 
 cdef int array_encode(Codec codec, WriteBuffer buf, object value) except -1:
     cdef Codec elem = codec.element_codec
     # Composites and ranges take tuples as values ((1, 'a'), (lo, hi)).
-    cdef bint tuples_are_elements = elem.kind == 'composite' or elem.kind == 'range'
+    cdef bint tuples_are_elements = takes_tuple_values(elem)
     cdef bint has_null = False
     cdef Py_ssize_t nulls_at
     cdef list dims = array_dimensions(codec, value, tuples_are_elements)
