@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from . import drivers
-from .workloads import CURSOR_BATCH, Workload
+from .workloads import Workload
 
 ROWS = 1_000_000
 TARGET_MB = 50.0
