@@ -692,8 +692,15 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             num = version.major * 10000 + version.micro if version.major >= 10 else (
                 version.major * 10000 + version.minor * 100 + version.micro)
             self._introspection_query = introspection.introspection_query(num)
-        rows = await self._execute(self._introspection_query, (list(oids),), 0, timeout,
-                                   False, Record, False)
+        oids = sorted(oids)
+        rows = []
+        # Chunks keep the query's estimated cost under jit_above_cost (see
+        # introspection.py); one query covers every realistic statement.
+        for start in range(0, len(oids), introspection.MAX_OIDS_PER_QUERY):
+            rows.extend(await self._execute(
+                self._introspection_query,
+                (oids[start:start + introspection.MAX_OIDS_PER_QUERY],), 0, timeout,
+                False, Record, False))
         self._codecs.add_types(introspection.rows_to_type_info(rows))
 
     # Statement ownership.  The cache owns the statements it holds; a

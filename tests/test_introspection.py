@@ -396,8 +396,6 @@ async def test_introspection_error_leaves_connection_usable(tap, tconn, conn) ->
 # --- the query's cost on the server ----------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason='bug: with jit=on and 4+ unknown types the catalog '
-                                        'query is JIT-compiled (~40 ms instead of <1 ms)')
 async def test_introspection_query_is_not_jit_compiled(conn, schema) -> None:
     # With JIT on (the server default when built with LLVM), a statement with
     # four or more unknown types makes the planner's estimate for the
