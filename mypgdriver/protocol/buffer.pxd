@@ -100,7 +100,12 @@ cdef class ReadBuffer:
         Py_ssize_t end        # one past the last received byte
         Py_ssize_t needed     # bytes the next incomplete message needs in total
 
+        char *own_data       # our storage while `data` points at borrowed bytes
+        Py_ssize_t own_capacity
+
     cdef object get_buffer(self, Py_ssize_t sizehint)
+    cdef int borrow(self, bytes chunk) except -1
+    cdef int unborrow(self) except -1
     cdef inline void advance_end(self, Py_ssize_t n) noexcept:
         self.end += n
 

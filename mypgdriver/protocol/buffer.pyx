@@ -22,6 +22,9 @@ cdef Py_ssize_t READ_BUFFER_INITIAL = 256 * 1024
 # transport never gets a tiny window (one syscall per few bytes).
 cdef Py_ssize_t READ_BUFFER_MIN_FREE = 64 * 1024
 cdef Py_ssize_t WRITE_BUFFER_INITIAL = 4096
+# Leftovers up to this size are moved to the front of the receive buffer
+# before each read (cheap next to a read() call).
+cdef Py_ssize_t READ_BUFFER_CHEAP_MOVE = 16 * 1024
 
 
 cdef int frame_underrun(Py_ssize_t wanted, Py_ssize_t remaining) except -1:
@@ -79,6 +82,16 @@ cdef class ReadBuffer:
         cdef char *new_data
         if self.needed > unparsed and self.needed - unparsed > want:
             want = self.needed - unparsed
+        if self.start > 0 and unparsed <= READ_BUFFER_CHEAP_MOVE:
+            # Move a small leftover (part of one message) to the front, so the
+            # transport gets nearly the whole buffer: a read that fills the
+            # window it was given makes libuv/asyncio read again at once, and
+            # small windows doubled the read() calls per query (strace: 2.3
+            # vs asyncpg's 1.3 per 100 KB result).
+            if unparsed:
+                memmove(self.data, self.data + self.start, <size_t>unparsed)
+            self.start = 0
+            self.end = unparsed
         if self.capacity - self.end < want:
             if self.start > 0:
                 if unparsed:
@@ -96,6 +109,37 @@ cdef class ReadBuffer:
                 self.capacity = new_capacity
         return PyMemoryView_FromMemory(self.data + self.end,
                                        self.capacity - self.end, PyBUF_WRITE)
+
+    cdef int borrow(self, bytes chunk) except -1:
+        """Parse `chunk` in place (our buffer is empty): no copy into our storage.
+
+        The caller keeps `chunk` alive and calls unborrow() when done, which
+        keeps only an unparsed tail (part of one message).
+        """
+        self.own_data = self.data
+        self.own_capacity = self.capacity
+        self.data = PyBytes_AS_STRING(chunk)
+        self.capacity = PyBytes_GET_SIZE(chunk)
+        self.start = 0
+        self.end = self.capacity
+        return 0
+
+    cdef int unborrow(self) except -1:
+        cdef const char *borrowed = self.data
+        cdef Py_ssize_t tail = self.end - self.start
+        cdef Py_ssize_t first = self.start
+        self.data = self.own_data
+        self.capacity = self.own_capacity
+        self.own_data = NULL
+        self.start = 0
+        self.end = 0
+        if tail > 0:
+            if tail > self.capacity:
+                self.needed = max(self.needed, tail)
+            self.get_buffer(tail)   # room for the tail (grows if needed)
+            memcpy(self.data + self.end, borrowed + first, <size_t>tail)
+            self.end += tail
+        return 0
 
     def _feed(self, data):
         """Append bytes (for tests and for transports without get_buffer)."""
