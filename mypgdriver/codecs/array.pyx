@@ -10,10 +10,13 @@ kept: arrays decode to nested lists, as in asyncpg.
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int32_t, uint32_t
+from cpython.float cimport PyFloat_FromDouble
+from cpython.long cimport PyLong_FromLong, PyLong_FromLongLong
+from cpython.unicode cimport PyUnicode_DecodeUTF8
 from mypgdriver.protocol.buffer cimport (
-    Frame, WriteBuffer, frame_read, frame_read_int32)
+    Frame, WriteBuffer, frame_read, frame_read_int32, unpack_int32, unpack_int64, unpack_double)
 from mypgdriver.codecs.base cimport (
-    Codec, make_codec, raise_encode_error, raise_decode_error, FORMAT_BINARY)
+    Codec, make_codec, lookup_builtin, raise_encode_error, raise_decode_error, FORMAT_BINARY)
 
 from collections.abc import (
     Mapping as _Mapping, Sequence as _Sequence, Set as _Set, ValuesView as _ValuesView)
@@ -24,15 +27,74 @@ from mypgdriver.protocol.record import Record as _Record
 cdef int MAX_DIMS = 6
 
 
-cdef object decode_level(Codec elem, Frame *frame, int32_t *dims, int ndim, int level):
-    cdef int32_t n = dims[level]
+cdef enum LeafKind:
+    LEAF_GENERIC = 0
+    LEAF_INT4 = 1
+    LEAF_INT8 = 2
+    LEAF_FLOAT8 = 3
+    LEAF_TEXT = 4
+
+
+cdef int leaf_kind(Codec elem):
+    # The common element types get a loop without an indirect call per
+    # element -- but only when the element codec is the built-in one, so
+    # set_type_codec() overrides still apply inside arrays.
+    cdef uint32_t oid = elem.oid
+    if (oid == 23 or oid == 20 or oid == 701 or oid == 25 or oid == 1043) \
+            and lookup_builtin(oid) is elem:
+        if oid == 23:
+            return LEAF_INT4
+        if oid == 20:
+            return LEAF_INT8
+        if oid == 701:
+            return LEAF_FLOAT8
+        return LEAF_TEXT
+    return LEAF_GENERIC
+
+
+cdef object decode_leaf_fast(Codec elem, Frame *frame, int32_t n, int kind):
     cdef int32_t i, flen
-    cdef Frame field
+    cdef const char *p
     cdef list items = PyList_New(n)
     cdef object item
     for i in range(n):
+        flen = frame_read_int32(frame)
+        if flen == -1:
+            item = None
+        else:
+            p = frame_read(frame, flen)
+            if kind == LEAF_INT4:
+                if flen != 4:
+                    raise_decode_error(elem, f'expected 4 bytes, got {flen}')
+                item = PyLong_FromLong(unpack_int32(p))
+            elif kind == LEAF_INT8:
+                if flen != 8:
+                    raise_decode_error(elem, f'expected 8 bytes, got {flen}')
+                item = PyLong_FromLongLong(unpack_int64(p))
+            elif kind == LEAF_FLOAT8:
+                if flen != 8:
+                    raise_decode_error(elem, f'expected 8 bytes, got {flen}')
+                item = PyFloat_FromDouble(unpack_double(p))
+            else:
+                item = PyUnicode_DecodeUTF8(p, flen, NULL)
+        Py_INCREF(item)
+        PyList_SET_ITEM(items, i, item)
+    return items
+
+
+cdef object decode_level(Codec elem, Frame *frame, int32_t *dims, int ndim, int level,
+                         int kind=LEAF_GENERIC):
+    cdef int32_t n = dims[level]
+    cdef int32_t i, flen
+    cdef Frame field
+    cdef list items
+    cdef object item
+    if level + 1 == ndim and kind != LEAF_GENERIC:
+        return decode_leaf_fast(elem, frame, n, kind)
+    items = PyList_New(n)
+    for i in range(n):
         if level + 1 < ndim:
-            item = decode_level(elem, frame, dims, ndim, level + 1)
+            item = decode_level(elem, frame, dims, ndim, level + 1, kind)
         else:
             flen = frame_read_int32(frame)
             if flen == -1:
@@ -62,7 +124,8 @@ cdef object array_decode(Codec codec, Frame *frame):
         frame_read(frame, 4)    # lower bound
         if dims[i] < 0:
             raise_decode_error(codec, f'invalid dimension length {dims[i]}')
-    return decode_level(codec.element_codec, frame, dims, ndim, 0)
+    return decode_level(codec.element_codec, frame, dims, ndim, 0,
+                        leaf_kind(codec.element_codec))
 
 
 cdef inline bint is_subarray(object value, bint tuples_are_elements):
