@@ -197,7 +197,10 @@ async def test_lost_inside_transaction_block_raises_the_servers_error(connect_kw
     if not hasattr(mypgdriver.Connection, "transaction"):
         pytest.skip("Connection.transaction() not implemented yet")
     conn = await mypgdriver.connect(**connect_kwargs)
-    with pytest.raises(exceptions.AdminShutdownError):
+    # On a loaded machine the query may reach the server after the backend
+    # exited (the socket is reset, the FATAL message lost): both outcomes are
+    # allowed by issue 6; what matters is that the block re-raises it.
+    with pytest.raises((exceptions.AdminShutdownError, exceptions.ConnectionDoesNotExistError)):
         async with conn.transaction():
             pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
             await asyncio.sleep(0.2)
