@@ -13,7 +13,7 @@ DEBUG = os.environ.get("MYPGDRIVER_DEBUG") == "1"
 # Hand-written C compiled into a module next to its .pyx, for what Cython
 # cannot express (see the comment at the top of each file).
 EXTRA_C_SOURCES = {
-    "mypgdriver.protocol.record": ["mypgdriver/protocol/record_type.c"],
+    "mypgdriver.protocol.record": ["csrc/record_type.c"],
 }
 # Their headers: any module may include one through a .pxd, so a change to
 # a header rebuilds every module (and lists the headers in the sdist).

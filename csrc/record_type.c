@@ -27,7 +27,7 @@
  * iteration, len, hashing and comparison, and like a mapping for str keys,
  * get(), keys(), values(), items() and `in` (which tests column names).
  */
-#include "record_type.h"
+#include "mypgdriver/protocol/record_type.h"
 
 #include <stddef.h>
 #include <string.h>
