@@ -91,8 +91,8 @@ cdef bytes frame_read_cstr_bytes(Frame *f)
 
 
 cdef class ReadBuffer:
-    # One large receive buffer that the transport writes into directly
-    # (asyncio.BufferedProtocol); messages are parsed where they landed.
+    # The receive buffer: bytes data_received could not parse yet are copied in,
+    # or borrow() points it at a received bytes object; messages are parsed in place.
     cdef:
         char *data
         Py_ssize_t capacity

@@ -79,6 +79,8 @@ cdef class CoreProtocol:
     cdef int _send_bind_execute(self, StatementState st, object args, str portal, int32_t limit) except -1
     cdef int _send_execute_portal(self, StatementState st, str portal, int32_t limit) except -1
     cdef int _write_parse(self, WriteBuffer buf, StatementState st) except -1
+    cdef int _finish_execute(self, WriteBuffer buf, StatementState st, str portal,
+                             int32_t limit) except -1
     cdef int _send_bind_portal(self, StatementState st, object args, str portal) except -1
     cdef int _send_close(self, char kind, list names) except -1
     cdef int _start_many(self, StatementState st) except -1

@@ -242,24 +242,19 @@ cdef class CoreProtocol:
         # Encoding may raise DataError: that happens before anything is
         # written to the transport, and the state stays idle.
         st.encode_bind(buf, portal, args)
-        buf.start_message(b'E')
-        buf.write_cstr(portal)
-        buf.write_int32(limit)
-        buf.end_message()
-        buf.start_message(b'S')
-        buf.end_message()
-        self._reset_result()
-        self.statement = st
-        self.collecting_rows = True
-        self.state = STATE_BIND_EXECUTE
-        self._write(buf.to_bytes())
-        return 0
+        return self._finish_execute(buf, st, portal, limit)
 
     cdef int _send_execute_portal(self, StatementState st, str portal, int32_t limit) except -1:
         # A named portal outlives Sync inside a transaction block, so each
         # cursor fetch is one Execute + Sync round trip.
         cdef WriteBuffer buf = self.wbuf
         buf.reset()
+        return self._finish_execute(buf, st, portal, limit)
+
+    cdef int _finish_execute(self, WriteBuffer buf, StatementState st, str portal,
+                             int32_t limit) except -1:
+        # Execute + Sync after whatever the caller put in `buf` (a Bind, or
+        # nothing for a cursor fetch), then send it and expect rows.
         buf.start_message(b'E')
         buf.write_cstr(portal)
         buf.write_int32(limit)

@@ -52,7 +52,7 @@ cdef class BaseProtocol(CoreProtocol):
         self.stream_interrupt = 0
         self.cancel_gate = None
 
-    # --- asyncio.BufferedProtocol interface ---
+    # --- asyncio.Protocol interface ---
 
     def connection_made(self, transport):
         self.transport = transport
@@ -63,24 +63,12 @@ cdef class BaseProtocol(CoreProtocol):
             except OSError:
                 pass
 
-    def get_buffer(self, sizehint):
-        return self.rbuf.get_buffer(sizehint)
-
-    def buffer_updated(self, nbytes):
-        self.rbuf.advance_end(nbytes)
-        try:
-            self._process_messages()
-        except BaseException as e:
-            self._fatal(e)
-            if not isinstance(e, Exception):
-                raise
-
     def data_received(self, data):
         # uvloop hands us a fresh bytes object per read.  When our buffer holds
         # no leftover (the usual case), messages are parsed where they are, in
         # that object; only an unparsed tail is copied.  (Measured with uvloop:
-        # this path has lower latency per query than get_buffer/buffer_updated
-        # on results of 60-100 KB: large_object c=1 pinned 146-159 us vs
+        # this path has lower latency per query than asyncio.BufferedProtocol's
+        # get_buffer/buffer_updated on results of 60-100 KB: large_object c=1 pinned 146-159 us vs
         # 199-224 us per query.)
         cdef ReadBuffer rb = self.rbuf
         try:
