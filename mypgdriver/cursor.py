@@ -9,6 +9,7 @@ import collections
 from typing import Optional
 
 from mypgdriver import exceptions
+from mypgdriver.protocol.rowstream import RowStream
 
 DEFAULT_PREFETCH = 50
 
@@ -36,11 +37,11 @@ class CursorFactory:
         self._timeout = timeout
         self._record_class = record_class
 
-    def __aiter__(self) -> 'CursorIterator':
+    def __aiter__(self) -> RowStream:
         _check_connection(self._connection, 'CursorFactory', '__aiter__')
         prefetch = DEFAULT_PREFETCH if self._prefetch is None else self._prefetch
-        return CursorIterator(self._connection, self._query, self._state, self._args,
-                              self._record_class, prefetch, self._timeout)
+        return RowStream(CursorIterator(self._connection, self._query, self._state, self._args,
+                                        self._record_class, prefetch, self._timeout))
 
     def __await__(self):
         _check_connection(self._connection, 'CursorFactory', '__await__')
@@ -57,6 +58,8 @@ class BaseCursor:
 
     __slots__ = ('_connection', '_query', '_state', '_args', '_record_class', '_portal',
                  '_exhausted')
+    #: The public class named in errors and repr().
+    _api_name = 'BaseCursor'
 
     def __init__(self, connection, query: str, state, args, record_class) -> None:
         self._connection = connection
@@ -76,7 +79,7 @@ class BaseCursor:
 
     def __repr__(self) -> str:
         flags = ' exhausted' if self._exhausted else ''
-        return f'<{type(self).__name__} {self._query[:30]!r}{flags}>'
+        return f'<{self._api_name} {self._query[:30]!r}{flags}>'
 
     def _hold(self, state) -> None:
         # The statement must outlive cache eviction until the portal is bound.
@@ -92,7 +95,7 @@ class BaseCursor:
         self._hold(state)
 
     def _check_ready(self, method: str) -> None:
-        _check_connection(self._connection, type(self).__name__, method)
+        _check_connection(self._connection, self._api_name, method)
         if self._state is not None and self._state.closed:
             raise exceptions.InterfaceError('cursor: the prepared statement is closed')
         if not self._connection.is_in_transaction():
@@ -161,49 +164,48 @@ class BaseCursor:
 
 
 class CursorIterator(BaseCursor):
-    """Iterates over a query's rows, `prefetch` rows per round trip."""
+    """The portal behind ``async for row in conn.cursor(...)``.
 
-    __slots__ = ('_buffer', '_prefetch', '_timeout')
+    Fetches `prefetch` rows per round trip; a RowStream (Cython) hands them
+    out without a coroutine per row.
+    """
+
+    __slots__ = ('_prefetch', '_timeout')
+    _api_name = 'CursorIterator'
 
     def __init__(self, connection, query: str, state, args, record_class, prefetch: int,
                  timeout: Optional[float]) -> None:
-        super().__init__(connection, query, state, args, record_class)
         if prefetch <= 0:
             raise exceptions.InterfaceError('prefetch argument must be greater than zero')
-        self._buffer: collections.deque = collections.deque()
+        super().__init__(connection, query, state, args, record_class)
         self._prefetch = prefetch
         self._timeout = timeout
 
-    def __aiter__(self) -> 'CursorIterator':
-        return self
-
-    async def __anext__(self):
-        if self._buffer:
-            return self._buffer.popleft()
+    async def next_batch(self) -> list:
+        """The next rows ([] at the end); the portal is closed once exhausted."""
+        timeout = self._timeout
         if self._exhausted:
-            await self._close_portal(self._timeout)
-            raise StopAsyncIteration
+            await self._close_portal(timeout)
+            return []
         if self._state is None:
             self._check_ready('__anext__')
-            await self._prepare(self._timeout)
+            await self._prepare(timeout)
         self._check_ready('__anext__')
         if self._portal is None:
-            rows = await self._bind_execute(self._prefetch, self._timeout)
+            rows = await self._bind_execute(self._prefetch, timeout)
         else:
-            rows = await self._execute(self._prefetch, self._timeout)
+            rows = await self._execute(self._prefetch, timeout)
         if self._exhausted:
             # Close now rather than on the next call: the loop may stop here.
-            await self._close_portal(self._timeout)
-        if not rows:
-            raise StopAsyncIteration
-        self._buffer.extend(rows)
-        return self._buffer.popleft()
+            await self._close_portal(timeout)
+        return rows
 
 
 class Cursor(BaseCursor):
     """An open portal into a query's rows (``await conn.cursor(query)``)."""
 
     __slots__ = ('_pending',)
+    _api_name = 'Cursor'
 
     def __init__(self, connection, query: str, state, args, record_class) -> None:
         super().__init__(connection, query, state, args, record_class)

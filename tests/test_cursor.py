@@ -3,8 +3,10 @@ fetchrow / forward, the transaction requirement, portal cleanup and bounded
 memory on a large result."""
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
+import sys
 
 import pytest
 
@@ -117,6 +119,55 @@ async def test_open_portals_are_visible_while_iterating(conn):
         assert len(portals) == 1 and portals[0].startswith('__mypg_portal_')
         assert [r[0] async for r in iterator] == list(range(2, 11))
         assert await _open_portals(conn) == []
+
+
+async def test_anext_awaitables_keep_their_own_rows(conn):
+    # Buffered rows come back as completed awaitables: each __anext__() call
+    # owns its row even when awaited later or out of order.
+    async with conn.transaction():
+        iterator = conn.cursor(SERIES_10, prefetch=5).__aiter__()
+        first = await iterator.__anext__()
+        second, third = iterator.__anext__(), iterator.__anext__()
+        assert [(await third)[0], (await second)[0], first[0]] == [3, 2, 1]
+        assert (await anext(iterator))[0] == 4
+        # Rows 5 (buffered) and 6 (the next batch) through asyncio's wrappers.
+        assert (await asyncio.wait_for(iterator.__anext__(), 10))[0] == 5
+        assert [r[0] for r in await asyncio.gather(iterator.__anext__())] == [6]
+        assert [r[0] async for r in iterator] == [7, 8, 9, 10]
+        with pytest.raises(StopAsyncIteration):
+            await iterator.__anext__()
+
+
+async def test_iteration_under_a_tracer_returns_every_row(conn):
+    # With a trace function set (debuggers, coverage) the interpreter resumes
+    # awaitables through __next__ rather than the send slot.
+    calls = []
+
+    def tracer(frame, event, arg):
+        calls.append(event)
+        return tracer
+
+    async with conn.transaction():
+        sys.settrace(tracer)
+        try:
+            values = [r[0] async for r in conn.cursor(SERIES_10, prefetch=4)]
+        finally:
+            sys.settrace(None)
+    assert values == list(range(1, 11))
+    assert calls
+
+
+async def test_iteration_lets_go_of_rows_already_returned(conn):
+    # A consumed row must not be kept alive by the iterator's batch.
+    async with conn.transaction():
+        iterator = conn.cursor("SELECT repeat('x', 1000000) FROM generate_series(1, 3)",
+                               prefetch=3).__aiter__()
+        row = await iterator.__anext__()
+        value = row[0]
+        before = sys.getrefcount(value)
+        del row
+        assert sys.getrefcount(value) == before - 1
+        assert [len(r[0]) async for r in iterator] == [1000000, 1000000]
 
 
 async def test_two_cursors_interleaved_have_distinct_portals(conn):
