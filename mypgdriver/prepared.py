@@ -1,6 +1,7 @@
 """PreparedStatement: a statement prepared once on the server, run many times."""
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, Optional
 
@@ -78,20 +79,17 @@ class PreparedStatement:
 
     async def fetch(self, *args, timeout: Optional[float] = None) -> list:
         """Run the statement and return all rows."""
-        self._check_usable('fetch')
-        return await self._run(args, 0, timeout)
+        return await self._run(args, 0, timeout, 'fetch')
 
     async def fetchrow(self, *args, timeout: Optional[float] = None):
         """Run the statement and return the first row, or None."""
-        self._check_usable('fetchrow')
-        rows = await self._run(args, 1, timeout)
+        rows = await self._run(args, 1, timeout, 'fetchrow')
         return rows[0] if rows else None
 
     async def fetchval(self, *args, column: int | str = 0,
                        timeout: Optional[float] = None) -> Any:
         """Run the statement and return one value of the first row (None if no rows)."""
-        self._check_usable('fetchval')
-        rows = await self._run(args, 1, timeout)
+        rows = await self._run(args, 1, timeout, 'fetchval')
         return rows[0][column] if rows else None
 
     async def executemany(self, args, *, timeout: Optional[float] = None) -> None:
@@ -178,21 +176,42 @@ class PreparedStatement:
             raise exceptions.InterfaceError(
                 f'cannot call PreparedStatement.{method}(): the prepared statement is closed')
 
-    async def _run(self, args, limit: int, timeout):
+    async def _run(self, args, limit: int, timeout, method: str):
+        # The hot path of fetch/fetchrow/fetchval: one coroutine frame and a
+        # few attribute checks; waiting for sync, codec refreshes and the
+        # retry after a schema change are the exceptions.
         conn = self._connection
+        state = self._state
+        proto = conn._protocol
+        if conn._closed or state.closed or proto.is_closed():
+            self._check_usable(method)
         if timeout is None:
             timeout = conn._command_timeout
-        await conn._ready(timeout)
+        if conn._stmts_to_close or proto.get_resync_waiter() is not None:
+            timeout = await conn._wait_in_sync_within(timeout)
         deadline = None if timeout is None else conn._loop.time() + timeout
-        if self._state.codecs_generation != conn._codecs.generation:
-            await self._refresh(timeout)
+        if state.codecs_generation != conn._codecs.generation:
+            await conn._refresh_codecs(state, timeout)
+            timeout = conn._time_left(deadline)
+        record_class = self._record_class
+        has_rows = state.has_rows
+        fut = proto.bind_execute(state, args, limit, timeout, not has_rows,
+                                 record_class if record_class is not None else conn._record_class)
         try:
-            return await self._bind_execute(args, limit, timeout)
+            result = await fut
+        except asyncio.CancelledError:
+            proto.abandon()
+            raise
         except (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError) as e:
             if not conn._may_retry_after(e, self._query):
                 raise
             await self._reprepare(conn._time_left(deadline))
             return await self._bind_execute(args, limit, conn._time_left(deadline))
+        if has_rows:
+            self._last_status = proto.last_status()
+            return result
+        self._last_status = result
+        return []
 
     async def _bind_execute(self, args, limit: int, timeout) -> list:
         conn = self._connection
@@ -201,8 +220,7 @@ class PreparedStatement:
             self._last_status = await conn._run_state(state, args, limit, timeout, True, None)
             return []
         rows = await conn._run_state(state, args, limit, timeout, False, self._record_class)
-        self._last_status = _status_of_rows(
-            conn._protocol, self._query, len(rows), limit)
+        self._last_status = conn._protocol.last_status()
         return rows
 
     async def _refresh(self, timeout) -> None:
@@ -246,9 +264,3 @@ def describe_type(registry, oid: int) -> Type:
         name = (element.name if element is not None else info.name.lstrip('_')) + '[]'
         return Type(oid, name, 'array', info.schema)
     return Type(oid, info.name, _KINDS.get(info.kind, 'scalar'), info.schema)
-
-
-def _status_of_rows(proto, query: str, count: int, limit: int) -> Optional[str]:
-    # The command tag of the execution (None when it stopped at a row limit
-    # before completing).
-    return proto.last_status()
