@@ -761,6 +761,24 @@ async def test_property_int8_arrays_round_trip(db, case) -> None:
     assert await db.fetchval("SELECT $1::text::int8[]", text) == expected
 
 
+INT4S = st.one_of(st.none(), st.integers(-2 ** 31, 2 ** 31 - 1))
+FLOAT8S = st.one_of(st.none(), st.floats(allow_nan=False))
+
+
+@PROPERTY_SETTINGS
+@given(case=shaped_arrays(INT4S), floats=st.lists(FLOAT8S, max_size=12))
+async def test_property_int4_and_float8_arrays_with_nulls_anywhere(db, case, floats) -> None:
+    # Runs without NULLs decode on a fast path that hands over to the
+    # checked loop at the first NULL: NULLs at any position must come out.
+    value, shape = case
+    got, text, got_floats, float_text = await db.fetchrow(
+        "SELECT $1::int4[], $1::int4[]::text, $2::float8[], $2::float8[]::text", value, floats)
+    assert got == (value if 0 not in shape else [])
+    assert await db.fetchval("SELECT $1::text::int4[]", text) == got
+    assert got_floats == floats
+    assert await db.fetchval("SELECT $1::text::float8[]", float_text) == floats
+
+
 @PROPERTY_SETTINGS
 @given(case=shaped_arrays(TEXTS))
 async def test_property_text_arrays_round_trip(db, case) -> None:

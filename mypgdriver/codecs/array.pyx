@@ -52,12 +52,44 @@ cdef int leaf_kind(Codec elem):
     return LEAF_GENERIC
 
 
+cdef Py_ssize_t decode_fixed_run(list items, Frame *frame, int32_t n, int kind) except -1:
+    # The common case for int4/int8/float8: no NULLs, so every element is
+    # its length word followed by a fixed-size value.  One bounds check for
+    # the whole run; the loop stops at the first element that is not of that
+    # shape (a NULL), and the checked loop takes over from there.
+    cdef int32_t size = 4 if kind == LEAF_INT4 else 8
+    cdef Py_ssize_t stride = 4 + size
+    cdef Py_ssize_t i = 0
+    cdef const char *start = frame.ptr
+    cdef const char *p = start
+    cdef object item
+    if frame.remaining < <Py_ssize_t>n * stride:
+        return 0
+    while i < n and unpack_int32(p) == size:
+        if kind == LEAF_INT4:
+            item = PyLong_FromLong(unpack_int32(p + 4))
+        elif kind == LEAF_INT8:
+            item = PyLong_FromLongLong(unpack_int64(p + 4))
+        else:
+            item = PyFloat_FromDouble(unpack_double(p + 4))
+        Py_INCREF(item)
+        PyList_SET_ITEM(items, i, item)
+        p += stride
+        i += 1
+    frame.ptr = p
+    frame.remaining -= p - start
+    return i
+
+
 cdef object decode_leaf_fast(Codec elem, Frame *frame, int32_t n, int kind):
     cdef int32_t i, flen
+    cdef Py_ssize_t first = 0
     cdef const char *p
     cdef list items = PyList_New(n)
     cdef object item
-    for i in range(n):
+    if kind != LEAF_TEXT:
+        first = decode_fixed_run(items, frame, n, kind)
+    for i in range(first, n):
         flen = frame_read_int32(frame)
         if flen == -1:
             item = None
