@@ -3,6 +3,7 @@ import asyncio
 import struct
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from mypgdriver.protocol.protocol import Protocol
 
@@ -32,6 +33,16 @@ async def test_stream_split_into_equal_reads(step):
 async def test_stream_split_at_every_offset_in_two_reads():
     for cut in range(0, len(STREAM) + 1, 11):
         assert await feed([STREAM[:cut], STREAM[cut:]]) == EXPECTED
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=30))
+def test_stream_split_at_random_offsets(cuts):
+    # Reads of any sizes: each may complete a partial message and go on
+    # with whole ones, end inside a header, or hold no message boundary.
+    bounds = [0, *sorted(cuts), len(STREAM)]
+    chunks = [STREAM[a:b] for a, b in zip(bounds, bounds[1:])]
+    assert asyncio.run(feed(chunks)) == EXPECTED
 
 
 async def test_message_larger_than_the_receive_buffer():

@@ -103,8 +103,9 @@ cdef class ReadBuffer:
         char *own_data       # our storage while `data` points at borrowed bytes
         Py_ssize_t own_capacity
 
-    cdef object get_buffer(self, Py_ssize_t sizehint)
-    cdef int borrow(self, bytes chunk) except -1
+    cdef int reserve(self, Py_ssize_t sizehint) except -1
+    cdef int borrow(self, bytes chunk, Py_ssize_t offset) except -1
+    cdef Py_ssize_t fill_pending(self, bytes chunk, Py_ssize_t offset) except -1
     cdef int unborrow(self) except -1
     cdef inline void advance_end(self, Py_ssize_t n) noexcept:
         self.end += n

@@ -2,9 +2,8 @@
 """Receive and send buffers for the PostgreSQL v3 protocol."""
 
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.buffer cimport PyBUF_WRITE, PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
-from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memcpy, memmove, memchr
 
@@ -18,7 +17,7 @@ cdef extern from "Python.h":
 # 256 KiB: large enough that a typical result arrives in one recv_into(),
 # small enough to stay in L2.  Grown on demand for bigger messages.
 cdef Py_ssize_t READ_BUFFER_INITIAL = 256 * 1024
-# Below this much free tail space, get_buffer() compacts first, so that the
+# Below this much free tail space, reserve() compacts first, so that the
 # transport never gets a tiny window (one syscall per few bytes).
 cdef Py_ssize_t READ_BUFFER_MIN_FREE = 64 * 1024
 cdef Py_ssize_t WRITE_BUFFER_INITIAL = 4096
@@ -70,12 +69,8 @@ cdef class ReadBuffer:
         PyMem_Free(self.data)
         self.data = NULL
 
-    cdef object get_buffer(self, Py_ssize_t sizehint):
-        """Return a writable memoryview over the free tail of the buffer.
-
-        The transport drops the view right after recv_into(), so moving or
-        reallocating the storage here, before handing out a new view, is safe.
-        """
+    cdef int reserve(self, Py_ssize_t sizehint) except -1:
+        """Make room for at least `sizehint` more bytes after `end` (moving or growing the storage)."""
         cdef Py_ssize_t unparsed = self.end - self.start
         cdef Py_ssize_t want = READ_BUFFER_MIN_FREE
         cdef Py_ssize_t new_capacity
@@ -107,11 +102,10 @@ cdef class ReadBuffer:
                     raise MemoryError
                 self.data = new_data
                 self.capacity = new_capacity
-        return PyMemoryView_FromMemory(self.data + self.end,
-                                       self.capacity - self.end, PyBUF_WRITE)
+        return 0
 
-    cdef int borrow(self, bytes chunk) except -1:
-        """Parse `chunk` in place (our buffer is empty): no copy into our storage.
+    cdef int borrow(self, bytes chunk, Py_ssize_t offset) except -1:
+        """Parse `chunk[offset:]` in place (our buffer is empty): no copy into our storage.
 
         The caller keeps `chunk` alive and calls unborrow() when done, which
         keeps only an unparsed tail (part of one message).
@@ -120,9 +114,27 @@ cdef class ReadBuffer:
         self.own_capacity = self.capacity
         self.data = PyBytes_AS_STRING(chunk)
         self.capacity = PyBytes_GET_SIZE(chunk)
-        self.start = 0
+        self.start = offset
         self.end = self.capacity
         return 0
+
+    cdef Py_ssize_t fill_pending(self, bytes chunk, Py_ssize_t offset) except -1:
+        """Copy from `chunk[offset:]` what the partial message in the buffer still needs.
+
+        Copies all that is left when that is not enough, or when the
+        message's size is not known yet.  Returns the offset after the copied
+        bytes: once the message is parsed, the rest can be borrowed instead
+        of copied (a stream of rows leaves a partial message after nearly
+        every read, and copying whole reads doubled the bytes moved).
+        """
+        cdef Py_ssize_t left = PyBytes_GET_SIZE(chunk) - offset
+        cdef Py_ssize_t take = self.needed - (self.end - self.start)
+        if take <= 0 or take > left:
+            take = left
+        self.reserve(take)
+        memcpy(self.data + self.end, PyBytes_AS_STRING(chunk) + offset, <size_t>take)
+        self.end += take
+        return offset + take
 
     cdef int unborrow(self) except -1:
         cdef const char *borrowed = self.data
@@ -136,7 +148,7 @@ cdef class ReadBuffer:
         if tail > 0:
             if tail > self.capacity:
                 self.needed = max(self.needed, tail)
-            self.get_buffer(tail)   # room for the tail (grows if needed)
+            self.reserve(tail)   # room for the tail (grows if needed)
             memcpy(self.data + self.end, borrowed + first, <size_t>tail)
             self.end += tail
         return 0
@@ -147,7 +159,7 @@ cdef class ReadBuffer:
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
             self.needed = max(self.needed, self.end - self.start + view.len)
-            mv = self.get_buffer(view.len)
+            self.reserve(view.len)
             memcpy(self.data + self.end, view.buf, <size_t>view.len)
             self.end += view.len
         finally:
