@@ -35,7 +35,7 @@ COPY_IN_READ_BYTES = 512 * 1024
 
 #: copy_records_to_table(): target size of one CopyData message; the number
 #: of records per message is estimated from the first, small batch.
-COPY_RECORDS_CHUNK_BYTES = 256 * 1024
+COPY_RECORDS_CHUNK_BYTES = 64 * 1024
 COPY_RECORDS_FIRST_BATCH = 16
 
 # Memory of a bytes object and its list slot beyond its data (CPython, 64-bit).
@@ -335,6 +335,24 @@ def _fspath(obj) -> Optional[Union[str, bytes]]:
     if isinstance(obj, (str, bytes)) or hasattr(obj, '__fspath__'):
         return os.fspath(obj)
     return None
+
+
+def _batch_taker(records: Iterable) -> Callable[[int], Sequence]:
+    """A function returning the next `n` records (fewer at the end, none after it)."""
+    if isinstance(records, (list, tuple)):
+        # Slicing costs a pointer copy per record; islice() into a new
+        # list measured ~50 instructions per record.
+        position = 0
+
+        def take(n: int) -> Sequence:
+            nonlocal position
+            batch = records[position:position + n]
+            position += len(batch)
+            return batch
+
+        return take
+    iterator = iter(records)
+    return lambda n: list(itertools.islice(iterator, n))
 
 
 async def _read_chunks(loop, file) -> AsyncIterable:
@@ -736,12 +754,12 @@ class CopyMixin:
 
     async def _send_records(self, state, records: Iterable, fut) -> None:
         proto = self._protocol
-        iterator = iter(records)
-        batch = list(itertools.islice(iterator, COPY_RECORDS_FIRST_BATCH))
+        take = _batch_taker(records)
+        batch = take(COPY_RECORDS_FIRST_BATCH)
         per_chunk = self._send_first_records(state, batch)
         base = len(batch)
         while not fut.done():
-            batch = list(itertools.islice(iterator, per_chunk))
+            batch = take(per_chunk)
             if not batch:
                 break
             self._send_record_batch(state, batch, base)
@@ -779,7 +797,7 @@ class CopyMixin:
             self._send_record_batch(state, batch, base)
         proto.copy_in_records(state, (), False, True)
 
-    def _send_first_records(self, state, batch: list) -> int:
+    def _send_first_records(self, state, batch: Sequence) -> int:
         """Send the header and the first records; return how many records make a chunk."""
         buf = WriteBuffer()
         state.encode_copy_records(buf, batch, True, False, 0)
@@ -790,7 +808,7 @@ class CopyMixin:
         per_record = max(1, (len(data) - 19) // len(batch))     # 19: the header
         return max(1, COPY_RECORDS_CHUNK_BYTES // per_record)
 
-    def _send_record_batch(self, state, batch: list, base: int) -> None:
+    def _send_record_batch(self, state, batch: Sequence, base: int) -> None:
         try:
             self._protocol.copy_in_records(state, batch, False, False)
         except exceptions.DataError:

@@ -1,14 +1,16 @@
 # cython: language_level=3
 """float4 and float8."""
 
-from cpython.float cimport PyFloat_FromDouble, PyFloat_AsDouble
+from cpython.float cimport PyFloat_FromDouble, PyFloat_AsDouble, PyFloat_AS_DOUBLE
 from libc.float cimport FLT_MAX
 from libc.math cimport isinf
 from mypgdriver.protocol.buffer cimport Frame, WriteBuffer, frame_read, unpack_float, unpack_double
 from mypgdriver.codecs.base cimport Codec, register_builtin, raise_encode_error, check_length
 
 
-cdef double as_double(Codec codec, object value) except? -1.0:
+cdef inline double as_double(Codec codec, object value) except? -1.0:
+    if type(value) is float:
+        return PyFloat_AS_DOUBLE(value)
     if isinstance(value, (str, bytes, bytearray)):
         raise_encode_error(
             codec, value, f'a float is required (got type {type(value).__name__})')

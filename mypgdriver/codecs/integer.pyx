@@ -2,7 +2,7 @@
 """bool, int2, int4, int8 and the unsigned 32-bit oid types."""
 
 from cpython.bool cimport PyBool_Check
-from cpython.long cimport PyLong_FromLong, PyLong_FromLongLong, PyLong_FromUnsignedLong, PyLong_AsLongLong
+from cpython.long cimport PyLong_FromLong, PyLong_FromLongLong, PyLong_FromUnsignedLong
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t
 from mypgdriver.protocol.buffer cimport Frame, WriteBuffer, frame_read, unpack_int16, unpack_int32, unpack_int64, unpack_uint32
 from mypgdriver.codecs.base cimport (
@@ -37,14 +37,19 @@ cdef object as_integer(Codec codec, object value):
     return as_int
 
 
+cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object value, int *overflow) except? -1
+    long PyLong_AsLongAndOverflow(object value, int *overflow) except? -1
+
+
 cdef inline int64_t integer_in_range(Codec codec, object value, int64_t lo, int64_t hi, str label) except? -1:
+    cdef int overflow = 0
     cdef int64_t v
-    value = as_integer(codec, value)
-    try:
-        v = PyLong_AsLongLong(value)
-    except OverflowError:
-        raise_encode_error(codec, value, f'value out of {label} range')
-    if v < lo or v > hi:
+    if type(value) is not int:
+        value = as_integer(codec, value)
+    # The overflow flag instead of OverflowError: no exception on the way.
+    v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    if overflow or v < lo or v > hi:
         raise_encode_error(codec, value, f'value out of {label} range')
     return v
 
@@ -92,6 +97,13 @@ cdef object int4_decode(Codec codec, Frame *frame):
 
 
 cdef int int4_encode(Codec codec, WriteBuffer buf, object value) except -1:
+    # Plain ints in range first, without the general path's calls.
+    cdef int overflow = 0
+    cdef long v
+    if type(value) is int:
+        v = PyLong_AsLongAndOverflow(value, &overflow)
+        if not overflow and -2147483648 <= v <= 2147483647:
+            return buf.write_int32(<int32_t>v)
     return buf.write_int32(<int32_t>integer_in_range(
         codec, value, -2147483648, 2147483647, 'int32'))
 
@@ -106,6 +118,12 @@ cdef object int8_decode(Codec codec, Frame *frame):
 
 
 cdef int int8_encode(Codec codec, WriteBuffer buf, object value) except -1:
+    cdef int overflow = 0
+    cdef long long v
+    if type(value) is int:
+        v = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if not overflow:
+            return buf.write_int64(<int64_t>v)
     return buf.write_int64(integer_in_range(
         codec, value, -9223372036854775807 - 1, 9223372036854775807, 'int64'))
 

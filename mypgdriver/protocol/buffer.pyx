@@ -180,11 +180,9 @@ cdef class WriteBuffer:
         PyMem_Free(self.data)
         self.data = NULL
 
-    cdef int ensure(self, Py_ssize_t extra) except -1:
+    cdef int grow(self, Py_ssize_t extra) except -1:
         cdef Py_ssize_t new_capacity
         cdef char *new_data
-        if self.length + extra <= self.capacity:
-            return 0
         new_capacity = self.capacity * 2
         while new_capacity < self.length + extra:
             new_capacity *= 2
@@ -226,52 +224,6 @@ cdef class WriteBuffer:
         self.msg_start = -1
         return 0
 
-    cdef int write_byte(self, char b) except -1:
-        self.ensure(1)
-        self.data[self.length] = b
-        self.length += 1
-        return 0
-
-    cdef int write_int16(self, int16_t v) except -1:
-        self.ensure(2)
-        pack_uint16(self.data + self.length, <uint16_t>v)
-        self.length += 2
-        return 0
-
-    cdef int write_int32(self, int32_t v) except -1:
-        self.ensure(4)
-        pack_uint32(self.data + self.length, <uint32_t>v)
-        self.length += 4
-        return 0
-
-    cdef int write_int64(self, int64_t v) except -1:
-        self.ensure(8)
-        pack_uint64(self.data + self.length, <uint64_t>v)
-        self.length += 8
-        return 0
-
-    cdef int write_float(self, float v) except -1:
-        cdef uint32_t bits
-        memcpy(&bits, &v, 4)
-        self.ensure(4)
-        pack_uint32(self.data + self.length, bits)
-        self.length += 4
-        return 0
-
-    cdef int write_double(self, double v) except -1:
-        cdef uint64_t bits
-        memcpy(&bits, &v, 8)
-        self.ensure(8)
-        pack_uint64(self.data + self.length, bits)
-        self.length += 8
-        return 0
-
-    cdef int write_raw(self, const char *p, Py_ssize_t n) except -1:
-        self.ensure(n)
-        memcpy(self.data + self.length, p, <size_t>n)
-        self.length += n
-        return 0
-
     cdef int write_bytes(self, bytes b) except -1:
         return self.write_raw(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
 
@@ -300,15 +252,6 @@ cdef class WriteBuffer:
         cdef Py_ssize_t n
         cdef const char *p = PyUnicode_AsUTF8AndSize(s, &n)
         return self.write_raw(p, n)
-
-    cdef Py_ssize_t reserve_length(self) except -1:
-        cdef Py_ssize_t offset = self.length
-        self.ensure(4)
-        self.length += 4
-        return offset
-
-    cdef void patch_length(self, Py_ssize_t offset, int32_t value) noexcept:
-        pack_uint32(self.data + offset, <uint32_t>value)
 
     cdef bytes to_bytes(self):
         return PyBytes_FromStringAndSize(self.data, self.length)
