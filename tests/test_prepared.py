@@ -77,6 +77,18 @@ async def test_get_statusmsg(conn):
         await conn.execute("DROP TABLE IF EXISTS ps_t")
 
 
+async def test_statusmsg_follows_each_run_when_tags_share_a_prefix(conn):
+    # The last tag is reused when the next one is identical: 'SELECT 1' must
+    # not be taken for 'SELECT 10' or 'SELECT 1' for 'SELECT 100'.
+    stmt = await conn.prepare("SELECT generate_series(1, $1::int)")
+    seen = []
+    for n in (1, 1, 10, 100, 1, 0, 1):
+        await stmt.fetch(n)
+        seen.append(stmt.get_statusmsg())
+    assert seen == ['SELECT 1', 'SELECT 1', 'SELECT 10', 'SELECT 100', 'SELECT 1',
+                    'SELECT 0', 'SELECT 1']
+
+
 async def test_get_query_and_get_name(conn):
     stmt = await conn.prepare("SELECT 42")
     assert stmt.get_query() == "SELECT 42"

@@ -51,6 +51,7 @@ cdef class CoreProtocol:
         bint collecting_rows
         bint decoding_row                 # a DataRow is being decoded (for error routing)
         str result_status
+        str last_tag            # the last CommandComplete tag, reused when it repeats
         object result_error               # first ErrorResponse (or client-side failure) of the operation
         bint discard_rows                 # after a cancel: drain without decoding
         bint portal_suspended
@@ -94,6 +95,7 @@ cdef class CoreProtocol:
     # --- incoming ---
     cdef int _process_messages(self) except -1
     cdef int _process_loop(self) except -1
+    cdef str _command_tag(self, Frame *frame)
     cdef int _dispatch(self, char mtype, Frame *frame) except -1
     cdef int _on_authentication(self, Frame *frame) except -1
     cdef int _on_error_response(self, Frame *frame) except -1

@@ -24,10 +24,14 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
+from libc.string cimport memcmp
 from mypgdriver.protocol.buffer cimport (
     Frame, ReadBuffer, WriteBuffer, frame_read, frame_read_byte, frame_read_int32,
     frame_read_cstr, frame_read_cstr_bytes, unpack_int32)
 from mypgdriver.protocol.statement cimport StatementState
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
 
 from mypgdriver import exceptions
 from mypgdriver.protocol import auth
@@ -426,12 +430,28 @@ cdef class CoreProtocol:
             rb.end = 0
         return 0
 
+    cdef str _command_tag(self, Frame *frame):
+        # A statement run again and again ends with the same tag ('SELECT 1',
+        # 'INSERT 0 1'): reuse the last str instead of decoding a new one.
+        cdef str last = self.last_tag
+        cdef const char *p
+        cdef Py_ssize_t n
+        if last is not None:
+            p = PyUnicode_AsUTF8AndSize(last, &n)
+            if n < frame.remaining and frame.ptr[n] == 0 and memcmp(p, frame.ptr, <size_t>n) == 0:
+                frame.ptr += n + 1
+                frame.remaining -= n + 1
+                return last
+        last = frame_read_cstr(frame)
+        self.last_tag = last
+        return last
+
     cdef int _dispatch(self, char mtype, Frame *frame) except -1:
         # DataRow first: it is most of the traffic.
         if mtype == b'D':
             return self._on_data_row(frame)
         elif mtype == b'C':
-            self.result_status = frame_read_cstr(frame)
+            self.result_status = self._command_tag(frame)
         elif mtype == b'Z':
             return self._on_ready_for_query(frame)
         elif mtype == b'2' or mtype == b'1' or mtype == b'3':
