@@ -5,7 +5,6 @@ cdef class BaseProtocol(CoreProtocol):
     cdef:
         object loop
         readonly object transport
-        object transport_write      # transport.write, looked up once
         object waiter               # Future of the operation in flight
         object timeout_handle
         object resync_waiter        # set while an abandoned operation drains

@@ -57,7 +57,6 @@ cdef class BaseProtocol(CoreProtocol):
 
     def connection_made(self, transport):
         self.transport = transport
-        self.transport_write = transport.write
         sock = transport.get_extra_info('socket')
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             try:
@@ -275,7 +274,7 @@ cdef class BaseProtocol(CoreProtocol):
     cdef int _write(self, object data) except -1:
         if self.transport is None:
             raise exceptions.ConnectionDoesNotExistError('connection is not open')
-        self.transport_write(data)
+        self.transport.write(data)
         return 0
 
     cdef int _on_result(self) except -1:
