@@ -16,8 +16,10 @@ from .workloads import BY_NAME, WORKLOADS
 ALL_DRIVERS = [*drivers.MODULES, "pgbench"]
 # Throughput workloads first, then the scenarios that are not throughput cells.
 ALL_WORKLOADS = [*BY_NAME, *SCENARIOS]
-DEFAULT_DURATION = 5.0
-DEFAULT_WARMUP = 2.0
+# Per round: three rounds of 1.5 s measured, each after 1 s of warm-up.
+DEFAULT_ROUNDS = 3
+DEFAULT_DURATION = 1.5
+DEFAULT_WARMUP = 1.0
 QUICK_DURATION = 1.0
 QUICK_WARMUP = 0.3
 
@@ -69,9 +71,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=_levels, default=None,
                    help="connections per cell, comma-separated (default: 1,10)")
     p.add_argument("--duration", type=float, default=None,
-                   help=f"measured seconds per cell (default: {DEFAULT_DURATION:g})")
+                   help=f"measured seconds per cell and round (default: {DEFAULT_DURATION:g})")
     p.add_argument("--warmup", type=float, default=None,
-                   help=f"warm-up seconds per cell, not measured (default: {DEFAULT_WARMUP:g})")
+                   help=f"warm-up seconds per cell and round, not measured "
+                        f"(default: {DEFAULT_WARMUP:g})")
+    p.add_argument("--rounds", type=_positive, default=None,
+                   help=f"measure each cell in this many rounds, every driver once per round, "
+                        f"and combine them (default: {DEFAULT_ROUNDS}; 1 with --quick)")
     p.add_argument("--pool-users", type=_levels, default=list(pool_scenario.DEFAULT_LEVELS),
                    help="pool scenario: concurrent users per level, comma-separated "
                         f"(default: {','.join(map(str, pool_scenario.DEFAULT_LEVELS))})")
@@ -112,6 +118,7 @@ def options_from(args: argparse.Namespace) -> Options:
         concurrency=pick(args.concurrency, [1, 10], [10]),
         duration=pick(args.duration, DEFAULT_DURATION, QUICK_DURATION),
         warmup=pick(args.warmup, DEFAULT_WARMUP, QUICK_WARMUP),
+        rounds=pick(args.rounds, DEFAULT_ROUNDS, 1),
         pin=pin,
         aa_control=args.aa_control,
     )
@@ -137,7 +144,8 @@ def describe_plan(cells: list, options: Options) -> str:
     if throughput:
         parts.append(f"{len(throughput)} cells: {len(options.workloads)} workloads x concurrency "
                      f"{','.join(map(str, options.concurrency))} x "
-                     f"{len(set(c.label for c in throughput))} drivers")
+                     f"{len(set(c.label for c in throughput))} drivers"
+                     + (f" x {options.rounds} rounds" if options.rounds > 1 else ""))
     if pool:
         parts.append(f"pool scenario: {len(pool)} cells ({','.join(map(str, options.pool_users))} "
                      f"users x {len(set(c.label for c in pool))} contenders)")
@@ -173,6 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": report.machine_info(server.description, results.cells, results.pool,
                                        results.memory),
         "settings": {"duration": options.duration, "warmup": options.warmup,
+                     "rounds": options.rounds,
                      "concurrency": options.concurrency, "pin": options.pin, "quick": args.quick},
         "results": results.cells,
     }
@@ -180,7 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         full["pool"] = {
             "settings": pool_scenario.settings(options.pool_users, options.pool_size,
                                                pool_scenario.DEFAULT_CONNECT_PER,
-                                               options.warmup, options.duration),
+                                               options.warmup, options.duration,
+                                               options.rounds),
             "results": results.pool,
         }
     if any(isinstance(c, MemoryProbe) for c in cells):

@@ -180,7 +180,11 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     if results:
         lines.append(
-            f"- Cells: {s['warmup']:g} s warm-up, then {s['duration']:g} s measured; "
+            f"- Cells: {s['warmup']:g} s warm-up, then {s['duration']:g} s measured"
+            + (f", in {s['rounds']} rounds interleaving the drivers (rows/s and CPU over all "
+               f"rounds, latency percentiles the median round's)" if s.get("rounds", 1) > 1
+               else "")
+            + "; "
             f"concurrency {', '.join(map(str, s['concurrency']))}; "
             f"pinning {'client core 0, server core 1 at c=1' if s['pin'] else 'off'}")
     if "pool" in report:

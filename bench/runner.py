@@ -12,6 +12,7 @@ from typing import Any, Callable, Union
 
 from . import memory, pgbench, pool_scenario
 from .server import REPO_ROOT, BenchServer
+from .stats import combine_rounds
 from .workloads import BY_NAME, Workload
 
 AA_LABEL = "asyncpg (A/A)"
@@ -23,27 +24,45 @@ CELL_GRACE = 60.0
 
 @dataclass(frozen=True)
 class Cell:
-    """One measurement: a driver running a workload at a concurrency."""
+    """One measurement: a driver running a workload at a concurrency.
+
+    With several rounds, each round is its own cell; the report combines them.
+    """
 
     workload: str
     concurrency: int
     driver: str
     label: str
+    round: int = 1
+    rounds: int = 1
 
     def title(self) -> str:
-        return f"{self.workload} c={self.concurrency} {self.label}"
+        title = f"{self.workload} c={self.concurrency} {self.label}"
+        return f"{title} (round {self.round}/{self.rounds})" if self.rounds > 1 else title
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        """What the rounds of one cell share."""
+        return self.workload, self.concurrency, self.label
 
 
 @dataclass(frozen=True)
 class PoolCell:
-    """One contender of the pool scenario at one number of concurrent users."""
+    """One contender of the pool scenario at one number of concurrent users (one round)."""
 
     users: int
     contender: str
     label: str
+    round: int = 1
+    rounds: int = 1
 
     def title(self) -> str:
-        return f"{pool_scenario.NAME} users={self.users} {self.label}"
+        title = f"{pool_scenario.NAME} users={self.users} {self.label}"
+        return f"{title} (round {self.round}/{self.rounds})" if self.rounds > 1 else title
+
+    @property
+    def key(self) -> tuple[int, str]:
+        return self.users, self.label
 
 
 @dataclass(frozen=True)
@@ -76,6 +95,9 @@ class Options:
     duration: float
     warmup: float
     pin: bool = False
+    # Each cell is measured in this many rounds; a round runs every driver
+    # once, so slow drift of the machine spreads over all drivers alike.
+    rounds: int = 1
     aa_control: bool = True
     # Named entries of SCENARIOS to run after the throughput cells.
     scenarios: list[str] = field(default_factory=list)
@@ -86,24 +108,30 @@ class Options:
 def plan(options: Options) -> list[Job]:
     """The cells to run, in order.
 
-    For each workload and concurrency: asyncpg first (the baseline), the
-    others, then asyncpg again as the A/A control, so the control also sees
-    whatever drift happened while the others ran. Then the pool scenario,
+    For each workload and concurrency, in each round: asyncpg first (the
+    baseline), the others, then asyncpg again as the A/A control, so the
+    control also sees whatever drift happened while the others ran. Rounds
+    interleave the drivers (all of round 1, then all of round 2, ...) rather
+    than measuring one driver's rounds back to back. Then the pool scenario,
     level by level in the same order (asyncpg's pool first and last), and
     the memory probes, one per driver.
     """
     order = sorted(options.drivers, key=lambda d: d != "asyncpg")
     cells: list[Job] = []
+    rounds = options.rounds
     for workload in options.workloads:
         for concurrency in options.concurrency:
-            for driver in order:
-                cells.append(Cell(workload, concurrency, driver, driver))
-            if options.aa_control and "asyncpg" in options.drivers:
-                cells.append(Cell(workload, concurrency, "asyncpg", AA_LABEL))
+            for r in range(1, rounds + 1):
+                for driver in order:
+                    cells.append(Cell(workload, concurrency, driver, driver, r, rounds))
+                if options.aa_control and "asyncpg" in options.drivers:
+                    cells.append(Cell(workload, concurrency, "asyncpg", AA_LABEL, r, rounds))
     if pool_scenario.NAME in options.scenarios:
         contenders = pool_scenario.contenders_for(options.drivers, options.aa_control)
         for users in options.pool_users:
-            cells += [PoolCell(users, contender, label) for contender, label in contenders]
+            for r in range(1, rounds + 1):
+                cells += [PoolCell(users, contender, label, r, rounds)
+                          for contender, label in contenders]
     if memory.NAME in options.scenarios:
         cells += [MemoryProbe(driver) for driver in memory.probe_drivers(order)]
     return cells
@@ -111,24 +139,55 @@ def plan(options: Options) -> list[Job]:
 
 @dataclass
 class RunResults:
-    """Results of a run, one list per kind of job, each in run order."""
+    """Results of a run, one list per kind of job, each in run order.
 
-    cells: list[dict[str, Any]] = field(default_factory=list)
-    pool: list[dict[str, Any]] = field(default_factory=list)
+    `rounds` holds each round of each throughput cell; `cells` combines the
+    rounds of each cell (see stats.combine_rounds).
+    """
+
+    rounds: dict[tuple[str, int, str], list[dict[str, Any]]] = field(default_factory=dict)
+    pool_rounds: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
     memory: list[dict[str, Any]] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.cells) + len(self.pool) + len(self.memory)
+        return (sum(map(len, self.rounds.values())) + sum(map(len, self.pool_rounds.values()))
+                + len(self.memory))
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        return [{"workload": workload, "concurrency": concurrency, "driver": label,
+                 **combine_rounds(results)}
+                for (workload, concurrency, label), results in self.rounds.items()]
+
+    @property
+    def pool(self) -> list[dict[str, Any]]:
+        return [{"users": users, "contender": label, **_combine_pool_rounds(users, label, results)}
+                for (users, label), results in self.pool_rounds.items()]
 
     def add(self, job: Job, result: dict[str, Any]) -> None:
         """File `result` under its job, with the keys that say which job it was."""
         if isinstance(job, PoolCell):
-            self.pool.append({"users": job.users, "contender": job.label, **result})
+            self.pool_rounds.setdefault(job.key, []).append(result)
         elif isinstance(job, MemoryProbe):
             self.memory.append({"driver": job.driver, **result})
         else:
-            self.cells.append({"workload": job.workload, "concurrency": job.concurrency,
-                               "driver": job.label, **result})
+            self.rounds.setdefault(job.key, []).append(result)
+
+
+def _combine_pool_rounds(users: int, label: str, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One pool cell from its rounds, as pool_scenario.combine_rounds pools them."""
+    if len(results) == 1:
+        return results[0]
+    for r in results:
+        if "error" in r:
+            return r
+    cells = [pool_scenario.CellResult(
+        contender=label, users=users, requests=r["requests"], queries=r["queries"],
+        errors=r["errors"], elapsed=r["elapsed"], cpu_seconds=r["cpu_seconds"],
+        p50_ms=r["latency_p50_ms"], p95_ms=r["latency_p95_ms"], p99_ms=r["latency_p99_ms"],
+        first_error=r.get("first_error")) for r in results]
+    return {**results[-1], **pool_scenario.result_dict(pool_scenario.combine_rounds(cells)),
+            "rounds": len(results)}
 
 
 class Progress:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any, Sequence
 
 
@@ -42,3 +43,40 @@ def cell_result(
         "cpu_seconds": cpu_seconds,
         "cpu_per_query_us": 1e6 * cpu_seconds / queries if queries else None,
     }
+
+
+def combine_rounds(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One cell's numbers from its rounds.
+
+    Counts, times and CPU add up, so throughput and CPU per query are those
+    of all rounds together; mean latency is weighted by queries; p50 and p99
+    are the median of the rounds' values (the rounds' latencies are not
+    kept).  A round that failed makes the whole cell n/a.
+    """
+    if len(results) == 1:
+        return dict(results[0])
+    for i, r in enumerate(results, 1):
+        if "error" in r:
+            same = all(other.get("error") == r["error"] for other in results)
+            return {**r, "error": r["error"] if same else f"round {i}: {r['error']}"}
+    combined = dict(results[-1])
+    for key in ("queries", "rows", "elapsed", "cpu_seconds", "rows_total"):
+        if all(key in r for r in results):
+            combined[key] = sum(r[key] for r in results)
+    queries, elapsed = combined["queries"], combined["elapsed"]
+    combined["queries_per_s"] = queries / elapsed if elapsed else 0.0
+    combined["rows_per_s"] = combined["rows"] / elapsed if elapsed else 0.0
+    combined["cpu_per_query_us"] = 1e6 * combined["cpu_seconds"] / queries if queries else None
+    weighted = [(r["latency_mean_ms"], r["queries"]) for r in results
+                if r.get("latency_mean_ms") is not None]
+    if weighted:
+        combined["latency_mean_ms"] = (sum(m * q for m, q in weighted)
+                                       / sum(q for _, q in weighted))
+    for key in ("latency_p50_ms", "latency_p99_ms"):
+        values = sorted(r[key] for r in results if r.get(key) is not None)
+        if values:
+            combined[key] = statistics.median(values)
+    if all("rss_growth_mb" in r for r in results):
+        combined["rss_growth_mb"] = max(r["rss_growth_mb"] for r in results)
+    combined["rounds"] = len(results)
+    return combined

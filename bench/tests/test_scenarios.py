@@ -96,6 +96,29 @@ def test_plan_runs_pool_levels_then_one_probe_per_python_driver():
     ]
 
 
+def _pool_round(requests, elapsed, cpu, p50, p95, p99):
+    return {"requests": requests, "queries": 5 * requests, "errors": 0, "elapsed": elapsed,
+            "cpu_seconds": cpu, "latency_p50_ms": p50, "latency_p95_ms": p95,
+            "latency_p99_ms": p99, "driver_version": "1", "event_loop": "uvloop"}
+
+
+def test_pool_rounds_are_interleaved_and_combined():
+    cells = plan(_plan_options(drivers=["asyncpg"], pool_users=[10], scenarios=["pool"],
+                               aa_control=False, rounds=2))
+    assert cells == [PoolCell(10, "asyncpg-pool", "asyncpg-pool", 1, 2),
+                     PoolCell(10, "asyncpg-pool", "asyncpg-pool", 2, 2)]
+    results = RunResults()
+    results.add(cells[0], _pool_round(100, 1.0, 0.2, 1.0, 2.0, 9.0))
+    results.add(cells[1], _pool_round(300, 1.0, 0.2, 3.0, 4.0, 5.0))
+    (pool,) = results.pool
+    assert (pool["users"], pool["contender"], pool["requests"]) == (10, "asyncpg-pool", 400)
+    assert pool["requests_per_s"] == 200.0
+    assert pool["cpu_per_request_us"] == pytest.approx(1e6 * 0.4 / 400)
+    # The median of two rounds is the lower one (pool_scenario.combine_rounds).
+    assert (pool["latency_p50_ms"], pool["latency_p99_ms"]) == (1.0, 5.0)
+    assert len(results) == 2
+
+
 def test_plan_puts_throughput_cells_before_the_scenarios():
     cells = plan(_plan_options(drivers=["asyncpg"], workloads=["oneplusone"], aa_control=False,
                                pool_users=[10]))

@@ -169,6 +169,16 @@ def test_plan_runs_asyncpg_first_and_its_control_last():
     ]
 
 
+def test_plan_interleaves_rounds_of_every_driver():
+    cells = plan(_options(concurrency=[10], rounds=2))
+    assert [(c.label, c.round) for c in cells] == [
+        ("asyncpg", 1), ("psycopg", 1), (AA_LABEL, 1),
+        ("asyncpg", 2), ("psycopg", 2), (AA_LABEL, 2),
+    ]
+    assert cells[4].title() == "oneplusone c=10 psycopg (round 2/2)"
+    assert cells[1].key == cells[4].key == ("oneplusone", 10, "psycopg")
+
+
 def test_plan_without_asyncpg_has_no_control():
     assert [c.label for c in plan(_options(drivers=["psycopg2"], concurrency=[10]))] == ["psycopg2"]
 
@@ -190,12 +200,44 @@ def test_explicit_values_beat_quick():
     args = cli.parser().parse_args(["--quick", "--duration", "3", "--concurrency", "1,4"])
     o = cli.options_from(args)
     assert (o.duration, o.concurrency) == (3.0, [1, 4])
+    assert o.rounds == 1
 
 
 def test_defaults():
     o = cli.options_from(cli.parser().parse_args([]))
-    assert (o.duration, o.warmup, o.concurrency) == (5.0, cli.DEFAULT_WARMUP, [1, 10])
+    assert (o.duration, o.warmup, o.rounds, o.concurrency) == (1.5, 1.0, 3, [1, 10])
     assert o.workloads == [w.name for w in WORKLOADS]
+    assert cli.options_from(cli.parser().parse_args(["--rounds", "2"])).rounds == 2
+
+
+def _round(queries, rows, elapsed, cpu, mean, p50, p99, rss=1.0):
+    return {"queries": queries, "rows": rows, "elapsed": elapsed, "cpu_seconds": cpu,
+            "latency_mean_ms": mean, "latency_p50_ms": p50, "latency_p99_ms": p99,
+            "rss_growth_mb": rss, "rows_total": rows, "driver_version": "1"}
+
+
+def test_rounds_combine_into_totals_and_median_percentiles():
+    combined = stats.combine_rounds([
+        _round(100, 1000, 1.0, 0.5, 2.0, 1.0, 9.0, rss=3.0),
+        _round(300, 3000, 2.0, 0.7, 1.0, 3.0, 5.0),
+        _round(100, 1000, 1.0, 0.3, 4.0, 2.0, 7.0),
+    ])
+    assert combined["queries"] == 500 and combined["rows"] == 5000
+    assert combined["rows_per_s"] == 5000 / 4.0
+    assert combined["queries_per_s"] == 500 / 4.0
+    assert combined["cpu_per_query_us"] == pytest.approx(1e6 * 1.5 / 500)
+    assert combined["latency_mean_ms"] == pytest.approx((200 + 300 + 400) / 500)
+    assert (combined["latency_p50_ms"], combined["latency_p99_ms"]) == (2.0, 7.0)
+    assert combined["rss_growth_mb"] == 3.0
+    assert combined["rounds"] == 3
+
+
+def test_a_failed_round_makes_the_cell_na():
+    ok = _round(100, 1000, 1.0, 0.5, 2.0, 1.0, 9.0)
+    assert stats.combine_rounds([ok, {"error": "boom"}])["error"] == "round 2: boom"
+    same = {"error": "pgbench cannot express this workload"}
+    assert stats.combine_rounds([same, dict(same)])["error"] == same["error"]
+    assert stats.combine_rounds([ok]) == ok
 
 
 @pytest.mark.parametrize("argv", [["--drivers", "asyncpg,nope"], ["--concurrency", "0"],
