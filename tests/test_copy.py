@@ -279,6 +279,20 @@ async def test_copy_out_to_open_file_and_async_callable(conn, odd_table, tmp_pat
     assert b''.join(chunks) == expected.getvalue()
 
 
+async def test_copy_out_hands_over_many_rows_per_call(conn):
+    # Rows are grouped per network read: 100k one-line rows must not cost
+    # 100k calls of the output.
+    calls = []
+
+    async def collect(data: bytes) -> None:
+        calls.append(data)
+    status = await conn.copy_from_query('SELECT i FROM generate_series(1, 100000) i',
+                                        output=collect)
+    assert status == 'COPY 100000'
+    assert b''.join(calls) == b''.join(b'%d\n' % i for i in range(1, 100001))
+    assert len(calls) < 200
+
+
 async def test_copy_out_to_object_with_async_write(conn):
     class AsyncSink:
         def __init__(self):

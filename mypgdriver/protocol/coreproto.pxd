@@ -56,6 +56,7 @@ cdef class CoreProtocol:
         bint discard_rows                 # after a cancel: drain without decoding
         bint portal_suspended
         object copy_out_sink              # callable(bytes) for COPY TO STDOUT, or None
+        WriteBuffer copy_out_buf          # CopyData payloads not yet given to the sink
         str simple_query_text             # for the query attribute of server errors
         public bint count_rows_only       # Cursor.forward(): count rows, do not decode
         public Py_ssize_t rows_counted
@@ -96,6 +97,7 @@ cdef class CoreProtocol:
     cdef int _process_messages(self) except -1
     cdef int _process_loop(self) except -1
     cdef str _command_tag(self, Frame *frame)
+    cdef int _flush_copy_out(self) except -1
     cdef int _dispatch(self, char mtype, Frame *frame) except -1
     cdef int _on_authentication(self, Frame *frame) except -1
     cdef int _on_error_response(self, Frame *frame) except -1

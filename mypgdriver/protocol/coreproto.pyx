@@ -30,6 +30,10 @@ from mypgdriver.protocol.buffer cimport (
     frame_read_cstr, frame_read_cstr_bytes, unpack_int32)
 from mypgdriver.protocol.statement cimport StatementState
 
+# COPY OUT: hand the sink what has arrived once this much is collected, even
+# in the middle of a read.
+cdef Py_ssize_t COPY_OUT_FLUSH_BYTES = 256 * 1024
+
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
 
@@ -67,6 +71,7 @@ cdef class CoreProtocol:
     def __cinit__(self, *args, **kwargs):
         self.rbuf = ReadBuffer()
         self.wbuf = WriteBuffer()
+        self.copy_out_buf = WriteBuffer()
         self.state = STATE_NEW
         self.xact_status = 'I'
         self.backend_pid = 0
@@ -425,6 +430,8 @@ cdef class CoreProtocol:
                     self._on_data_row(&frame)
             else:
                 self._dispatch(p[0], &frame)
+        if self.copy_out_buf.length:
+            self._flush_copy_out()
         if rb.start == rb.end:
             rb.start = 0
             rb.end = 0
@@ -446,7 +453,21 @@ cdef class CoreProtocol:
         self.last_tag = last
         return last
 
+    cdef int _flush_copy_out(self) except -1:
+        # Called at the end of each read and before any message that is not
+        # CopyData, so the sink has every row before the COPY completes or fails.
+        cdef WriteBuffer buf = self.copy_out_buf
+        if buf.length == 0:
+            return 0
+        data = buf.to_bytes()
+        buf.reset()
+        if self.copy_out_sink is not None:
+            self.copy_out_sink(data)
+        return 0
+
     cdef int _dispatch(self, char mtype, Frame *frame) except -1:
+        if self.copy_out_buf.length and mtype != b'd':
+            self._flush_copy_out()
         # DataRow first: it is most of the traffic.
         if mtype == b'D':
             return self._on_data_row(frame)
@@ -496,8 +517,12 @@ cdef class CoreProtocol:
         elif mtype == b'H':
             self.state = STATE_COPY_OUT
         elif mtype == b'd':
+            # COPY OUT: the rows of one read go to the sink as one bytes
+            # object (see _flush_copy_out), not one object and call per row.
             if self.copy_out_sink is not None and not self.discard_rows:
-                self.copy_out_sink(PyBytes_FromStringAndSize(frame.ptr, frame.remaining))
+                self.copy_out_buf.write_raw(frame.ptr, frame.remaining)
+                if self.copy_out_buf.length >= COPY_OUT_FLUSH_BYTES:
+                    self._flush_copy_out()
         elif mtype == b'c':
             pass    # CopyDone: CommandComplete and ReadyForQuery follow
         elif mtype == b'v':
