@@ -92,7 +92,7 @@ async def _current_user(**kwargs: Any) -> str:
 
 def _all_text(exc: BaseException) -> str:
     """Everything a user could see of an exception: message, repr, args, causes."""
-    parts = ["".join(traceback.format_exception(exc))]
+    parts = ["".join(traceback.format_exception(type(exc), exc, exc.__traceback__))]
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))

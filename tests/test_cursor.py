@@ -129,7 +129,7 @@ async def test_anext_awaitables_keep_their_own_rows(conn):
         first = await iterator.__anext__()
         second, third = iterator.__anext__(), iterator.__anext__()
         assert [(await third)[0], (await second)[0], first[0]] == [3, 2, 1]
-        assert (await anext(iterator))[0] == 4
+        assert (await iterator.__anext__())[0] == 4
         # Rows 5 (buffered) and 6 (the next batch) through asyncio's wrappers.
         assert (await asyncio.wait_for(iterator.__anext__(), 10))[0] == 5
         assert [r[0] for r in await asyncio.gather(iterator.__anext__())] == [6]

@@ -2,6 +2,7 @@
 the failing row named, any iterable or async iterable."""
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 import pytest
@@ -191,7 +192,7 @@ async def test_without_statement_cache(table, connect_kwargs):
 
 async def test_executemany_timeout_leaves_connection_usable(table):
     conn = table
-    with pytest.raises(TimeoutError):
+    with pytest.raises(asyncio.TimeoutError):
         await conn.executemany(
             "INSERT INTO many_items (id, label) SELECT $1, pg_sleep(0.2)::text",
             [(i,) for i in range(50)], timeout=0.3)
