@@ -137,10 +137,21 @@ def test_get_looks_up_names_only(row):
 
 
 def test_get_argument_count_is_checked(row):
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="missing required argument 'key'"):
         row.get()
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="at most 2 arguments"):
         row.get("id", 1, 2)
+
+
+def test_get_takes_its_arguments_by_keyword_too(row):
+    assert row.get(key="name") == "ann"
+    assert row.get(key="nope", default=7) == 7
+    with pytest.raises(TypeError, match="multiple values for argument 'key'"):
+        row.get("name", key="name")
+    with pytest.raises(TypeError, match="multiple values for argument 'default'"):
+        row.get("name", 1, default=2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'fallback'"):
+        row.get("name", fallback=2)
 
 
 # --- mapping-style and sequence-style iteration --------------------------------
