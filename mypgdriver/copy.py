@@ -685,12 +685,8 @@ class CopyMixin:
         await self._copy_wait_in_sync()
         if timeout is None:
             timeout = self._command_timeout
-        proto = self._protocol
-        fut = proto.copy_in(query, timeout)
-        if not await self._copy_in_started(fut):
-            return await self._await_op(fut)
-        proto.begin_stream()
-        try:
+
+        async def send(fut) -> None:
             pending: list = []
             size = 0
             async for chunk in chunks:
@@ -707,6 +703,22 @@ class CopyMixin:
                     size = 0
             if pending:
                 await self._send_copy_data(b''.join(pending), fut)
+
+        return await self._feed_copy_in(query, timeout, send)
+
+    async def _feed_copy_in(self, query: str, timeout: Optional[float], send) -> str:
+        """Run COPY ... FROM STDIN, `await send(fut)` feeding it; the status tag.
+
+        `send` stops early once `fut` (the operation) is done.  If it raises,
+        the COPY is failed on the server so nothing is committed.
+        """
+        proto = self._protocol
+        fut = proto.copy_in(query, timeout)
+        if not await self._copy_in_started(fut):
+            return await self._await_op(fut)
+        proto.begin_stream()
+        try:
+            await send(fut)
             proto.end_stream()
             proto.copy_in_done()
         except BaseException as exc:
@@ -732,25 +744,11 @@ class CopyMixin:
 
     async def _copy_records_in(self, query: str, state, records: Any,
                                timeout: Optional[float]) -> str:
-        proto = self._protocol
-        fut = proto.copy_in(query, timeout)
-        if not await self._copy_in_started(fut):
-            return await self._await_op(fut)
-        proto.begin_stream()
-        try:
-            if hasattr(records, '__aiter__'):
-                await self._send_records_async(state, records, fut)
-            else:
-                await self._send_records(state, records, fut)
-            proto.end_stream()
-            proto.copy_in_done()
-        except BaseException as exc:
-            replacement = stream_interrupted(proto, exc, fut)
-            if replacement is not None:
-                raise replacement from None
-            await self._fail_copy_in(fut, exc)
-            raise
-        return await self._await_op(fut)
+        if hasattr(records, '__aiter__'):
+            return await self._feed_copy_in(
+                query, timeout, lambda fut: self._send_records_async(state, records, fut))
+        return await self._feed_copy_in(
+            query, timeout, lambda fut: self._send_records(state, records, fut))
 
     async def _send_records(self, state, records: Iterable, fut) -> None:
         proto = self._protocol
