@@ -39,19 +39,30 @@ cdef object as_integer(Codec codec, object value):
 
 cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object value, int *overflow) except? -1
-    long PyLong_AsLongAndOverflow(object value, int *overflow) except? -1
 
 
-cdef inline int64_t integer_in_range(Codec codec, object value, int64_t lo, int64_t hi, str label) except? -1:
+cdef int64_t integer_checked(Codec codec, object value, int64_t lo, int64_t hi,
+                             str label) except? -1:
+    # integer_in_range's out-of-line part: non-int values, and errors.
     cdef int overflow = 0
-    cdef int64_t v
-    if type(value) is not int:
-        value = as_integer(codec, value)
-    # The overflow flag instead of OverflowError: no exception on the way.
-    v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    cdef int64_t v = PyLong_AsLongLongAndOverflow(as_integer(codec, value), &overflow)
     if overflow or v < lo or v > hi:
         raise_encode_error(codec, value, f'value out of {label} range')
     return v
+
+
+cdef inline int64_t integer_in_range(Codec codec, object value, int64_t lo, int64_t hi,
+                                     str label) except? -1:
+    # Hot for every int parameter and COPY value, so small enough to be
+    # inlined: a plain int in range costs one call and no exception (the
+    # overflow flag instead of OverflowError).
+    cdef int overflow = 0
+    cdef int64_t v
+    if type(value) is int:
+        v = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if not overflow and lo <= v <= hi:
+            return v
+    return integer_checked(codec, value, lo, hi, label)
 
 
 cdef object bool_decode(Codec codec, Frame *frame):
@@ -97,13 +108,6 @@ cdef object int4_decode(Codec codec, Frame *frame):
 
 
 cdef int int4_encode(Codec codec, WriteBuffer buf, object value) except -1:
-    # Plain ints in range first, without the general path's calls.
-    cdef int overflow = 0
-    cdef long v
-    if type(value) is int:
-        v = PyLong_AsLongAndOverflow(value, &overflow)
-        if not overflow and -2147483648 <= v <= 2147483647:
-            return buf.write_int32(<int32_t>v)
     return buf.write_int32(<int32_t>integer_in_range(
         codec, value, -2147483648, 2147483647, 'int32'))
 
@@ -118,12 +122,6 @@ cdef object int8_decode(Codec codec, Frame *frame):
 
 
 cdef int int8_encode(Codec codec, WriteBuffer buf, object value) except -1:
-    cdef int overflow = 0
-    cdef long long v
-    if type(value) is int:
-        v = PyLong_AsLongLongAndOverflow(value, &overflow)
-        if not overflow:
-            return buf.write_int64(<int64_t>v)
     return buf.write_int64(integer_in_range(
         codec, value, -9223372036854775807 - 1, 9223372036854775807, 'int64'))
 

@@ -107,11 +107,9 @@ cdef class RowStream:
         return self._refill()
 
     async def _refill(self):
-        rows = await self.source.next_batch()
+        cdef list rows = await self.source.next_batch()
         if not rows:
             raise StopAsyncIteration
-        if type(rows) is not list:
-            rows = list(rows)
         self._rows = rows
         self._pos = 1
         row = rows[0]
