@@ -376,36 +376,6 @@ async def _iterate(iterable: Iterable) -> AsyncIterable:
         yield item
 
 
-def stream_interrupted(proto, exc: BaseException, fut) -> Optional[BaseException]:
-    """After an exception while feeding user data: the error the caller should get.
-
-    The protocol cancels the feeding task itself when the operation times
-    out, or when cancel() is called while we wait on the caller's data (the
-    server ignores a CancelRequest then).  That cancellation is ours, not the
-    caller's: it is undone (uncancel) and replaced by TimeoutError or
-    QueryCanceledError.  The protocol abandons the operation (CopyFail or an
-    aborted pipeline, then a drain), so nothing is committed.  Returns None
-    when the exception is the caller's own.
-    """
-    reason = proto.end_stream()
-    if not (reason and isinstance(exc, asyncio.CancelledError)):
-        return None
-    task = asyncio.current_task()
-    if task is not None and hasattr(task, 'uncancel'):
-        task.uncancel()
-    proto.abandon()
-    # The caller gets the replacement, not the operation's own outcome:
-    # consume it so asyncio does not report it as never retrieved.
-    if fut.done():
-        if not fut.cancelled():
-            fut.exception()
-    else:
-        fut.cancel()
-    if reason == 1:
-        return asyncio.TimeoutError()
-    return exceptions.QueryCanceledError('canceling statement due to user request')
-
-
 class CopyMixin:
     """copy_to_table(), copy_from_table(), copy_from_query(), copy_records_to_table()."""
 
@@ -431,12 +401,13 @@ class CopyMixin:
         the copy to those columns; the other keyword arguments are the COPY
         options of the same names (see PostgreSQL's COPY documentation).
         """
+        deadline = self._copy_deadline(timeout)
         opts = copy_options(format=format, oids=oids, delimiter=delimiter, null=null,
                             header=header, quote=quote, escape=escape,
                             force_quote=force_quote, encoding=encoding)
         query = (f'COPY {_table_name(table_name, schema_name)}{_columns_clause(columns)} '
                  f'TO STDOUT{opts}')
-        return await self._copy_out(query, output, timeout)
+        return await self._copy_out(query, output, deadline)
 
     async def copy_from_query(self, query: str, *args: Any, output: Any,
                               timeout: Optional[float] = None, format: Optional[str] = None,
@@ -453,14 +424,13 @@ class CopyMixin:
         literals, quoted names and comments is left alone.  `output` and the
         options are as for :meth:`copy_from_table`.
         """
+        deadline = self._copy_deadline(timeout)
         opts = copy_options(format=format, oids=oids, delimiter=delimiter, null=null,
                             header=header, quote=quote, escape=escape,
                             force_quote=force_quote, encoding=encoding)
-        deadline = self._copy_deadline(timeout)
         if args:
-            query = await self._inline_arguments(query, args, self._copy_time_left(deadline))
-        return await self._copy_out(f'COPY ({query}) TO STDOUT{opts}', output,
-                                    self._copy_time_left(deadline))
+            query = await self._inline_arguments(query, args, deadline)
+        return await self._copy_out(f'COPY ({query}) TO STDOUT{opts}', output, deadline)
 
     # --- COPY ... FROM STDIN ---
 
@@ -492,6 +462,7 @@ class CopyMixin:
         the source's exception is raised after the server ended the COPY, and
         the connection stays usable.
         """
+        deadline = self._copy_deadline(timeout)
         if force_quote is not None:
             raise ValueError('force_quote applies only when copying out of the server '
                              '(copy_from_table, copy_from_query)')
@@ -500,8 +471,8 @@ class CopyMixin:
                             force_not_null=force_not_null, force_null=force_null,
                             encoding=encoding)
         query = (f'COPY {_table_name(table_name, schema_name)}{_columns_clause(columns)} '
-                 f'FROM STDIN{opts}{_where_clause(where, self._server_version)}')
-        return await self._copy_in(query, source, timeout)
+                 f'FROM STDIN{opts}{_where_clause(where, self._session.server_version)}')
+        return await self._copy_in(query, source, deadline)
 
     async def copy_records_to_table(self, table_name: str, *, records: Any,
                                     columns: Optional[Iterable[str]] = None,
@@ -520,47 +491,43 @@ class CopyMixin:
         (counting from 0) and column; then, as when the server rejects a
         row, nothing is copied and the connection stays usable.
         """
+        deadline = self._copy_deadline(timeout)
+        session = self._session
         tab = _table_name(table_name, schema_name)
         cols = _columns_clause(columns)
         select_list = cols[1:-1] if cols else '*'
         query = (f'COPY {tab}{cols} FROM STDIN (FORMAT binary)'
-                 f'{_where_clause(where, self._server_version)}')
-        deadline = self._copy_deadline(timeout)
-        await self._copy_wait_in_sync()
+                 f'{_where_clause(where, session.server_version)}')
+        await self._copy_wait_in_sync(deadline)
         # The column types COPY expects are those of this SELECT; preparing it
         # also resolves their codecs (introspecting unknown types if needed).
         intro = f'SELECT {select_list} FROM {tab} LIMIT 0'
-        state = self._stmt_cache.get(intro)
+        state = session.stmt_cache.get(intro)
         if state is None:
-            state = await self._prepare_state(intro, self._copy_time_left(deadline))
-        return await self._copy_records_in(query, state, records,
-                                           self._copy_time_left(deadline))
+            state = await session.prepare_state(intro, session.time_left(deadline))
+        return await self._copy_records_in(query, state, records, deadline)
 
     # --- internals ---
 
+    # Every COPY method turns its timeout into one deadline first (which also
+    # checks the argument, before anything is opened or sent); the steps
+    # below take the time left.
+
     def _copy_deadline(self, timeout: Optional[float]) -> Optional[float]:
-        if timeout is None:
-            timeout = self._command_timeout
-        return None if timeout is None else self._loop.time() + timeout
+        session = self._session
+        return session.deadline(session.resolve_timeout(timeout))
 
-    def _copy_time_left(self, deadline: Optional[float]) -> Optional[float]:
-        if deadline is None:
-            return None
-        left = deadline - self._loop.time()
-        if left <= 0:
-            raise asyncio.TimeoutError()
-        return left
+    async def _copy_wait_in_sync(self, deadline: Optional[float]) -> None:
+        session = self._session
+        session.check_open()
+        if session.needs_sync():
+            await session.sync(session.time_left(deadline))
 
-    async def _copy_wait_in_sync(self) -> None:
-        self._check_open()
-        if self._stmts_to_close or self._protocol.get_resync_waiter() is not None:
-            await self._wait_in_sync()
-
-    async def _inline_arguments(self, query: str, args: Sequence, timeout) -> str:
+    async def _inline_arguments(self, query: str, args: Sequence, deadline) -> str:
         """`query` with each ``$n`` replaced by its argument as a typed SQL literal."""
-        deadline = None if timeout is None else self._loop.time() + timeout
-        await self._copy_wait_in_sync()
-        state = await self._prepare_state(query, timeout, cache=False)
+        session = self._session
+        await self._copy_wait_in_sync(deadline)
+        state = await session.prepare_state(query, session.time_left(deadline), cache=False)
         oids = state.param_oids
         if len(oids) != len(args):
             raise exceptions.InterfaceError(
@@ -568,17 +535,17 @@ class CopyMixin:
                 f'for this query, {len(args)} {"was" if len(args) == 1 else "were"} passed')
         names = {}
         for oid in oids:
-            info = self._codecs.type_info(oid)
+            info = session.codecs.type_info(oid)
             if info is not None:
                 names[oid] = quote_ident(info.schema) + '.' + quote_ident(info.name)
         missing = [oid for oid in oids if oid not in names]
         if missing:
             # A type the registry knows only by a user codec: ask the server for its name.
-            rows = await self._execute(
+            rows = await session.execute(
                 'SELECT t.oid, n.nspname, t.typname FROM pg_catalog.pg_type t '
                 'JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace '
                 'WHERE t.oid = ANY($1::oid[])', (missing,), 0,
-                self._copy_time_left(deadline), False, None)
+                session.time_left(deadline), False, None, False)
             for oid, schema, name in rows:
                 names[oid] = quote_ident(schema) + '.' + quote_ident(name)
         type_names = [names[oid] for oid in oids]
@@ -586,14 +553,14 @@ class CopyMixin:
         # form is then exactly what the type's input function reads back.
         select = ', '.join(f'pg_catalog.quote_literal(${i}::{name}::text)'
                            for i, name in enumerate(type_names, 1))
-        rows = await self._execute(f'SELECT {select}', args, 1,
-                                   self._copy_time_left(deadline), False, None)
+        rows = await session.execute(f'SELECT {select}', args, 1,
+                                     session.time_left(deadline), False, None, False)
         literals = [f'({"NULL" if lit is None else lit}::{name})'
                     for lit, name in zip(rows[0], type_names)]
-        scs = self._protocol.get_server_parameters().get('standard_conforming_strings', 'on')
+        scs = session.protocol.get_server_parameters().get('standard_conforming_strings', 'on')
         return substitute_parameters(query, literals, scs == 'on')
 
-    async def _copy_out(self, query: str, output: Any, timeout: Optional[float]) -> str:
+    async def _copy_out(self, query: str, output: Any, deadline: Optional[float]) -> str:
         loop = self._loop
         opened = None
         path = _fspath(output)
@@ -619,19 +586,18 @@ class CopyMixin:
             async def writer(data: bytes) -> None:
                 await loop.run_in_executor(None, write, data)
         try:
-            return await self._copy_out_stream(query, writer, timeout)
+            return await self._copy_out_stream(query, writer, deadline)
         finally:
             if opened is not None:
                 await loop.run_in_executor(None, opened.close)
 
     async def _copy_out_stream(self, query: str, writer: Callable[[bytes], Awaitable],
-                               timeout: Optional[float]) -> str:
-        await self._copy_wait_in_sync()
-        if timeout is None:
-            timeout = self._command_timeout
-        proto = self._protocol
+                               deadline: Optional[float]) -> str:
+        session = self._session
+        await self._copy_wait_in_sync(deadline)
+        proto = session.protocol
         stream = _CopyOutStream(proto)
-        fut = proto.copy_out(query, stream.feed, timeout)
+        fut = proto.copy_out(query, stream.feed, session.time_left(deadline))
         fut.add_done_callback(stream.wake)
         try:
             while True:
@@ -655,7 +621,7 @@ class CopyMixin:
             stream.resume()
         return fut.result()
 
-    async def _copy_in(self, query: str, source: Any, timeout: Optional[float]) -> str:
+    async def _copy_in(self, query: str, source: Any, deadline: Optional[float]) -> str:
         loop = self._loop
         opened = None
         path = _fspath(source)
@@ -675,16 +641,13 @@ class CopyMixin:
                             'memoryview, or an (async) iterable of bytes, '
                             f'not {type(source).__name__}')
         try:
-            return await self._copy_in_stream(query, chunks, timeout)
+            return await self._copy_in_stream(query, chunks, deadline)
         finally:
             if opened is not None:
                 await loop.run_in_executor(None, opened.close)
 
     async def _copy_in_stream(self, query: str, chunks: AsyncIterable,
-                              timeout: Optional[float]) -> str:
-        await self._copy_wait_in_sync()
-        if timeout is None:
-            timeout = self._command_timeout
+                              deadline: Optional[float]) -> str:
 
         async def send(fut) -> None:
             pending: list = []
@@ -704,35 +667,37 @@ class CopyMixin:
             if pending:
                 await self._send_copy_data(b''.join(pending), fut)
 
-        return await self._feed_copy_in(query, timeout, send)
+        return await self._feed_copy_in(query, deadline, send)
 
-    async def _feed_copy_in(self, query: str, timeout: Optional[float], send) -> str:
+    async def _feed_copy_in(self, query: str, deadline: Optional[float], send) -> str:
         """Run COPY ... FROM STDIN, `await send(fut)` feeding it; the status tag.
 
         `send` stops early once `fut` (the operation) is done.  If it raises,
         the COPY is failed on the server so nothing is committed.
         """
-        proto = self._protocol
-        fut = proto.copy_in(query, timeout)
+        session = self._session
+        await self._copy_wait_in_sync(deadline)
+        proto = session.protocol
+        fut = proto.copy_in(query, session.time_left(deadline))
         if not await self._copy_in_started(fut):
-            return await self._await_op(fut)
+            return await session.wait(fut)
         proto.begin_stream()
         try:
             await send(fut)
             proto.end_stream()
             proto.copy_in_done()
         except BaseException as exc:
-            replacement = stream_interrupted(proto, exc, fut)
+            replacement = session.stream_interrupted(exc, fut)
             if replacement is not None:
                 raise replacement from None
             await self._fail_copy_in(fut, exc)
             raise
-        return await self._await_op(fut)
+        return await session.wait(fut)
 
     async def _send_copy_data(self, data, fut) -> None:
         # A huge chunk goes as several messages (slices share its memory)
         # rather than being copied whole into one message.
-        proto = self._protocol
+        proto = self._session.protocol
         view = memoryview(data).cast('B')
         for start in range(0, len(view), COPY_IN_MESSAGE_BYTES):
             if fut.done():
@@ -743,15 +708,15 @@ class CopyMixin:
                 await drain
 
     async def _copy_records_in(self, query: str, state, records: Any,
-                               timeout: Optional[float]) -> str:
+                               deadline: Optional[float]) -> str:
         if hasattr(records, '__aiter__'):
             return await self._feed_copy_in(
-                query, timeout, lambda fut: self._send_records_async(state, records, fut))
+                query, deadline, lambda fut: self._send_records_async(state, records, fut))
         return await self._feed_copy_in(
-            query, timeout, lambda fut: self._send_records(state, records, fut))
+            query, deadline, lambda fut: self._send_records(state, records, fut))
 
     async def _send_records(self, state, records: Iterable, fut) -> None:
-        proto = self._protocol
+        proto = self._session.protocol
         take = _batch_taker(records)
         batch = take(COPY_RECORDS_FIRST_BATCH)
         per_chunk = self._send_first_records(state, batch)
@@ -768,7 +733,7 @@ class CopyMixin:
         proto.copy_in_records(state, (), False, True)
 
     async def _send_records_async(self, state, records: AsyncIterable, fut) -> None:
-        proto = self._protocol
+        proto = self._session.protocol
         per_chunk = None
         base = 0
         batch: list = []
@@ -800,7 +765,7 @@ class CopyMixin:
         buf = WriteBuffer()
         state.encode_copy_records(buf, batch, True, False, 0)
         data = buf.getvalue()
-        self._protocol.copy_in_data(data)
+        self._session.protocol.copy_in_data(data)
         if not batch:
             return COPY_RECORDS_FIRST_BATCH
         per_record = max(1, (len(data) - 19) // len(batch))     # 19: the header
@@ -808,7 +773,7 @@ class CopyMixin:
 
     def _send_record_batch(self, state, batch: Sequence, base: int) -> None:
         try:
-            self._protocol.copy_in_records(state, batch, False, False)
+            self._session.protocol.copy_in_records(state, batch, False, False)
         except exceptions.DataError:
             # copy_in_records() counts records from 0 in each batch; encode
             # the batch again (only on this error path) to name the record's
@@ -818,7 +783,7 @@ class CopyMixin:
 
     async def _copy_in_started(self, fut) -> bool:
         """Wait until the server accepts COPY data (True) or the command ended (False)."""
-        proto = self._protocol
+        proto = self._session.protocol
         ready = proto.copy_ready
 
         def command_ended(_fut) -> None:
@@ -836,11 +801,17 @@ class CopyMixin:
 
     async def _fail_copy_in(self, fut, exc: BaseException) -> None:
         """End a COPY FROM STDIN that our side cannot finish, so nothing is committed."""
-        proto = self._protocol
+        proto = self._session.protocol
         if isinstance(exc, Exception):
             # CopyFail makes the server abort the command and answer with
             # an error and ReadyForQuery; the caller raises `exc` instead.
-            proto.copy_in_fail(f'{type(exc).__name__}: {exc}'[:1000])
+            try:
+                proto.copy_in_fail(f'{type(exc).__name__}: {exc}'[:1000])
+            except BaseException:
+                # Not even CopyFail could be sent: close rather than leave
+                # the server waiting for data that will never come.
+                self._session.terminate()
+                raise
             try:
                 await fut
             except asyncio.CancelledError:

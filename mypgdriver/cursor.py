@@ -16,6 +16,16 @@ DEFAULT_PREFETCH = 50
 _SCHEMA_CHANGED = (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError)
 
 
+def check_prefetch(prefetch) -> None:
+    """Refuse a bad `prefetch` before anything is sent."""
+    if prefetch is None:
+        return
+    if isinstance(prefetch, bool) or not isinstance(prefetch, int):
+        raise TypeError(f'prefetch must be an int, not {type(prefetch).__name__}')
+    if prefetch <= 0:
+        raise exceptions.InterfaceError('prefetch argument must be greater than zero')
+
+
 class CursorFactory:
     """What :meth:`Connection.cursor` returns.
 
@@ -24,12 +34,14 @@ class CursorFactory:
     explicit fetch(n) / fetchrow() / forward(n).
     """
 
-    __slots__ = ('_connection', '_query', '_state', '_args', '_prefetch', '_timeout',
-                 '_record_class')
+    __slots__ = ('_connection', '_session', '_checkout', '_query', '_state', '_args',
+                 '_prefetch', '_timeout', '_record_class')
 
-    def __init__(self, connection, query: str, state, args, prefetch: Optional[int],
+    def __init__(self, connection, session, query: str, state, args, prefetch: Optional[int],
                  timeout: Optional[float], record_class: Optional[type]) -> None:
         self._connection = connection
+        self._session = session
+        self._checkout = session.checkout
         self._query = query
         self._state = state
         self._args = args
@@ -38,17 +50,18 @@ class CursorFactory:
         self._record_class = record_class
 
     def __aiter__(self) -> RowStream:
-        _check_connection(self._connection, 'CursorFactory', '__aiter__')
+        self._session.check_handle(self._checkout, 'CursorFactory', '__aiter__')
         prefetch = DEFAULT_PREFETCH if self._prefetch is None else self._prefetch
-        return RowStream(CursorIterator(self._connection, self._query, self._state, self._args,
-                                        self._record_class, prefetch, self._timeout))
+        return RowStream(CursorIterator(self._session, self._checkout, self._query, self._state,
+                                        self._args, self._record_class, prefetch,
+                                        self._timeout))
 
     def __await__(self):
-        _check_connection(self._connection, 'CursorFactory', '__await__')
+        self._session.check_handle(self._checkout, 'CursorFactory', '__await__')
         if self._prefetch is not None:
             raise exceptions.InterfaceError(
                 'prefetch argument can only be specified for iterable cursor')
-        cursor = Cursor(self._connection, self._query, self._state, self._args,
+        cursor = Cursor(self._session, self._checkout, self._query, self._state, self._args,
                         self._record_class)
         return cursor._open(self._timeout).__await__()
 
@@ -56,13 +69,14 @@ class CursorFactory:
 class BaseCursor:
     """What iterating and explicit cursors share: the statement and the portal."""
 
-    __slots__ = ('_connection', '_query', '_state', '_args', '_record_class', '_portal',
-                 '_exhausted')
+    __slots__ = ('_session', '_checkout', '_query', '_state', '_args', '_record_class',
+                 '_portal', '_exhausted')
     #: The public class named in errors and repr().
     _api_name = 'BaseCursor'
 
-    def __init__(self, connection, query: str, state, args, record_class) -> None:
-        self._connection = connection
+    def __init__(self, session, checkout: int, query: str, state, args, record_class) -> None:
+        self._session = session
+        self._checkout = checkout
         self._query = query
         self._args = args
         self._record_class = record_class
@@ -75,7 +89,7 @@ class BaseCursor:
     def __del__(self) -> None:
         state = getattr(self, '_state', None)
         if state is not None:
-            self._connection._detach_statement(state)
+            self._session.detach_statement(state)
 
     def __repr__(self) -> str:
         flags = ' exhausted' if self._exhausted else ''
@@ -83,22 +97,28 @@ class BaseCursor:
 
     def _hold(self, state) -> None:
         # The statement must outlive cache eviction until the portal is bound.
-        self._connection._attach_statement(state)
+        self._session.attach_statement(state)
         self._state = state
 
+    def _timeout_of(self, timeout):
+        """The call's timeout: validated, else the connection's command_timeout."""
+        return self._session.resolve_timeout(timeout)
+
     async def _prepare(self, timeout) -> None:
-        conn = self._connection
-        await conn._ready(timeout)
-        state = conn._stmt_cache.get(self._query)
+        session = self._session
+        if session.needs_sync():
+            timeout = await session.sync(timeout)
+        state = session.stmt_cache.get(self._query)
         if state is None:
-            state = await conn._prepare_state(self._query, timeout)
+            state = await session.prepare_state(self._query, timeout)
         self._hold(state)
 
     def _check_ready(self, method: str) -> None:
-        _check_connection(self._connection, self._api_name, method)
+        session = self._session
+        session.check_handle(self._checkout, self._api_name, method)
         if self._state is not None and self._state.closed:
             raise exceptions.InterfaceError('cursor: the prepared statement is closed')
-        if not self._connection.is_in_transaction():
+        if not session.is_in_transaction():
             raise exceptions.NoActiveSQLTransactionError(
                 'cursor cannot be created outside of a transaction')
 
@@ -106,33 +126,31 @@ class BaseCursor:
         """Open the portal and fetch its first `limit` rows."""
         if self._portal is not None:
             raise exceptions.InterfaceError('cursor already has an open portal')
-        conn = self._connection
-        await conn._ready(timeout)
-        portal = f'__mypg_portal_{conn._id}_{next(conn._cursor_ids)}__'
+        session = self._session
+        portal = session.new_portal_name()
         try:
-            rows = await conn._bind_portal(self._state, self._args, portal, limit, timeout,
-                                           self._record_class)
+            rows = await session.bind_portal(self._state, self._args, portal, limit, timeout,
+                                             self._record_class)
         except _SCHEMA_CHANGED as e:
             # Inside a transaction there is no retry, but the stale cache
             # entries must go so that the next attempt succeeds.
-            conn._may_retry_after(e, self._query)
+            session.may_retry_after(e, self._query)
             raise
         self._portal = portal
-        self._exhausted = not conn._protocol.last_portal_suspended()
+        self._exhausted = not session.portal_suspended()
         return rows
 
     async def _bind_only(self, timeout) -> None:
         """Open the portal without running it (rows come with later fetches)."""
         if self._portal is not None:
             raise exceptions.InterfaceError('cursor already has an open portal')
-        conn = self._connection
-        await conn._ready(timeout)
-        portal = f'__mypg_portal_{conn._id}_{next(conn._cursor_ids)}__'
+        session = self._session
+        portal = session.new_portal_name()
         try:
-            await conn._await_op(conn._protocol.bind_portal(
-                self._state, self._args, portal, timeout))
+            await session.bind_portal(self._state, self._args, portal, 0, timeout, None,
+                                      fetch=False)
         except _SCHEMA_CHANGED as e:
-            conn._may_retry_after(e, self._query)
+            session.may_retry_after(e, self._query)
             raise
         self._portal = portal
         self._exhausted = False
@@ -141,26 +159,20 @@ class BaseCursor:
         """Fetch up to `limit` more rows of the open portal."""
         if self._portal is None:
             raise exceptions.InterfaceError('cursor does not have an open portal')
-        conn = self._connection
-        await conn._ready(timeout)
-        proto = conn._protocol
+        session = self._session
         try:
-            rows = await conn._await_op(proto.execute_portal(
-                self._state, self._portal, limit, timeout,
-                self._record_class if self._record_class is not None else conn._record_class))
+            rows = await session.execute_portal(self._state, self._portal, limit, timeout,
+                                                self._record_class)
         except exceptions.OutdatedSchemaCacheError as e:
-            conn._may_retry_after(e, self._query)
+            session.may_retry_after(e, self._query)
             raise
-        self._exhausted = not proto.last_portal_suspended()
+        self._exhausted = not session.portal_suspended()
         return rows
 
     async def _close_portal(self, timeout) -> None:
-        conn = self._connection
         portal, self._portal = self._portal, None
-        if portal is None or conn.is_closed():
-            return
-        await conn._ready(timeout)
-        await conn._await_op(conn._protocol.close_portals([portal], timeout))
+        if portal is not None:
+            await self._session.close_portal(portal, timeout)
 
 
 class CursorIterator(BaseCursor):
@@ -173,17 +185,16 @@ class CursorIterator(BaseCursor):
     __slots__ = ('_prefetch', '_timeout')
     _api_name = 'CursorIterator'
 
-    def __init__(self, connection, query: str, state, args, record_class, prefetch: int,
-                 timeout: Optional[float]) -> None:
-        if prefetch <= 0:
-            raise exceptions.InterfaceError('prefetch argument must be greater than zero')
-        super().__init__(connection, query, state, args, record_class)
+    def __init__(self, session, checkout: int, query: str, state, args, record_class,
+                 prefetch: int, timeout: Optional[float]) -> None:
+        check_prefetch(prefetch)
+        super().__init__(session, checkout, query, state, args, record_class)
         self._prefetch = prefetch
         self._timeout = timeout
 
     async def next_batch(self) -> list:
         """The next rows ([] at the end); the portal is closed once exhausted."""
-        timeout = self._timeout
+        timeout = self._timeout_of(self._timeout)
         if self._exhausted:
             await self._close_portal(timeout)
             return []
@@ -207,11 +218,12 @@ class Cursor(BaseCursor):
     __slots__ = ('_pending',)
     _api_name = 'Cursor'
 
-    def __init__(self, connection, query: str, state, args, record_class) -> None:
-        super().__init__(connection, query, state, args, record_class)
+    def __init__(self, session, checkout: int, query: str, state, args, record_class) -> None:
+        super().__init__(session, checkout, query, state, args, record_class)
         self._pending: collections.deque = collections.deque()
 
     async def _open(self, timeout) -> 'Cursor':
+        timeout = self._timeout_of(timeout)
         self._check_ready('__await__')
         if self._state is None:
             await self._prepare(timeout)
@@ -222,8 +234,8 @@ class Cursor(BaseCursor):
     async def fetch(self, n: int, *, timeout: Optional[float] = None) -> list:
         """The next `n` rows (fewer at the end, [] when exhausted)."""
         self._check_ready('fetch')
-        if n <= 0:
-            raise exceptions.InterfaceError('n must be greater than zero')
+        _check_count(n)
+        timeout = self._timeout_of(timeout)
         rows = self._take_pending(n)
         if len(rows) < n and not self._exhausted:
             rows.extend(await self._execute(n - len(rows), timeout))
@@ -232,6 +244,7 @@ class Cursor(BaseCursor):
     async def fetchrow(self, *, timeout: Optional[float] = None):
         """The next row, or None when exhausted."""
         self._check_ready('fetchrow')
+        timeout = self._timeout_of(timeout)
         if self._pending:
             return self._pending.popleft()
         if self._exhausted:
@@ -242,12 +255,12 @@ class Cursor(BaseCursor):
     async def forward(self, n: int, *, timeout: Optional[float] = None) -> int:
         """Skip the next `n` rows on the server; return how many were skipped (<= n)."""
         self._check_ready('forward')
-        if n <= 0:
-            raise exceptions.InterfaceError('n must be greater than zero')
+        _check_count(n)
+        timeout = self._timeout_of(timeout)
         skipped = len(self._take_pending(n))
         if skipped < n and not self._exhausted:
-            status = await self._connection._simple_query(
-                f'MOVE FORWARD {n - skipped:d} FROM "{self._portal}"', timeout)
+            status = await self._session.simple(
+                f'MOVE FORWARD {n - skipped:d} FROM "{self._portal}"', timeout, log=False)
             moved = int(status.split()[1])
             if moved < n - skipped:
                 self._exhausted = True
@@ -259,11 +272,8 @@ class Cursor(BaseCursor):
         return [pending.popleft() for _ in range(min(n, len(pending)))]
 
 
-def _check_connection(connection, cls: str, method: str) -> None:
-    if connection._closed:
-        raise exceptions.InterfaceError(
-            f'cannot call {cls}.{method}(): the underlying connection is closed')
-    if connection.is_closed():
-        # Lost rather than closed by the user: the same error as Connection's.
-        raise exceptions.ConnectionDoesNotExistError(
-            f'cannot call {cls}.{method}(): the connection was lost')
+def _check_count(n) -> None:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f'n must be an int, not {type(n).__name__}')
+    if n <= 0:
+        raise exceptions.InterfaceError('n must be greater than zero')

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import warnings
 from typing import Any, Callable
 
 from mypgdriver import exceptions
@@ -63,9 +64,16 @@ class ListenersMixin:
 
     The protocol calls _dispatch_notice / _dispatch_notification /
     _dispatch_connection_lost; this mixin turns those into user callbacks.
+    Each callback is stored with the object it receives as its first
+    argument: the connection, or the pool proxy it was added through (a pool
+    checkout's listeners are removed when it ends, see _end_checkout).
     """
 
     __slots__ = ()
+
+    def _sender(self) -> Any:
+        facade = self._session.facade
+        return self if facade is None else facade
 
     # --- LISTEN / NOTIFY ---
 
@@ -82,11 +90,12 @@ class ListenersMixin:
         if self.is_closed():
             raise exceptions.InterfaceError('cannot perform operation: connection is closed')
         _check_callback(callback)
+        sender = self._sender()
         callbacks = self._listeners.get(channel)
         if callbacks is None:
             await self.execute('LISTEN ' + quote_ident(channel))
             callbacks = self._listeners.setdefault(channel, {})
-        callbacks[callback] = None      # a dict: ordered, and a callback counts once
+        callbacks[callback] = sender    # a dict: ordered, and a callback counts once
 
     async def remove_listener(self, channel: str, callback: NotificationCallback) -> None:
         """Stop calling `callback` for `channel`; ``UNLISTEN`` once no callback is left."""
@@ -114,12 +123,11 @@ class ListenersMixin:
             raise exceptions.InterfaceError('connection is closed')
         _check_callback(callback)
         if callback not in self._log_listeners:
-            self._log_listeners.append(callback)
+            self._log_listeners[callback] = self._sender()
 
     def remove_log_listener(self, callback: LogCallback) -> None:
         """Stop calling `callback` for log messages (no error if it was not added)."""
-        if callback in self._log_listeners:
-            self._log_listeners.remove(callback)
+        self._log_listeners.pop(callback, None)
 
     # --- termination ---
 
@@ -127,34 +135,62 @@ class ListenersMixin:
         """Call ``callback(connection)`` once, when the connection is closed or lost."""
         _check_callback(callback)
         if callback not in self._termination_listeners:
-            self._termination_listeners.append(callback)
+            self._termination_listeners[callback] = self._sender()
 
     def remove_termination_listener(self, callback: TerminationCallback) -> None:
         """Forget a callback given to :meth:`add_termination_listener`."""
-        if callback in self._termination_listeners:
-            self._termination_listeners.remove(callback)
+        self._termination_listeners.pop(callback, None)
+
+    # --- pool checkouts ---
+
+    def _end_checkout(self, facade: Any) -> None:
+        """A pool checkout ended: forget the callbacks added through `facade`.
+
+        UNLISTEN * (in the reset) stops the server's notifications, but the
+        callbacks would otherwise fire for the next user's LISTEN on the same
+        channel, with a released proxy.  Like asyncpg, say so: the code that
+        added them probably meant to remove them.
+        """
+        left = []
+        for channel, callbacks in list(self._listeners.items()):
+            for callback, sender in list(callbacks.items()):
+                if sender is facade:
+                    del callbacks[callback]
+                    left.append(f'notification listener {callback!r} on {channel!r}')
+            if not callbacks:
+                del self._listeners[channel]
+        for kind, registry in (('log listener', self._log_listeners),
+                               ('termination listener', self._termination_listeners)):
+            for callback, sender in list(registry.items()):
+                if sender is facade:
+                    del registry[callback]
+                    left.append(f'{kind} {callback!r}')
+        if left:
+            warnings.warn(exceptions.InterfaceWarning(
+                f'{", ".join(left)} registered on a pooled connection {facade!r} '
+                f'{"was" if len(left) == 1 else "were"} not removed before it was released '
+                f'to the pool; removed now'), stacklevel=3)
 
     # --- from the protocol ---
 
     def _dispatch_notice(self, message: exceptions.PostgresLogMessage) -> None:
-        for callback in self._log_listeners:
+        for callback, sender in self._log_listeners.items():
             self._loop.call_soon(_run_callback, self._loop, 'log listener', callback,
-                                 (self, message))
+                                 (sender, message))
 
     def _dispatch_notification(self, pid: int, channel: str, payload: str) -> None:
         callbacks = self._listeners.get(channel)
         if callbacks:
-            args = (self, pid, channel, payload)
-            for callback in callbacks:
+            for callback, sender in callbacks.items():
                 self._loop.call_soon(_run_callback, self._loop, 'notification listener',
-                                     callback, args)
+                                     callback, (sender, pid, channel, payload))
 
     def _dispatch_connection_lost(self, exc: BaseException | None) -> None:
-        callbacks = self._termination_listeners[:]
+        callbacks = list(self._termination_listeners.items())
         # Cleared first: each callback runs once, however the end is reported.
         self._termination_listeners.clear()
         self._listeners.clear()
         self._log_listeners.clear()
-        for callback in callbacks:
+        for callback, sender in callbacks:
             self._loop.call_soon(_run_callback, self._loop, 'termination listener',
-                                 callback, (self,))
+                                 callback, (sender,))

@@ -237,7 +237,10 @@ class PoolConnectionProxy:
         return con
 
     def _detach(self) -> Optional[Connection]:
+        """End this checkout: the proxy, and every handle obtained through it, is refused."""
         con, self._con = self._con, None
+        if con is not None:
+            _end_checkout(con)
         return con
 
     async def _retry_target(self, con: Connection, error: BaseException) -> Connection:
@@ -566,6 +569,7 @@ class Pool:
                 self._n_waited += 1
             proxy = PoolConnectionProxy(self, entry, timeout)
             entry.proxy = proxy
+            entry.con._session.begin_checkout(proxy)
             if self._setup is not None:
                 await self._run_setup(entry, proxy)
         except asyncio.TimeoutError:
@@ -782,6 +786,7 @@ class Pool:
         proxy._entry = entry
         proxy._con = entry.con
         entry.proxy = proxy
+        entry.con._session.begin_checkout(proxy)
         entry.queries = 1
         if self._setup is not None:
             await self._run_setup(entry, proxy)
@@ -829,7 +834,6 @@ class Pool:
             self._discard(entry, graceful=True)
             return
         try:
-            _drop_callbacks(con)
             if self._reset is None:
                 await _default_reset(con, timeout)
             else:
@@ -1250,56 +1254,35 @@ def create_pool(dsn: Optional[str] = None, *,
 async def _default_reset(con: Connection, timeout: Optional[float]) -> None:
     """What a release runs without a `reset` callback: Connection.reset() and DISCARD TEMP.
 
-    Connection.reset() (like asyncpg's) keeps temporary tables, which would
-    let one pool user see another's.  Appending DISCARD TEMP to the same
-    statements keeps the reset at one round trip.  A connection class that
-    overrides reset() gets its own reset, unchanged.
+    Connection.reset() drops temporary tables (asyncpg's keeps them, which
+    would let one pool user see another's); a connection class whose reset
+    query lacks DISCARD TEMP gets it run after its own reset.
     """
-    reset_query = getattr(con, '_reset_query', None)
-    if reset_query is None or type(con).reset is not Connection.reset:
-        await con.reset(timeout=timeout)
-        return
-    query = reset_query()
-    if 'DISCARD TEMP' in query.upper() or 'DISCARD ALL' in query.upper():
-        await con.reset(timeout=timeout)
-        return
-    # Connection.reset()'s steps, plus DISCARD TEMP, until its query has it.
-    if con.is_in_transaction() or getattr(con, '_top_xact', None) is not None:
-        query = 'ROLLBACK;\n' + query
-    if hasattr(con, '_top_xact'):
-        con._top_xact = None
-    await con.execute(query + '\nDISCARD TEMP;', timeout=timeout)
+    await con.reset(timeout=timeout)
+    query = con.get_reset_query().upper()
+    if 'DISCARD TEMP' not in query and 'DISCARD ALL' not in query:
+        await con.execute('DISCARD TEMP', timeout=timeout)
 
 
-def _drop_callbacks(con: Connection) -> None:
-    """Forget the notification and log callbacks the last user added.
+def _end_checkout(con: Connection) -> None:
+    """A checkout of `con` ended: refuse its handles, drop the callbacks added through it.
 
-    UNLISTEN * stops the server's notifications, but the callbacks would
-    otherwise fire for the next user's LISTEN on the same channel.  The
-    pool's own termination listener stays.
+    UNLISTEN * (in the reset) stops the server's notifications, but the
+    callbacks would otherwise fire for the next user's LISTEN on the same
+    channel.  The pool's own termination listener stays.
     """
-    on_release = getattr(con, '_on_release', None)
-    if on_release is not None:
-        on_release()
-        return
-    for name in ('_listeners', '_log_listeners'):
-        callbacks = getattr(con, name, None)
-        if callbacks:
-            callbacks.clear()
+    facade = con._session.end_checkout()
+    if facade is not None:
+        con._end_checkout(facade)
 
 
 def _in_unknown_state(con: Connection) -> bool:
-    """True if `con` must not be reused: closed, or an operation not finished."""
-    if con.is_closed():
-        return True
-    proto = con._protocol
-    # is_busy(): an operation is in flight or being drained; a resync waiter
-    # means a cancelled operation has not been fully cleared yet.
-    if proto.is_busy() or proto.get_resync_waiter() is not None:
-        return True
-    # Set by the connection when an operation was interrupted in a way the
-    # protocol cannot recover from (design-for: attribute may not exist yet).
-    return bool(getattr(con, '_out_of_sync', False))
+    """True if `con` must not be reused: closed, or an operation not finished.
+
+    An operation in flight or being drained, or an interrupted transaction
+    block still being cleaned up: the session's state is not known.
+    """
+    return con.is_closed() or not con._session.is_settled()
 
 
 async def _within(loop: Optional[asyncio.AbstractEventLoop], awaitable: Awaitable[Any],

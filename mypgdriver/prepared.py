@@ -1,12 +1,12 @@
 """PreparedStatement: a statement prepared once on the server, run many times."""
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any, Optional
 
 from mypgdriver import exceptions
-from mypgdriver.cursor import CursorFactory
+from mypgdriver.cursor import CursorFactory, check_prefetch
+from mypgdriver.session import check_timeout
 from mypgdriver.types import Attribute, Type
 
 # TypeInfo.kind (pg_type.typtype) -> Type.kind, as asyncpg reports it.
@@ -20,26 +20,29 @@ class PreparedStatement:
     Running it costs Bind/Execute only.  The server statement stays valid
     while this object is referenced, even if the connection's statement
     cache evicts it; once unreferenced it is closed on the server (unless the
-    cache still holds it).
+    cache still holds it).  One obtained through a pooled connection belongs
+    to that checkout: after the release, every use raises InterfaceError.
     """
 
-    __slots__ = ('_connection', '_query', '_state', '_record_class', '_last_status',
-                 '_fixed_name', '__weakref__')
+    __slots__ = ('_connection', '_session', '_checkout', '_query', '_state', '_record_class',
+                 '_last_status', '_fixed_name', '__weakref__')
 
-    def __init__(self, connection, query: str, state, record_class: Optional[type],
+    def __init__(self, connection, session, query: str, state, record_class: Optional[type],
                  fixed_name: bool) -> None:
         self._connection = connection
+        self._session = session
+        self._checkout = session.checkout
         self._query = query
         self._state = state
         self._record_class = record_class
         self._last_status: Optional[str] = None
         self._fixed_name = fixed_name
-        connection._attach_statement(state)
+        session.attach_statement(state)
 
     def __del__(self) -> None:
         state = getattr(self, '_state', None)
         if state is not None:
-            self._connection._detach_statement(state)
+            self._session.detach_statement(state)
 
     def __repr__(self) -> str:
         return f'<{type(self).__name__} {self._state.name!r} {self._query[:60]!r}>'
@@ -64,13 +67,13 @@ class PreparedStatement:
     def get_parameters(self) -> tuple:
         """The type of each parameter, as a tuple of :class:`~mypgdriver.types.Type`."""
         self._check_usable('get_parameters')
-        registry = self._connection._codecs
+        registry = self._session.codecs
         return tuple(describe_type(registry, oid) for oid in self._state.param_oids)
 
     def get_attributes(self) -> tuple:
         """Name and type of each result column, as a tuple of :class:`~mypgdriver.types.Attribute`."""
         self._check_usable('get_attributes')
-        registry = self._connection._codecs
+        registry = self._session.codecs
         state = self._state
         return tuple(Attribute(name, describe_type(registry, oid))
                      for name, oid in zip(state.column_names, state.column_oids))
@@ -98,26 +101,17 @@ class PreparedStatement:
         See :meth:`Connection.executemany`.
         """
         self._check_usable('executemany')
-        conn = self._connection
-        if timeout is None:
-            timeout = conn._command_timeout
-        await conn._ready(timeout)
-        deadline = None if timeout is None else conn._loop.time() + timeout
-        await self._refresh(timeout)
-        try:
-            await conn._executemany_state(self._state, args, conn._time_left(deadline))
-        except (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError) as e:
-            if not isinstance(args, (list, tuple)) or not conn._may_retry_after(e, self._query):
-                raise
-            await self._reprepare(conn._time_left(deadline))
-            await conn._executemany_state(self._state, args, conn._time_left(deadline))
+        await self._session.executemany(self._query, args, timeout, state=self._state,
+                                        retry=self._reprepare)
 
     def cursor(self, *args, prefetch: Optional[int] = None,
                timeout: Optional[float] = None) -> CursorFactory:
         """A cursor over this statement's rows (see :meth:`Connection.cursor`)."""
         self._check_usable('cursor')
-        return CursorFactory(self._connection, self._query, self._state, args, prefetch,
-                             timeout, self._record_class)
+        check_timeout(timeout)
+        check_prefetch(prefetch)
+        return CursorFactory(self._connection, self._session, self._query, self._state, args,
+                             prefetch, timeout, self._record_class)
 
     async def fetchmany(self, args, *, timeout: Optional[float] = None) -> list:
         """Run the statement once per argument sequence and return all rows.
@@ -125,24 +119,9 @@ class PreparedStatement:
         See :meth:`Connection.fetchmany`.
         """
         self._check_usable('fetchmany')
-        conn = self._connection
-        if timeout is None:
-            timeout = conn._command_timeout
-        await conn._ready(timeout)
-        deadline = None if timeout is None else conn._loop.time() + timeout
-        await self._refresh(timeout)
-        try:
-            return await conn._executemany_state(
-                self._state, args, conn._time_left(deadline), return_rows=True,
-                record_class=self._record_class)
-        except (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError) as e:
-            if not isinstance(args, (list, tuple)) or not conn._may_retry_after(e, self._query):
-                raise
-            await self._reprepare(conn._time_left(deadline))
-            return await conn._executemany_state(
-                self._state, args, conn._time_left(deadline), return_rows=True,
-                record_class=self._record_class)
-
+        return await self._session.executemany(
+            self._query, args, timeout, return_rows=True, record_class=self._record_class,
+            state=self._state, retry=self._reprepare)
 
     async def explain(self, *args, analyze: bool = False) -> Any:
         """The statement's execution plan (``EXPLAIN (FORMAT JSON, VERBOSE)``), parsed.
@@ -169,9 +148,7 @@ class PreparedStatement:
     # --- internals ---
 
     def _check_usable(self, method: str) -> None:
-        if self._connection.is_closed():
-            raise exceptions.InterfaceError(
-                f'cannot call PreparedStatement.{method}(): the underlying connection is closed')
+        self._session.check_handle(self._checkout, 'PreparedStatement', method)
         if self._state.closed:
             raise exceptions.InterfaceError(
                 f'cannot call PreparedStatement.{method}(): the prepared statement is closed')
@@ -179,69 +156,55 @@ class PreparedStatement:
     async def _run(self, args, limit: int, timeout, method: str):
         # The hot path of fetch/fetchrow/fetchval: one coroutine frame and a
         # few attribute checks; waiting for sync, codec refreshes and the
-        # retry after a schema change are the exceptions.
-        conn = self._connection
+        # retry after a schema change are the session's.
+        session = self._session
         state = self._state
-        proto = conn._protocol
-        if conn._closed or state.closed or proto.is_closed():
+        if self._checkout != session.checkout or session.closed or state.closed or \
+                session.protocol.is_closed():
             self._check_usable(method)
-        if timeout is None:
-            timeout = conn._command_timeout
-        if conn._stmts_to_close or proto.get_resync_waiter() is not None:
-            timeout = await conn._wait_in_sync_within(timeout)
-        deadline = None if timeout is None else conn._loop.time() + timeout
-        if state.codecs_generation != conn._codecs.generation:
-            await conn._refresh_codecs(state, timeout)
-            timeout = conn._time_left(deadline)
+        timeout = session.command_timeout if timeout is None else check_timeout(timeout)
         record_class = self._record_class
         has_rows = state.has_rows
-        fut = proto.bind_execute(state, args, limit, timeout, not has_rows,
-                                 record_class if record_class is not None else conn._record_class)
-        try:
-            result = await fut
-        except asyncio.CancelledError:
-            proto.abandon()
-            raise
-        except (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError) as e:
-            if not conn._may_retry_after(e, self._query):
-                raise
-            await self._reprepare(conn._time_left(deadline))
-            return await self._bind_execute(args, limit, conn._time_left(deadline))
+        result = await session.run_prepared(
+            state, args, limit, timeout, not has_rows,
+            record_class if record_class is not None else session.record_class, self)
         if has_rows:
-            self._last_status = proto.last_status()
+            self._last_status = session.last_status()
             return result
         self._last_status = result
         return []
 
-    async def _bind_execute(self, args, limit: int, timeout) -> list:
-        conn = self._connection
+    async def run_again(self, args, limit: int, deadline) -> list:
+        """The one retry after a schema change: re-prepare, then run once more (the session's call)."""
+        session = self._session
+        await self._reprepare(deadline)
         state = self._state
         if not state.has_rows:
-            self._last_status = await conn._run_state(state, args, limit, timeout, True, None)
+            self._last_status = await session.run_state(
+                state, args, limit, session.time_left(deadline), True, None)
             return []
-        rows = await conn._run_state(state, args, limit, timeout, False, self._record_class)
-        self._last_status = conn._protocol.last_status()
+        rows = await session.run_state(state, args, limit, session.time_left(deadline), False,
+                                       self._record_class)
+        self._last_status = session.last_status()
         return rows
 
-    async def _refresh(self, timeout) -> None:
-        if self._state.codecs_generation != self._connection._codecs.generation:
-            await self._connection._refresh_codecs(self._state, timeout)
-
-    async def _reprepare(self, timeout) -> None:
-        """Replace the statement after a schema change (outside a transaction)."""
-        conn = self._connection
+    async def _reprepare(self, deadline):
+        """Replace the statement after a schema change (outside a transaction); the new state."""
+        session = self._session
         old = self._state
         if self._fixed_name:
             # The user's name is still taken on the server: free it first.
-            conn._queue_statement_close(old)
-            await conn._ready(timeout)
-            new = await conn._prepare_state(self._query, timeout, name=old.name, cache=False)
+            session.queue_statement_close(old)
+            timeout = await session.sync(session.time_left(deadline))
+            new = await session.prepare_state(self._query, timeout, name=old.name, cache=False)
         else:
-            new = await conn._prepare_state(self._query, timeout, cache=False, named=True)
-        conn._held_stmts.add(new)
-        conn._attach_statement(new)
+            new = await session.prepare_state(self._query, session.time_left(deadline),
+                                              cache=False, named=True)
+        session.hold_statement(new)
+        session.attach_statement(new)
         self._state = new
-        conn._detach_statement(old)
+        session.detach_statement(old)
+        return new
 
 
 def describe_type(registry, oid: int) -> Type:

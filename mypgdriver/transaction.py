@@ -4,6 +4,9 @@ from __future__ import annotations
 import enum
 from typing import Optional
 
+import asyncio
+import sys
+
 from mypgdriver import exceptions
 
 ISOLATION_LEVELS = {
@@ -33,18 +36,28 @@ class Transaction:
     (SAVEPOINT / RELEASE SAVEPOINT / ROLLBACK TO SAVEPOINT).  As an
     ``async with`` block it commits on normal exit and rolls back when the
     block raises, re-raising the exception.
+
+    A block is never left open behind its owner: when one of its statements
+    is interrupted (task cancelled, timeout, connection trouble), the driver
+    waits for the interrupted statement's outcome from the server and ends
+    the block there (ROLLBACK, or ROLLBACK TO SAVEPOINT) before the
+    exception reaches the caller; if that cannot be done within a few
+    seconds, the connection is closed.  An interrupted COMMIT says in its
+    exception's message whether the transaction was committed.
     """
 
-    __slots__ = ('_connection', '_isolation', '_readonly', '_deferrable', '_state',
-                 '_nested', '_savepoint', '_managed')
+    __slots__ = ('_connection', '_session', '_checkout', '_isolation', '_readonly',
+                 '_deferrable', '_state', '_nested', '_savepoint', '_managed')
 
-    def __init__(self, connection, isolation: Optional[str], readonly: bool,
+    def __init__(self, connection, session, isolation: Optional[str], readonly: bool,
                  deferrable: bool) -> None:
         if isolation and isolation not in ISOLATION_LEVELS:
             raise ValueError(
                 f'isolation is expected to be either of {set(ISOLATION_LEVELS)}, '
                 f'got {isolation!r}')
         self._connection = connection
+        self._session = session
+        self._checkout = session.checkout
         self._isolation = isolation
         self._readonly = readonly
         self._deferrable = deferrable
@@ -68,19 +81,27 @@ class Transaction:
             raise exceptions.InterfaceError(
                 'cannot enter context: already in an `async with` block')
         self._managed = True
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            self._managed = False
+            raise
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
         try:
-            if self._connection.is_closed():
-                if self._connection._top_xact is self:
-                    self._connection._top_xact = None
+            session = self._session
+            if session.is_closed() and self._state is TransactionState.STARTED:
+                self._forget()
                 self._state = TransactionState.FAILED
                 if exc_type is not None:
                     # The block's own error (often the lost connection) says
                     # more than "connection is closed" would: let it through.
                     return
-            self._check_connection('__aexit__')
+            if self._state is not TransactionState.STARTED and exc_type is not None:
+                # start() failed or the block already ended (e.g. settled
+                # after an interruption): nothing left to do.
+                return
+            self._check_usable('__aexit__')
             if exc_type is not None:
                 await self._rollback()
             else:
@@ -90,21 +111,27 @@ class Transaction:
 
     async def start(self) -> None:
         """Enter the transaction block (BEGIN) or savepoint."""
-        self._check_connection('start')
+        self._check_usable('start')
         self._check_not_finished('start')
         if self._state is TransactionState.STARTED:
             raise exceptions.InterfaceError('cannot start; the transaction is already started')
-        conn = self._connection
-        if conn._top_xact is None:
-            if conn.is_in_transaction():
+        session = self._session
+        if session.needs_sync():
+            # The transaction status is known only once an interrupted
+            # operation has drained.
+            await session.sync(session.resolve_timeout(None))
+        top = session.top_xact
+        if top is None:
+            if session.is_in_transaction():
                 raise exceptions.InterfaceError(
                     'cannot use Connection.transaction() in a manually started transaction')
-            conn._top_xact = self
+            session.top_xact = self
+            session.xact_broken = None
         else:
             if self._isolation:
-                outer = conn._top_xact._isolation
+                outer = top._isolation
                 if outer is None:
-                    setting = await conn.fetchval('SHOW transaction_isolation')
+                    setting = await self._connection.fetchval('SHOW transaction_isolation')
                     outer = _ISOLATION_BY_SETTING[setting]
                 if self._isolation != outer:
                     raise exceptions.InterfaceError(
@@ -113,7 +140,7 @@ class Transaction:
             self._nested = True
 
         if self._nested:
-            self._savepoint = f'mypg_savepoint_{next(conn._savepoint_ids)}'
+            self._savepoint = session.new_savepoint_name()
             query = f'SAVEPOINT {self._savepoint};'
         else:
             query = 'BEGIN'
@@ -124,18 +151,12 @@ class Transaction:
             if self._deferrable:
                 query += ' DEFERRABLE'
             query += ';'
-        try:
-            await conn.execute(query)
-        except BaseException:
-            self._state = TransactionState.FAILED
-            if conn._top_xact is self:
-                conn._top_xact = None
-            raise
+        await self._run(query, 'start')
         self._state = TransactionState.STARTED
 
     async def commit(self) -> None:
         """Commit (or release the savepoint).  Not allowed inside ``async with``."""
-        self._check_connection('commit')
+        self._check_usable('commit')
         if self._managed:
             raise exceptions.InterfaceError(
                 'cannot manually commit from within an `async with` block')
@@ -143,7 +164,7 @@ class Transaction:
 
     async def rollback(self) -> None:
         """Roll back (to the savepoint).  Not allowed inside ``async with``."""
-        self._check_connection('rollback')
+        self._check_usable('rollback')
         if self._managed:
             raise exceptions.InterfaceError(
                 'cannot manually rollback from within an `async with` block')
@@ -151,34 +172,122 @@ class Transaction:
 
     async def _commit(self) -> None:
         self._check_started('commit')
-        conn = self._connection
-        if conn._top_xact is self:
-            conn._top_xact = None
+        broken = self._session.xact_broken
+        if broken is not None:
+            # The driver had to roll the whole block back (an interrupted
+            # savepoint could not be undone alone): committing now would
+            # silently commit nothing, or the statements that ran since in
+            # autocommit mode.
+            self._state = TransactionState.FAILED
+            self._forget()
+            raise exceptions.InterfaceError(
+                f'cannot commit: the transaction was rolled back ({broken})')
         query = f'RELEASE SAVEPOINT {self._savepoint};' if self._nested else 'COMMIT;'
         # A failing COMMIT (e.g. a deferred constraint) ends the transaction
         # on the server all the same: nothing stays open.
-        await self._finish(query, TransactionState.COMMITTED)
+        await self._run(query, 'commit')
+        self._finished(TransactionState.COMMITTED)
 
     async def _rollback(self) -> None:
         self._check_started('rollback')
-        conn = self._connection
-        if conn._top_xact is self:
-            conn._top_xact = None
+        if self._session.xact_broken is not None and not self._nested:
+            # Already rolled back by the driver; nothing is open any more.
+            self._finished(TransactionState.ROLLEDBACK)
+            return
         query = f'ROLLBACK TO {self._savepoint};' if self._nested else 'ROLLBACK;'
-        await self._finish(query, TransactionState.ROLLEDBACK)
+        await self._run(query, 'rollback')
+        self._finished(TransactionState.ROLLEDBACK)
 
-    async def _finish(self, query: str, state: TransactionState) -> None:
-        try:
-            await self._connection.execute(query)
-        except BaseException:
-            self._state = TransactionState.FAILED
-            raise
+    def _finished(self, state: TransactionState) -> None:
         self._state = state
+        self._forget()
 
-    def _check_connection(self, method: str) -> None:
-        if self._connection.is_closed():
-            raise exceptions.InterfaceError(
-                f'cannot call Transaction.{method}(): the underlying connection is closed')
+    def _forget(self) -> None:
+        session = self._session
+        if session.top_xact is self:
+            session.top_xact = None
+            session.xact_broken = None
+
+    # --- one statement of the block, and what happens when it is interrupted ---
+
+    async def _run(self, query: str, step: str) -> None:
+        session = self._session
+        before = session.protocol.op_seq
+        try:
+            await session.run_transaction_statement(query)
+        except exceptions.PostgresError:
+            # The server answered: its own rules say what is open now (a
+            # failed COMMIT or BEGIN leaves no transaction; a failed
+            # savepoint statement leaves the outer block to roll back).
+            self._state = TransactionState.FAILED
+            if not self._nested:
+                self._forget()
+            raise
+        except BaseException as exc:
+            # Interrupted (cancelled, timed out) or failed on our side: the
+            # statement may or may not have run.  Find out, and end the
+            # block on the server, before the caller hears about it.
+            self._state = TransactionState.FAILED
+            await self._settle(exc, step, before)
+            raise
+
+    async def _settle(self, exc: BaseException, step: str, before: int) -> None:
+        session = self._session
+        savepoint = self._savepoint
+        nested = self._nested
+        expected = {'start': 'SAVEPOINT' if nested else 'BEGIN',
+                    'commit': 'RELEASE' if nested else 'COMMIT',
+                    'rollback': 'ROLLBACK'}[step]
+
+        def follow_up(status: str, ours: Optional[str]) -> Optional[str]:
+            ran = ours == expected
+            if not nested:
+                return None if status == 'I' else 'ROLLBACK'
+            if status == 'I':
+                return None
+            if step == 'start':
+                return f'RELEASE SAVEPOINT {savepoint}' if ran else None
+            if step == 'commit' and not ran:
+                return f'ROLLBACK TO SAVEPOINT {savepoint}; RELEASE SAVEPOINT {savepoint}'
+            if step == 'rollback' and not ran:
+                return f'ROLLBACK TO SAVEPOINT {savepoint}'
+            return None
+
+        cleanup = session.settle_transaction(not nested, before, follow_up)
+        outcome = None
+        try:
+            outcome = await asyncio.shield(cleanup)
+        except asyncio.CancelledError:
+            if not cleanup.done():
+                # Cancelled again while cleaning up: the cleanup goes on in
+                # the background and runs before anything else.
+                self._forget()
+                raise
+        except BaseException:
+            pass    # the connection was closed: nothing is open any more
+        if not nested:
+            self._forget()
+        if step == 'commit':
+            _explain(exc, self._commit_outcome(outcome, expected, before))
+
+    def _commit_outcome(self, outcome, expected: str, before: int) -> str:
+        done = 'the savepoint was released' if self._nested else 'the transaction was committed'
+        undone = ('the savepoint was rolled back' if self._nested
+                  else 'the transaction was rolled back')
+        if outcome is None:
+            # The connection was closed while settling.
+            if self._session.protocol.op_seq > before and not self._nested:
+                return (f'{expected} was interrupted and the connection was closed before its '
+                        f'outcome was known: the transaction may or may not have been committed')
+            return f'{expected} was interrupted and the connection was closed: {undone}'
+        if outcome[1] == expected:
+            return f'{expected} was interrupted, but completed: {done}'
+        return f'{expected} was interrupted: {undone}'
+
+    # --- checks ---
+
+    def _check_usable(self, method: str) -> None:
+        self._session.check_handle(self._checkout, 'Transaction', method)
 
     def _check_not_finished(self, operation: str) -> None:
         if self._state is TransactionState.COMMITTED:
@@ -196,3 +305,12 @@ class Transaction:
             raise exceptions.InterfaceError(
                 f'cannot {operation}; the transaction is not yet started')
         self._check_not_finished(operation)
+
+
+def _explain(exc: BaseException, text: str) -> None:
+    """Put what happened to the transaction into the caller's exception."""
+    if isinstance(exc, (asyncio.CancelledError, asyncio.TimeoutError)):
+        # Their message is free (usually empty): it becomes the outcome.
+        exc.args = (text,)
+    if sys.version_info >= (3, 11):
+        exc.add_note(text)

@@ -23,23 +23,23 @@ class TypeCodecsMixin:
         timestamptz, interval and composite types).  The codec also applies
         inside arrays, composites and domains of the type.
         """
-        self._check_open()
+        self._session.check_open()
         info = await self._type_info_by_name(typename, schema)
         if info.category == 'A' or info.kind in ('r', 'm', 'p'):
             raise exceptions.UnsupportedClientFeatureError(
                 f'custom codecs on {_kind_label(info)} types are not supported '
                 f'({info.schema}.{info.name}); set a codec on the element type instead')
-        core = self._codecs.get_codec(info.oid)
+        core = self._session.codecs.get_codec(info.oid)
         codec = make_user_codec(info.oid, info.name, info.schema, format, encoder, decoder, core)
-        self._codecs.set_override(info.oid, codec)
-        self._stmt_cache.clear()
+        self._session.codecs.set_override(info.oid, codec)
+        self._session.stmt_cache.clear()
 
     async def reset_type_codec(self, typename: str, *, schema: str = 'public') -> None:
         """Undo set_type_codec()/set_builtin_type_codec() for the type."""
-        self._check_open()
+        self._session.check_open()
         info = await self._type_info_by_name(typename, schema)
-        self._codecs.remove_override(info.oid)
-        self._stmt_cache.clear()
+        self._session.codecs.remove_override(info.oid)
+        self._session.stmt_cache.clear()
 
     async def set_builtin_type_codec(self, typename: str, *, schema: str = 'public',
                                      codec_name: str, format: str | None = None) -> None:
@@ -48,7 +48,7 @@ class TypeCodecsMixin:
         For extension types that are wire-compatible with a built-in one
         (e.g. a type whose binary form is that of ``text`` or ``int4``).
         """
-        self._check_open()
+        self._session.check_open()
         info = await self._type_info_by_name(typename, schema)
         name = codec_name.split('.')[-1]
         builtin_oid = pg_types.BY_NAME.get(name)
@@ -59,8 +59,8 @@ class TypeCodecsMixin:
                                               else 'text'):
             raise ValueError(f'the built-in codec {codec_name!r} does not support format {format!r}')
         codec = base.clone_codec(builtin, info.oid, info.name, info.schema, builtin.kind)
-        self._codecs.set_override(info.oid, codec)
-        self._stmt_cache.clear()
+        self._session.codecs.set_override(info.oid, codec)
+        self._session.stmt_cache.clear()
 
     async def _type_info_by_name(self, typename: str, schema: str):
         rows = await self.fetch(
@@ -83,10 +83,10 @@ class TypeCodecsMixin:
                     oid = None
             if oid is None:
                 raise ValueError(f'unknown type: {schema}.{typename}')
-        info = self._codecs.type_info(oid)
+        info = self._session.codecs.type_info(oid)
         if info is None:
-            await self._introspect_types([oid], None)
-            info = self._codecs.type_info(oid)
+            await self._session.introspect_types([oid], None)
+            info = self._session.codecs.type_info(oid)
         return info
 
 

@@ -26,7 +26,7 @@ async def test_reset_uses_an_overridden_get_reset_query(connect_kwargs):
 async def test_reset_forgets_log_listeners(conn):
     conn.add_log_listener(lambda *args: None)
     await conn.reset()
-    assert conn._log_listeners == []
+    assert not conn._log_listeners
 
 
 async def test_server_error_of_simple_query_carries_the_query(conn):

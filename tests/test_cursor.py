@@ -75,13 +75,13 @@ async def test_iteration_fetches_prefetch_rows_per_round_trip(conn):
             calls.append(limit)
             return original(st, portal, limit, *args)
 
-    conn._protocol = Spy()
+    conn._session.protocol = Spy()
     try:
         async with conn.transaction():
             values = [r[0] async for r in conn.cursor("SELECT generate_series(1, 23)",
                                                       prefetch=5)]
     finally:
-        conn._protocol = proto
+        conn._session.protocol = proto
     assert values == list(range(1, 24))
     # Bind+Execute gave rows 1-5, then 4 Executes of 5 rows (the last one short).
     assert calls == [5, 5, 5, 5]

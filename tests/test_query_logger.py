@@ -125,7 +125,7 @@ async def test_remove_query_logger(conn):
     await conn.fetchval("SELECT 2")
     await _settle()
     assert [r.query for r in records] == ["SELECT 1"]
-    assert conn._query_loggers == []
+    assert conn._session.query_loggers == []
 
 
 async def test_query_logger_context_manager_removes_on_exit_even_on_error(conn):
@@ -182,7 +182,7 @@ async def test_no_logger_means_no_logging_work(conn, monkeypatch):
         calls.append(args)
         raise AssertionError('must not be called')
 
-    monkeypatch.setattr(type(conn), '_log_query', spy)
+    monkeypatch.setattr(type(conn._session), 'logged', spy)
     assert await conn.fetchval("SELECT 1") == 1
     assert await conn.execute("SELECT 1") == 'SELECT 1'
     await conn.executemany("SELECT $1::int", [(1,)])

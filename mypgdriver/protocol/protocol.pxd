@@ -24,6 +24,8 @@ cdef class BaseProtocol(CoreProtocol):
         bint writing_paused
         bint sync_sent              # executemany: Sync already written
         public object copy_ready    # Future: CopyInResponse arrived (True) or not (False)
+        readonly long op_seq        # operations started so far (which one finished last)
+        object finished_error       # the error the last finished operation ended with
 
     cdef object _new_waiter(self, object timeout, int op_kind)
     cdef int _fatal(self, object exc) except -1

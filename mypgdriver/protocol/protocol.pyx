@@ -225,14 +225,27 @@ cdef class BaseProtocol(CoreProtocol):
                 self.state != STATE_IDLE and op_kind != OP_STARTUP):
             raise exceptions.InterfaceError(
                 'cannot perform operation: another operation is in progress')
+        # Everything that can fail comes before the first change of state:
+        # a bad timeout must not leave a waiter behind (the connection would
+        # refuse every later call as "another operation is in progress").
+        cdef double delay = 0
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+                raise TypeError(f'timeout must be a number of seconds or None, '
+                                f'not {type(timeout).__name__}')
+            delay = timeout
+            if delay != delay:
+                raise ValueError('timeout must be a number of seconds, not NaN')
+            if delay <= 0:
+                raise asyncio.TimeoutError()
         fut = self.loop.create_future()
+        if timeout is not None:
+            self.timeout_handle = self.loop.call_later(delay, self._on_timeout, fut)
         self.waiter = fut
         self.op_kind = op_kind
-        if timeout is not None:
-            if timeout <= 0:
-                self.waiter = None
-                raise asyncio.TimeoutError()
-            self.timeout_handle = self.loop.call_later(timeout, self._on_timeout, fut)
+        self.op_seq += 1
+        self.result_status = None
+        self.finished_error = None
         return fut
 
     cdef _cancel_timeout(self):
@@ -288,8 +301,10 @@ cdef class BaseProtocol(CoreProtocol):
             if not self.copy_ready.done():
                 self.copy_ready.set_result(False)
             self.copy_ready = None
+        self.finished_error = self.result_error
         if waiter is None or waiter.done():
             # The caller gave up on this operation; we are in sync again.
+            self.result_error = None
             self._finish_resync()
             return 0
         if self.result_error is not None:
@@ -328,6 +343,20 @@ cdef class BaseProtocol(CoreProtocol):
     cdef int _on_notification(self, int32_t pid, str channel, str payload) except -1:
         if self.on_notification is not None:
             self.on_notification(pid, channel, payload)
+        return 0
+
+    cdef int _on_parameter_status(self, str name, str value) except -1:
+        # Every text value is encoded and decoded as UTF-8.  A session that
+        # switches client_encoding (SET, set_config(), a function) would
+        # make the server convert text to and from another encoding behind
+        # our back, corrupting it silently; refuse instead: the operation
+        # fails and the connection is closed (see docs/guide/types.rst).
+        if name == 'client_encoding' and not _is_utf8(value):
+            raise exceptions.UnsupportedClientFeatureError(
+                f'client_encoding was changed to {value!r}: mypgdriver exchanges text '
+                f'in UTF8 only, so the connection was closed to keep text from being '
+                f'corrupted; remove the SET client_encoding (the server converts '
+                f'between UTF8 and the database encoding itself)')
         return 0
 
     cdef int _fatal(self, object exc) except -1:
@@ -480,6 +509,10 @@ cdef class BaseProtocol(CoreProtocol):
     def last_rows_counted(self):
         return self.rows_counted
 
+    def last_error(self):
+        """The error the last finished operation ended with (None: it succeeded)."""
+        return self.finished_error
+
     def close_portals(self, list names, timeout=None):
         fut = self._new_waiter(timeout, OP_CLOSE_STATEMENTS)
         try:
@@ -617,6 +650,7 @@ cdef class BaseProtocol(CoreProtocol):
     cdef _clear_failed_send(self):
         # Nothing reached the server (encoding failed before the write).
         self._cancel_timeout()
+        self.result_status = None
         self.waiter = None
         self.op_kind = OP_NONE
         if self.state != STATE_CLOSED:
@@ -639,6 +673,11 @@ cdef class BaseProtocol(CoreProtocol):
         self.state = STATE_CLOSED
         if self.transport is not None:
             self.transport.abort()
+
+
+cdef bint _is_utf8(str name):
+    # The server reports its canonical name ('UTF8'); aliases for safety.
+    return name.replace('-', '').replace('_', '').upper() in ('UTF8', 'UNICODE')
 
 
 def check_record_class(record_class):

@@ -16,7 +16,10 @@ from mypgdriver.protocol.record cimport (
     RecordDescriptor, record_new, record_set_item, record_finish)
 from mypgdriver.codecs.base cimport Codec, FORMAT_BINARY, FORMAT_TEXT
 
+from collections.abc import Mapping, Sequence, Set as AbstractSet
+
 from mypgdriver.exceptions import DataError, InterfaceError, ProtocolError
+from mypgdriver.protocol.record import Record
 
 
 cdef bytes encode_format_section(tuple codecs):
@@ -41,6 +44,25 @@ cdef bytes encode_format_section(tuple codecs):
         for c in codecs:
             w.write_int16(<int16_t>c.format)
     return w.to_bytes()
+
+
+cdef tuple row_arguments(object row, Py_ssize_t row_index, str what='row'):
+    """One executemany() row (or COPY record) as a tuple; DataError if it is not a sequence.
+
+    tuple(row) would accept anything iterable: a dict would bind its keys,
+    a str its characters, a set its elements in arbitrary order.  A row must
+    be a sequence: a tuple, a list, a Record, or another
+    collections.abc.Sequence that is not a str or bytes.
+    """
+    if type(row) is list or isinstance(row, (tuple, Record)):
+        return tuple(row)
+    if not isinstance(row, (str, bytes, bytearray, memoryview, Mapping, AbstractSet)) \
+            and isinstance(row, Sequence):
+        return tuple(row)
+    where = f'{what} {row_index}' if row_index >= 0 else 'the arguments'
+    raise DataError(
+        f'invalid input: {where} is a {type(row).__name__}, not a sequence of values '
+        f'(a tuple, a list or a Record)')
 
 
 cdef class StatementState:
@@ -145,7 +167,7 @@ cdef class StatementState:
         cdef Codec codec
         cdef object arg
         if type(args) is not tuple:
-            args = tuple(args)
+            args = row_arguments(args, row_index)
         nargs = PyTuple_GET_SIZE(args)
         if nargs != nparams:
             where = f' (row {row_index})' if row_index >= 0 else ''
@@ -235,12 +257,7 @@ cdef class StatementState:
         try:
             for record in records:
                 if type(record) is not tuple:
-                    try:
-                        record = tuple(record)
-                    except TypeError:
-                        raise DataError(
-                            f'invalid record {index}: expected a sequence of {ncols} values, '
-                            f'got {type(record).__name__}') from None
+                    record = row_arguments(record, index, 'record')
                 if PyTuple_GET_SIZE(record) != ncols:
                     raise DataError(
                         f'invalid record {index}: expected {ncols} values, '

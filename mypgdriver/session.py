@@ -1,0 +1,802 @@
+"""Session: the one owner of a connection's state, and the one path of every operation.
+
+A Connection is the public face; the Session behind it knows everything that
+decides whether an operation may run and how it ends:
+
+* whether the connection is open, and whether a handle (a prepared statement,
+  cursor or transaction obtained during a pool checkout) may still use it;
+* the timeout of each call (validated once, turned into one deadline);
+* what must happen before the next operation: an abandoned operation still
+  draining, statements waiting to be closed on the server, a transaction
+  block that was interrupted and must be rolled back;
+* what to do when the caller is cancelled or times out (abandon: the
+  protocol cancels on the server and drains), and when the schema changed
+  under a cached statement (one retry policy);
+* the transaction state, taken from the server's ReadyForQuery, and which
+  Transaction object owns the open block;
+* query logging.
+
+PreparedStatement, Cursor, COPY, Transaction and the pool proxy call these
+methods; none of them reaches into another's private attributes.  Operations
+still run one at a time: ``begin()`` refuses a second one while one is in
+flight.  The operation model is a queue of one (``Operation`` below), so that
+pipelining several in flight is a change of this module, not of its callers.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import math
+import re
+import time
+import warnings
+from typing import Any, Callable, NamedTuple, Optional
+
+from mypgdriver import exceptions
+from mypgdriver.codecs import introspection
+from mypgdriver.codecs.registry import CodecRegistry
+from mypgdriver.protocol.protocol import check_record_class
+from mypgdriver.protocol.record import Record
+from mypgdriver.protocol.statement import (
+    StatementState, missing_statement_types, resolve_statement_codecs)
+from mypgdriver.statement_cache import StatementCache
+
+#: How long an interrupted transaction block may take to be cleaned up (the
+#: interrupted statement drained, then ROLLBACK) before the connection is
+#: closed instead: a connection is in sync or closed, never in doubt.
+TRANSACTION_CLEANUP_TIMEOUT = 5.0
+
+_SCHEMA_CHANGED = (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError)
+
+# Tasks running async query loggers: the loop keeps only weak references.
+_logger_tasks: set = set()
+
+
+class LoggedQuery(NamedTuple):
+    """What a query logger receives after each query (asyncpg 0.29+ fields)."""
+
+    query: str
+    args: Any
+    timeout: Optional[float]
+    elapsed: float
+    exception: Optional[BaseException]
+    conn_addr: Any
+    conn_params: Any
+
+
+def check_timeout(timeout: Any) -> Optional[float]:
+    """`timeout` as a float (or None); TypeError/ValueError for anything else.
+
+    Checked before any protocol state changes, so a bad value leaves the
+    connection as it was.  Zero and negative values are valid and expire at
+    once (asyncio.TimeoutError), as in asyncpg.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f'timeout must be a number of seconds or None, '
+                        f'not {type(timeout).__name__}')
+    timeout = float(timeout)
+    if math.isnan(timeout):
+        raise ValueError('timeout must be a number of seconds, not NaN')
+    return timeout
+
+
+def released_error(cls: str, method: str) -> exceptions.InterfaceError:
+    """The error of a handle used after its pool checkout ended."""
+    return exceptions.InterfaceError(
+        f'cannot call {cls}.{method}(): the underlying connection has been released '
+        f'back to the pool')
+
+
+class Session:
+    """The state of one connection and the runner every operation goes through."""
+
+    __slots__ = ('protocol', 'loop', 'addr', 'params', 'command_timeout', 'record_class',
+                 'max_cacheable_size', 'stmt_cache', 'codecs', 'stmts_to_close', 'held_stmts',
+                 'query_loggers', 'closed', 'checkout', 'facade', 'top_xact', 'xact_broken',
+                 'cleanup',
+                 'server_version', 'introspection_query', 'conn_id', '_stmt_ids',
+                 '_portal_ids', '_savepoint_ids', '__weakref__')
+
+    def __init__(self, protocol, loop, addr, params, config, conn_id: int,
+                 server_version) -> None:
+        self.protocol = protocol
+        self.loop = loop
+        self.addr = addr
+        self.params = params
+        self.command_timeout = config.command_timeout
+        self.record_class = config.record_class
+        self.max_cacheable_size = config.max_cacheable_statement_size
+        self.stmt_cache = StatementCache(
+            max_size=config.statement_cache_size,
+            max_lifetime=config.max_cached_statement_lifetime,
+            on_remove=self._on_statement_removed)
+        self.codecs = CodecRegistry()
+        self.stmts_to_close: list = []
+        # Named statements that no cache owns, kept alive by PreparedStatement
+        # and cursor references (StatementState.refs); closed when refs drop to 0.
+        self.held_stmts: set = set()
+        self.query_loggers: list = []
+        self.closed = False
+        # Pool checkouts: a handle remembers the value at its creation and
+        # is refused once it changed (the pool bumps it at every release).
+        self.checkout = 0
+        # What callbacks receive as "the connection" during a pool checkout:
+        # the proxy handed out (None: the Connection itself).
+        self.facade: Any = None
+        # The Transaction that opened the current transaction block, if any.
+        self.top_xact = None
+        # Why the driver rolled the open block back behind its owner's back.
+        self.xact_broken: Optional[str] = None
+        # A task finishing an interrupted transaction block; runs before
+        # anything else on the connection.
+        self.cleanup: Optional[asyncio.Future] = None
+        self.server_version = server_version
+        self.introspection_query: Optional[str] = None
+        self.conn_id = conn_id
+        self._stmt_ids = itertools.count(1)
+        self._portal_ids = itertools.count(1)
+        self._savepoint_ids = itertools.count(1)
+
+    # --- state ---------------------------------------------------------------------------
+
+    def is_closed(self) -> bool:
+        return self.closed or self.protocol.is_closed()
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise exceptions.InterfaceError('cannot perform operation: connection is closed')
+        if self.protocol.is_closed():
+            # Lost (server gone, backend terminated): say so even for calls
+            # that need no round trip, such as prepare() of a cached statement.
+            raise exceptions.ConnectionDoesNotExistError(
+                'cannot perform operation: the connection was lost')
+
+    def check_handle(self, checkout: int, cls: str, method: str) -> None:
+        """Refuse a handle from an ended pool checkout, or on a closed connection."""
+        if checkout != self.checkout:
+            raise released_error(cls, method)
+        if self.closed:
+            raise exceptions.InterfaceError(
+                f'cannot call {cls}.{method}(): the underlying connection is closed')
+        if self.protocol.is_closed():
+            # Lost rather than closed by the user: the same error as Connection's.
+            raise exceptions.ConnectionDoesNotExistError(
+                f'cannot call {cls}.{method}(): the connection was lost')
+
+    def begin_checkout(self, facade: Any) -> None:
+        """A pool hands the connection out as `facade` (its proxy)."""
+        self.checkout += 1
+        self.facade = facade
+
+    def end_checkout(self) -> Any:
+        """The checkout ended: every handle obtained during it is refused from now on.
+
+        Returns the facade of the checkout that ended.
+        """
+        self.checkout += 1
+        facade, self.facade = self.facade, None
+        # The block belonged to the checkout; the reset rolls it back.
+        self.top_xact = None
+        self.xact_broken = None
+        return facade
+
+    def is_in_transaction(self) -> bool:
+        """The server's transaction status, from its last ReadyForQuery.
+
+        While an interrupted operation is still being drained (or an
+        interrupted transaction block cleaned up), the status is not known
+        yet: the answer is then True, the safe side (a caller that rolls back
+        "just in case" does no harm; one that believes it is outside a
+        transaction when it is not would lose its writes).
+        """
+        if self.cleanup is not None or self.protocol.get_resync_waiter() is not None:
+            return True
+        return self.protocol.is_in_transaction()
+
+    def is_settled(self) -> bool:
+        """True when nothing is in flight, draining or waiting to be cleaned up."""
+        proto = self.protocol
+        return not (self.cleanup is not None or proto.is_busy()
+                    or proto.get_resync_waiter() is not None)
+
+    def terminate(self) -> None:
+        self.closed = True
+        self.protocol.abort()
+
+    # --- timeouts: one place ----------------------------------------------------------------
+
+    def resolve_timeout(self, timeout: Any) -> Optional[float]:
+        """The call's timeout (validated), or the connection's command_timeout."""
+        if timeout is None:
+            return self.command_timeout
+        return check_timeout(timeout)
+
+    def deadline(self, timeout: Optional[float]) -> Optional[float]:
+        return None if timeout is None else self.loop.time() + timeout
+
+    def time_left(self, deadline: Optional[float]) -> Optional[float]:
+        """Seconds until `deadline` (None: no deadline); TimeoutError once it passed."""
+        if deadline is None:
+            return None
+        left = deadline - self.loop.time()
+        if left <= 0:
+            raise asyncio.TimeoutError()
+        return left
+
+    # --- before and after each operation -------------------------------------------------------
+
+    def needs_sync(self) -> bool:
+        return bool(self.stmts_to_close or self.cleanup is not None
+                    or self.protocol.get_resync_waiter() is not None)
+
+    async def sync(self, timeout: Optional[float]) -> Optional[float]:
+        """Wait until the connection is ready for a new operation; return the time left.
+
+        Waits for an abandoned operation to drain and an interrupted
+        transaction block to be rolled back, then closes statements that left
+        the cache, all within `timeout` (the drain goes on in the background
+        if we give up).
+        """
+        deadline = self.deadline(timeout)
+        cleanup = self.cleanup
+        if cleanup is not None:
+            await self._wait_shielded(cleanup, timeout)
+        resync = self.protocol.get_resync_waiter()
+        if resync is not None:
+            await self._wait_shielded(resync, self.time_left(deadline))
+        self.check_open()
+        if self.stmts_to_close:
+            await self._close_removed_statements(self.time_left(deadline))
+        return self.time_left(deadline)
+
+    async def _wait_shielded(self, fut, timeout: Optional[float]) -> None:
+        if timeout is None:
+            await asyncio.shield(fut)
+        else:
+            # A stalled server must not make the next call hang past its own
+            # timeout; the drain goes on in the background.
+            await asyncio.wait_for(asyncio.shield(fut), timeout)
+
+    async def wait(self, fut):
+        """Await a protocol operation; if the caller gives up, abandon it.
+
+        Abandoning asks the server to cancel the operation and drains its
+        messages; the next operation waits for that (sync()).
+        """
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            self.protocol.abandon()
+            raise
+
+    def abandon(self) -> None:
+        """The caller stopped waiting for the running operation (see wait())."""
+        self.protocol.abandon()
+
+    # --- running statements ----------------------------------------------------------------------
+
+    async def execute(self, query: str, args, limit: int, timeout, want_status: bool,
+                      record_class, log: bool = True):
+        """Run `query` with `args` (extended protocol): rows, or the status tag.
+
+        The hot path: a cached statement costs one Bind/Execute/Sync.  Misses,
+        logging and schema-change recovery live in other methods, so this one
+        only pays for a few attribute checks.
+        """
+        if self.query_loggers and log:
+            return await self.logged(
+                self.execute(query, args, limit, timeout, want_status, record_class, False),
+                query, args, timeout)
+        if self.closed:
+            self.check_open()
+        proto = self.protocol
+        timeout = self.command_timeout if timeout is None else check_timeout(timeout)
+        if record_class is None:
+            record_class = self.record_class
+        elif record_class is not Record:
+            check_record_class(record_class)
+        if self.stmts_to_close or self.cleanup is not None or \
+                proto.get_resync_waiter() is not None:
+            timeout = await self.sync(timeout)
+        state = self.stmt_cache.get(query)
+        deadline = None if timeout is None else self.loop.time() + timeout
+        try:
+            if state is None:
+                state = await self.prepare_state(query, timeout)
+                timeout = self.time_left(deadline)
+            fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class)
+            try:
+                return await fut
+            except asyncio.CancelledError:
+                proto.abandon()
+                raise
+        except _SCHEMA_CHANGED as e:
+            if not self.may_retry_after(e, query):
+                raise
+            # The one retry after a schema change: prepare afresh and run once more.
+            state = await self.prepare_state(query, self.time_left(deadline))
+            return await self.wait(proto.bind_execute(
+                state, args, limit, self.time_left(deadline), want_status, record_class))
+
+    async def simple(self, query: str, timeout, log: bool = True) -> str:
+        """Run `query` with the simple query protocol (several statements allowed); the last tag."""
+        if self.query_loggers and log:
+            return await self.logged(self.simple(query, timeout, False), query, (), timeout)
+        self.check_open()
+        timeout = self.resolve_timeout(timeout)
+        if self.needs_sync():
+            timeout = await self.sync(timeout)
+        return await self.wait(self.protocol.simple_query(query, timeout))
+
+    async def run_prepared(self, state, args, limit: int, timeout, want_status: bool,
+                           record_class, owner):
+        """Bind and execute a held statement (PreparedStatement's path).
+
+        `timeout` is already resolved.  On a schema change, when the retry
+        policy allows it, ``owner.run_again(args, limit, deadline)``
+        re-prepares and runs once more.
+        """
+        proto = self.protocol
+        if self.needs_sync():
+            timeout = await self.sync(timeout)
+        deadline = None if timeout is None else self.loop.time() + timeout
+        if state.codecs_generation != self.codecs.generation:
+            await self.refresh_codecs(state, timeout)
+            timeout = self.time_left(deadline)
+        fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            proto.abandon()
+            raise
+        except _SCHEMA_CHANGED as e:
+            if not self.may_retry_after(e, state.query):
+                raise
+            return await owner.run_again(args, limit, deadline)
+
+    async def run_state(self, state, args, limit: int, timeout, want_status: bool,
+                        record_class):
+        """Bind and execute `state` once (the caller made sure we are in sync)."""
+        if record_class is None:
+            record_class = self.record_class
+        return await self.wait(self.protocol.bind_execute(
+            state, args, limit, timeout, want_status, record_class))
+
+    # --- executemany / fetchmany ---------------------------------------------------------------
+
+    async def executemany(self, query: str, args, timeout, *, return_rows: bool = False,
+                          record_class=None, state=None, retry: Optional[Callable] = None):
+        """Run `query` (or the held `state`) once per row of `args`, pipelined and atomic."""
+        self.check_open()
+        timeout = self.resolve_timeout(timeout)
+        if record_class is None:
+            record_class = self.record_class
+        else:
+            check_record_class(record_class)
+        if self.needs_sync():
+            timeout = await self.sync(timeout)
+        deadline = self.deadline(timeout)
+        if state is None:
+            state = self.stmt_cache.get(query)
+            if state is None:
+                state = await self.prepare_state(query, timeout)
+        elif state.codecs_generation != self.codecs.generation:
+            await self.refresh_codecs(state, timeout)
+        try:
+            return await self._executemany_state(state, args, self.time_left(deadline),
+                                                 return_rows, record_class)
+        except _SCHEMA_CHANGED as e:
+            # Only a sequence can be sent again: an iterator is partly consumed.
+            if not isinstance(args, (list, tuple)) or not self.may_retry_after(e, query):
+                raise
+            if retry is not None:
+                state = await retry(deadline)
+            else:
+                state = await self.prepare_state(query, self.time_left(deadline))
+            return await self._executemany_state(state, args, self.time_left(deadline),
+                                                 return_rows, record_class)
+
+    async def _executemany_state(self, state, args, timeout, return_rows, record_class):
+        proto = self.protocol
+        batch_size = 1000
+        fut = proto.executemany_start(state, timeout, return_rows, record_class)
+        proto.begin_stream()
+        try:
+            base = 0
+            if hasattr(args, '__aiter__'):
+                batch = []
+                async for row in args:
+                    batch.append(row)
+                    if len(batch) >= batch_size:
+                        proto.executemany_write(state, batch, base)
+                        base += len(batch)
+                        batch = []
+                        if proto.executemany_failed():
+                            break
+                        drain = proto.get_drain_waiter()
+                        if drain is not None:
+                            await drain
+                if batch:
+                    proto.executemany_write(state, batch, base)
+            else:
+                iterator = iter(args)
+                while True:
+                    batch = list(itertools.islice(iterator, batch_size))
+                    if not batch:
+                        break
+                    proto.executemany_write(state, batch, base)
+                    base += len(batch)
+                    if proto.executemany_failed():
+                        break
+                    drain = proto.get_drain_waiter()
+                    if drain is not None:
+                        await drain
+            proto.end_stream()
+            proto.executemany_finish(False)
+        except asyncio.CancelledError as exc:
+            # Our own timeout or cancel() interrupting a stalled async source
+            # is a timeout / query cancel for the caller, not a cancellation.
+            replacement = self.stream_interrupted(exc, fut)
+            if replacement is not None:
+                raise replacement from None
+            proto.abandon()
+            raise
+        except BaseException:
+            # Bad input (DataError naming the row) or a failing iterator:
+            # make the server roll back what was already sent, then re-raise.
+            self.abort_stream(lambda: proto.executemany_finish(True))
+            try:
+                await self.wait(fut)
+            except Exception:
+                pass
+            raise
+        return await self.wait(fut)
+
+    def abort_stream(self, finish: Callable[[], None]) -> None:
+        """End a stream we fed from user data after a failure on our side.
+
+        If even that fails (the transport refuses the write), the protocol is
+        in an unknown state: the connection is closed rather than left
+        believing an operation is running.
+        """
+        proto = self.protocol
+        proto.end_stream()
+        try:
+            finish()
+        except BaseException:
+            self.terminate()
+            raise
+
+    def stream_interrupted(self, exc: BaseException, fut) -> Optional[BaseException]:
+        """After an exception while feeding user data: the error the caller should get.
+
+        The protocol cancels the feeding task itself when the operation times
+        out, or when cancel() is called while we wait on the caller's data
+        (the server ignores a CancelRequest then).  That cancellation is ours,
+        not the caller's: it is undone (uncancel) and replaced by TimeoutError
+        or QueryCanceledError.  The protocol abandons the operation (CopyFail
+        or an aborted pipeline, then a drain), so nothing is committed.
+        Returns None when the exception is the caller's own.
+        """
+        proto = self.protocol
+        reason = proto.end_stream()
+        if not (reason and isinstance(exc, asyncio.CancelledError)):
+            return None
+        task = asyncio.current_task()
+        if task is not None and hasattr(task, 'uncancel'):
+            task.uncancel()
+        proto.abandon()
+        # The caller gets the replacement, not the operation's own outcome:
+        # consume it so asyncio does not report it as never retrieved.
+        if fut.done():
+            if not fut.cancelled():
+                fut.exception()
+        else:
+            fut.cancel()
+        if reason == 1:
+            return asyncio.TimeoutError()
+        return exceptions.QueryCanceledError('canceling statement due to user request')
+
+    # --- portals (cursors) ---------------------------------------------------------------------
+
+    def new_portal_name(self) -> str:
+        return f'__mypg_portal_{self.conn_id}_{next(self._portal_ids)}__'
+
+    def new_savepoint_name(self) -> str:
+        return f'mypg_savepoint_{next(self._savepoint_ids)}'
+
+    async def bind_portal(self, state, args, portal: str, limit: int, timeout, record_class,
+                          fetch: bool = True):
+        """Bind `args` to a named portal; with `fetch`, its first `limit` rows and whether more remain."""
+        if self.needs_sync():
+            timeout = await self.sync(timeout)
+        proto = self.protocol
+        if fetch:
+            return await self.wait(proto.bind_execute_portal(
+                state, args, portal, limit, timeout,
+                record_class if record_class is not None else self.record_class))
+        await self.wait(proto.bind_portal(state, args, portal, timeout))
+
+    async def execute_portal(self, state, portal: str, limit: int, timeout, record_class):
+        """Up to `limit` more rows of an open portal (0: all)."""
+        if self.needs_sync():
+            timeout = await self.sync(timeout)
+        return await self.wait(self.protocol.execute_portal(
+            state, portal, limit, timeout,
+            record_class if record_class is not None else self.record_class))
+
+    def portal_suspended(self) -> bool:
+        return self.protocol.last_portal_suspended()
+
+    def last_status(self) -> Optional[str]:
+        return self.protocol.last_status()
+
+    async def close_portal(self, portal: str, timeout) -> None:
+        if self.is_closed():
+            return
+        if self.needs_sync():
+            timeout = await self.sync(timeout)
+        await self.wait(self.protocol.close_portals([portal], timeout))
+
+    # --- statements ------------------------------------------------------------------------------
+
+    def is_cacheable(self, query: str) -> bool:
+        limit = self.max_cacheable_size
+        return self.stmt_cache.max_size > 0 and (not limit or len(query) <= limit)
+
+    async def prepare_state(self, query: str, timeout, *, name: Optional[str] = None,
+                            cache: bool = True, named: bool = False) -> StatementState:
+        """Parse and describe `query`, learn its types and pick its codecs.
+
+        With `cache` (and no `name`), a cacheable query gets a generated name
+        and goes into the statement cache; otherwise the statement is unnamed
+        unless `name` is given or `named` asks for a generated one.  The
+        unnamed statement is parsed again in front of each Bind (see
+        coreproto's _write_parse): it lives only until the next Parse of ''.
+        """
+        use_cache = cache and name is None and self.is_cacheable(query)
+        if name is None:
+            name = (f'__mypg_{self.conn_id}_{next(self._stmt_ids)}__'
+                    if use_cache or named else '')
+        state = StatementState(name, query)
+        await self.wait(self.protocol.prepare(state, timeout))
+        try:
+            missing = missing_statement_types(state, self.codecs)
+            if missing:
+                await self.introspect_types(missing, timeout)
+            resolve_statement_codecs(state, self.codecs)
+        except BaseException:
+            self.queue_statement_close(state)
+            raise
+        if use_cache:
+            self.stmt_cache.put(query, state)
+        return state
+
+    async def introspect_types(self, oids, timeout) -> None:
+        """Teach the codec registry about `oids` (and what they contain)."""
+        if self.introspection_query is None:
+            version = self.server_version
+            num = version.major * 10000 + version.micro if version.major >= 10 else (
+                version.major * 10000 + version.minor * 100 + version.micro)
+            self.introspection_query = introspection.introspection_query(num)
+        oids = sorted(oids)
+        rows = []
+        # Chunks keep the query's estimated cost under jit_above_cost (see
+        # introspection.py); one query covers every realistic statement.
+        for start in range(0, len(oids), introspection.MAX_OIDS_PER_QUERY):
+            rows.extend(await self.execute(
+                self.introspection_query,
+                (oids[start:start + introspection.MAX_OIDS_PER_QUERY],), 0, timeout,
+                False, Record, False))
+        self.codecs.add_types(introspection.rows_to_type_info(rows))
+
+    async def refresh_codecs(self, state, timeout) -> None:
+        """Re-pick the codecs of a held statement after the registry changed."""
+        missing = missing_statement_types(state, self.codecs)
+        if missing:
+            await self.introspect_types(missing, timeout)
+        resolve_statement_codecs(state, self.codecs)
+
+    # Statement ownership.  The cache owns the statements it holds; a
+    # PreparedStatement or cursor adds a reference (StatementState.refs).  A
+    # statement leaving the cache while referenced moves to held_stmts and is
+    # closed on the server when its last reference goes; one that nobody
+    # references is closed before the next operation.
+
+    def attach_statement(self, state) -> None:
+        state.refs += 1
+
+    def hold_statement(self, state) -> None:
+        """Keep a statement no cache owns (a named or re-prepared one) until unreferenced."""
+        self.held_stmts.add(state)
+
+    def detach_statement(self, state) -> None:
+        state.refs -= 1
+        if state.refs <= 0 and state in self.held_stmts:
+            self.held_stmts.discard(state)
+            self.queue_statement_close(state)
+
+    def _on_statement_removed(self, state) -> None:
+        if state.refs > 0:
+            self.held_stmts.add(state)
+        else:
+            self.queue_statement_close(state)
+
+    def queue_statement_close(self, state) -> None:
+        if state.name and not state.closed:
+            state.closed = True
+            self.stmts_to_close.append(state.name)
+
+    async def _close_removed_statements(self, timeout) -> None:
+        names, self.stmts_to_close = self.stmts_to_close, []
+        if not names or self.is_closed():
+            return
+        await self.wait(self.protocol.close_statements(names, timeout))
+
+    # --- the schema-change retry policy ------------------------------------------------------------
+
+    def may_retry_after(self, error: BaseException, query: str) -> bool:
+        """React to a statement that no longer matches the schema; True if a retry is safe.
+
+        InvalidCachedStatementError (SQLSTATE 0A000, "cached plan must not
+        change result type") comes from the server before the statement ran:
+        re-preparing fixes it, but inside a transaction block the error has
+        already failed the transaction.  OutdatedSchemaCacheError means our
+        knowledge of a type (a composite's fields) is stale; the statement did
+        run, so only a plain read is repeated.
+        """
+        if isinstance(error, exceptions.InvalidCachedStatementError):
+            # The schema changed: other cached statements are suspect too.
+            self.stmt_cache.clear()
+            if self.protocol.is_in_transaction():
+                _add_hint(error, 'The statement cache was cleared. Inside a transaction '
+                          'block the statement cannot be retried: roll back and run the '
+                          'transaction again.')
+                return False
+            return True
+        self.drop_schema_caches()
+        if self.protocol.is_in_transaction():
+            return False
+        return _is_plain_read(query)
+
+    def drop_schema_caches(self) -> None:
+        self.codecs.clear_introspected()
+        self.stmt_cache.clear()
+
+    # --- query logging -----------------------------------------------------------------------------
+
+    async def logged(self, operation, query: str, args, timeout):
+        """Await `operation` and report it to the query loggers, failed or not."""
+        if timeout is None:
+            timeout = self.command_timeout
+        started = time.monotonic()
+        error = None
+        try:
+            return await operation
+        except BaseException as e:
+            error = e
+            raise
+        finally:
+            record = LoggedQuery(query, args, timeout, time.monotonic() - started, error,
+                                 self.addr, self.params)
+            for callback in list(self.query_loggers):
+                if inspect.iscoroutinefunction(callback):
+                    task = self.loop.create_task(callback(record))
+                    _logger_tasks.add(task)
+                    task.add_done_callback(_logger_tasks.discard)
+                else:
+                    self.loop.call_soon(callback, record)
+
+    # --- transaction blocks --------------------------------------------------------------------------
+
+    async def run_transaction_statement(self, query: str) -> str:
+        """Run BEGIN / COMMIT / ROLLBACK / SAVEPOINT ... for a Transaction (logged like execute)."""
+        return await self.simple(query, None)
+
+    def settle_transaction(self, top_level: bool, before: int,
+                           follow_up: Callable[[str, Optional[str]], Optional[str]]):
+        """Start finishing an interrupted transaction statement; a task giving the outcome.
+
+        Registered at once as the connection's pending cleanup, so no other
+        operation can run before it.  It waits (bounded) until the
+        interrupted statement has drained, then asks
+        ``follow_up(xact_status, tag)`` which statement, if any, ends the
+        block on the server, and runs it.  `tag` is the interrupted
+        statement's command tag if it was the last operation (the protocol's
+        operation count was `before` when it was sent) and succeeded, else
+        None.  A savepoint that cannot be undone alone makes the whole
+        transaction roll back (``xact_broken`` tells its owner); a top-level
+        block that cannot be ended, or a cleanup slower than
+        TRANSACTION_CLEANUP_TIMEOUT, closes the connection.  The task's
+        result is ``(xact_status, tag, statement_run)``.
+        """
+        task = self.loop.create_task(
+            self._settle(self.cleanup, top_level, before, follow_up))
+        self.cleanup = task
+
+        def done(t: asyncio.Future) -> None:
+            if self.cleanup is t:
+                self.cleanup = None
+            if not t.cancelled():
+                t.exception()   # retrieved: the caller may have gone
+        task.add_done_callback(done)
+        return task
+
+    async def _settle(self, previous, top_level: bool, before: int, follow_up):
+        proto = self.protocol
+        deadline = self.loop.time() + TRANSACTION_CLEANUP_TIMEOUT
+        try:
+            if previous is not None:
+                await asyncio.wait_for(asyncio.shield(previous), self.time_left(deadline))
+            resync = proto.get_resync_waiter()
+            if resync is not None:
+                await asyncio.wait_for(asyncio.shield(resync), self.time_left(deadline))
+            while proto.is_busy() and not self.is_closed():
+                # Another task's operation (misuse: one connection, two
+                # tasks) is in flight; ours can only follow it.
+                self.time_left(deadline)
+                await asyncio.sleep(0.001)
+            if self.is_closed():
+                raise exceptions.ConnectionDoesNotExistError('the connection was lost')
+            status = proto.xact_status
+            tag = None
+            if proto.op_seq == before + 1 and proto.last_error() is None:
+                tag = proto.last_status()
+            statement = follow_up(status, tag)
+            if statement is not None:
+                try:
+                    await asyncio.wait_for(proto.simple_query(statement, None),
+                                           self.time_left(deadline))
+                except exceptions.PostgresError:
+                    if top_level:
+                        raise
+                    # The savepoint could not be undone alone: end the whole
+                    # transaction, and tell its owner it is gone.
+                    self.xact_broken = 'an interrupted savepoint could not be undone alone'
+                    statement = 'ROLLBACK'
+                    await asyncio.wait_for(proto.simple_query(statement, None),
+                                           self.time_left(deadline))
+            if top_level and proto.xact_status != 'I':
+                raise exceptions.InterfaceError('the transaction block could not be ended')
+            return status, tag, statement
+        except BaseException:
+            # In doubt: a connection is in sync or closed.  Closing ends the
+            # server's transaction (rolled back) with the session.
+            self.terminate()
+            raise
+
+
+def _add_hint(error: exceptions.PostgresError, text: str) -> None:
+    # Server errors are filled through __dict__ (see exceptions._base).
+    hint = error.hint
+    error.__dict__['hint'] = f'{hint}\n{text}' if hint else text
+
+
+_READ_KEYWORDS = frozenset(('select', 'values', 'table', 'show'))
+_FIRST_WORD = re.compile(r'[A-Za-z]+')
+
+
+def _is_plain_read(query: str) -> bool:
+    """True if `query` starts like a read (SELECT, VALUES, TABLE, SHOW), comments skipped."""
+    text = query.lstrip()
+    while True:
+        if text.startswith('--'):
+            newline = text.find('\n')
+            text = '' if newline < 0 else text[newline + 1:].lstrip()
+        elif text.startswith('/*'):
+            end = text.find('*/')
+            text = '' if end < 0 else text[end + 2:].lstrip()
+        elif text.startswith('('):
+            text = text[1:].lstrip()
+        else:
+            break
+    word = _FIRST_WORD.match(text)
+    return word is not None and word.group().lower() in _READ_KEYWORDS
+
+
+def warn_unclosed(obj: Any) -> None:
+    """The ResourceWarning of a connection collected while still open."""
+    warnings.warn(f'unclosed connection {obj!r}', ResourceWarning, source=obj, stacklevel=2)
