@@ -44,6 +44,12 @@ from mypgdriver.protocol.record import Record
 
 cdef int32_t PROTOCOL_VERSION_3_0 = 196608
 
+# The largest message length word accepted.  The server builds each message
+# in a StringInfo, which cannot grow past MaxAllocSize (1 GiB - 1), so a
+# longer claim is not PostgreSQL; refusing it early keeps a hostile length
+# word from making us buffer up to 2 GiB.
+cdef int32_t MAX_MESSAGE_LENGTH = 0x40000000
+
 # AuthenticationRequest codes the driver does not implement, for the error text.
 UNSUPPORTED_AUTH_METHODS = {
     2: 'Kerberos V5',
@@ -409,7 +415,7 @@ cdef class CoreProtocol:
                 break
             p = rb.data + rb.start
             mlen = unpack_int32(p + 1)
-            if mlen < 4:
+            if mlen < 4 or mlen > MAX_MESSAGE_LENGTH:
                 raise exceptions.ProtocolError(
                     f'invalid message length {mlen} for message type {chr(<unsigned char>p[0])!r}')
             if avail < <Py_ssize_t>mlen + 1:
