@@ -146,6 +146,8 @@ cdef object array_decode(Codec codec, Frame *frame):
     cdef int32_t ndim = frame_read_int32(frame)
     cdef int32_t dims[6]
     cdef int i
+    cdef Py_ssize_t elements = 1
+    cdef Py_ssize_t most = 0
     frame_read(frame, 8)        # has-nulls flag, element OID
     if ndim == 0:
         return []
@@ -156,6 +158,23 @@ cdef object array_decode(Codec codec, Frame *frame):
         frame_read(frame, 4)    # lower bound
         if dims[i] < 0:
             raise_decode_error(codec, f'invalid dimension length {dims[i]}')
+    # The dimensions are a claim: every element takes at least its 4-byte
+    # length word, so more elements than remaining / 4 cannot be there.
+    # Checked before any list is allocated (2**31-1 elements would be a
+    # 16 GiB list from a 20-byte value); the running product stays below
+    # `most`, so it cannot overflow.
+    most = frame.remaining // 4
+    for i in range(ndim):
+        if dims[i] == 0:
+            # A zero-length dimension makes the whole value the empty array,
+            # as in the server's array_recv(); there is nothing to read.
+            return []
+    for i in range(ndim):
+        if dims[i] > most // elements:
+            raise_decode_error(
+                codec, f'the dimensions claim more elements than the '
+                       f'{frame.remaining} bytes of the value can hold')
+        elements *= dims[i]
     return decode_level(codec.element_codec, frame, dims, ndim, 0,
                         leaf_kind(codec.element_codec))
 
