@@ -68,6 +68,8 @@ MALFORMED_VALUES = {
     "bytea column length -2**31": (BYTEA_OID, INT32_MIN),
     "int4 column length -2": (INT4_OID, -2),
     "text column longer than the message": (TEXT_OID, INT32_MAX),
+    # text that is not UTF-8 (a broken server, or an SQL_ASCII database)
+    "text that is not UTF-8": (TEXT_OID, b"caf\xe9"),
     # arrays: headers claiming elements that are not there, bad element lengths
     "int4[] of 2**31-1 elements and no data": (
         INT4_ARRAY_OID, array_header(INT4_OID, [INT32_MAX])),
@@ -84,6 +86,8 @@ MALFORMED_VALUES = {
     "int4[] element length -2**31": (
         INT4_ARRAY_OID, array_header(INT4_OID, [2]) + element(4, b"\0\0\0\1")
         + element(INT32_MIN)),
+    "text[] element that is not UTF-8": (
+        TEXT_ARRAY_OID, array_header(TEXT_OID, [1]) + element(2, b"\xff\xfe")),
     "int4[] element longer than the value": (
         INT4_ARRAY_OID, array_header(INT4_OID, [1]) + element(1000, b"\0\0\0\1")),
     # anonymous records (binary composite format)
@@ -116,6 +120,16 @@ async def test_malformed_value_fails_the_query_and_the_connection_stays_usable(o
             assert await fetch(conn) == []      # the next query works
         finally:
             await asyncio.wait_for(conn.close(), STEP_TIMEOUT)
+
+
+async def test_invalid_utf8_error_names_the_type_and_keeps_the_cause():
+    rows = data_row([b"caf\xe9"]) + command_complete()
+    async with ScriptedServer(columns=[TEXT_OID], executes=[rows]) as fake:
+        conn = await connect(fake)
+        with pytest.raises(exceptions.ProtocolError, match="type text: invalid UTF-8") as info:
+            await fetch(conn)
+        assert isinstance(info.value.__cause__, UnicodeDecodeError)
+        await asyncio.wait_for(conn.close(), STEP_TIMEOUT)
 
 
 async def test_datarow_with_a_wrong_column_count_fails_the_query():

@@ -12,11 +12,11 @@ from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int32_t, uint32_t
 from cpython.float cimport PyFloat_FromDouble
 from cpython.long cimport PyLong_FromLong, PyLong_FromLongLong
-from cpython.unicode cimport PyUnicode_DecodeUTF8
 from mypgdriver.protocol.buffer cimport (
     Frame, WriteBuffer, frame_read, frame_read_int32, unpack_int32, unpack_int64, unpack_double)
 from mypgdriver.codecs.base cimport (
-    Codec, make_codec, lookup_builtin, raise_encode_error, raise_decode_error, FORMAT_BINARY)
+    Codec, make_codec, lookup_builtin, raise_encode_error, raise_decode_error, decode_utf8,
+    FORMAT_BINARY)
 
 from collections.abc import (
     Mapping as _Mapping, Sequence as _Sequence, Set as _Set, ValuesView as _ValuesView)
@@ -108,7 +108,7 @@ cdef object decode_leaf_fast(Codec elem, Frame *frame, int32_t n, int kind):
                     raise_decode_error(elem, f'expected 8 bytes, got {flen}')
                 item = PyFloat_FromDouble(unpack_double(p))
             else:
-                item = PyUnicode_DecodeUTF8(p, flen, NULL)
+                item = decode_utf8(elem, p, flen)
         Py_INCREF(item)
         PyList_SET_ITEM(items, i, item)
     return items
