@@ -19,16 +19,44 @@ class ServerVersion(NamedTuple):
     serial: int
 
 
+#: What `parse_server_version` returns for a version it cannot read: it
+#: compares below every real version, so version checks take the most
+#: conservative path (e.g. the catalog query without multiranges).
+UNKNOWN_SERVER_VERSION = ServerVersion(0, 0, 0, 'unknown', 0)
+
+# At most 9 digits per number: int() of a longer run could be slow or raise
+# (over 4300 digits), and no version number is that long.
 _VERSION_RE = re.compile(
-    r'(?:PostgreSQL\s+)?(?P<major>\d+)(?:\.(?P<minor>\d+))?(?:\.(?P<micro>\d+))?'
-    r'(?P<level>[a-z]+)?(?P<serial>\d+)?')
+    r'(?:PostgreSQL\s+)?(?<!\d)(?P<major>\d{1,9})(?!\d)(?:\.(?P<minor>\d{1,9})(?!\d))?'
+    r'(?:\.(?P<micro>\d{1,9})(?!\d))?(?:(?P<level>[a-z]{1,20})(?P<serial>\d{1,9})?(?!\d))?')
 
 
-def parse_server_version(text: str) -> ServerVersion:
-    """Parse a `server_version` string such as '15.18 (Debian 15.18-0+deb12u1)' or '17beta2'."""
-    m = _VERSION_RE.search(text)
+def _from_version_num(num: str | int | None) -> ServerVersion | None:
+    # server_version_num: 150004 is 15.4, 90624 is 9.6.24.
+    try:
+        value = int(str(num).strip()) if num is not None and len(str(num)) <= 9 else -1
+    except ValueError:
+        return None
+    if value < 10000:
+        return None
+    major = value // 10000
+    if major >= 10:
+        return ServerVersion(major, 0, value % 10000, 'final', 0)
+    return ServerVersion(major, value // 100 % 100, value % 100, 'final', 0)
+
+
+def parse_server_version(text: str | None,
+                         version_num: str | int | None = None) -> ServerVersion:
+    """Parse a `server_version` string such as '15.18 (Debian 15.18-0+deb12u1)' or '17beta2'.
+
+    Never raises: the string comes from the server (or a proxy), and a value
+    we cannot read must not make connecting fail.  When `text` has no
+    version in it, `version_num` (the ``server_version_num`` setting, if the
+    caller has it) is used; failing that, `UNKNOWN_SERVER_VERSION`.
+    """
+    m = _VERSION_RE.search(text) if isinstance(text, str) else None
     if m is None:
-        raise ValueError(f'cannot parse PostgreSQL version from {text!r}')
+        return _from_version_num(version_num) or UNKNOWN_SERVER_VERSION
     major = int(m['major'])
     minor = int(m['minor'] or 0)
     micro = int(m['micro'] or 0)

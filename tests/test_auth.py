@@ -259,6 +259,11 @@ def test_scram_bad_server_nonce_raises(server_first):
     (b"", "not a number"),
     (b"\xd9\xa4", "not a number"),          # ARABIC-INDIC DIGIT FOUR
     (b"2147483648", "above the maximum"),
+    # Valid for PostgreSQL (scram_iterations goes up to INT_MAX), but the
+    # derivation would block the event loop: refused above the client's bound.
+    (b"2147483647", "above the maximum 1,000,000"),
+    (b"1000001", "above the maximum"),
+    (b"9" * 5000, "above the maximum"),     # more digits than int() accepts
 ])
 def test_scram_invalid_iteration_count_raises(iterations, message):
     scram = rfc7677_exchange()
@@ -266,6 +271,14 @@ def test_scram_invalid_iteration_count_raises(iterations, message):
     with pytest.raises(InterfaceError, match=message) as info:
         scram.client_final_message(server_first)
     assert type(info.value) is InterfaceError
+
+
+def test_scram_accepts_the_maximum_iteration_count():
+    from mypgdriver.protocol.auth import MAX_SCRAM_ITERATIONS
+    scram = rfc7677_exchange()
+    final = scram.client_final_message(
+        b"r=rOprNGfwEbeRWgbNEkqOabc,s=c2FsdA==,i=%d" % MAX_SCRAM_ITERATIONS)
+    assert final.startswith(b"c=biws,r=rOprNGfwEbeRWgbNEkqOabc,p=")
 
 
 def test_scram_accepts_one_iteration_as_postgresql_allows():

@@ -12,11 +12,11 @@ from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int32_t, uint32_t
 from cpython.float cimport PyFloat_FromDouble
 from cpython.long cimport PyLong_FromLong, PyLong_FromLongLong
-from cpython.unicode cimport PyUnicode_DecodeUTF8
 from mypgdriver.protocol.buffer cimport (
     Frame, WriteBuffer, frame_read, frame_read_int32, unpack_int32, unpack_int64, unpack_double)
 from mypgdriver.codecs.base cimport (
-    Codec, make_codec, lookup_builtin, raise_encode_error, raise_decode_error, FORMAT_BINARY)
+    Codec, make_codec, lookup_builtin, raise_encode_error, raise_decode_error, decode_utf8,
+    FORMAT_BINARY)
 
 from collections.abc import (
     Mapping as _Mapping, Sequence as _Sequence, Set as _Set, ValuesView as _ValuesView)
@@ -108,7 +108,7 @@ cdef object decode_leaf_fast(Codec elem, Frame *frame, int32_t n, int kind):
                     raise_decode_error(elem, f'expected 8 bytes, got {flen}')
                 item = PyFloat_FromDouble(unpack_double(p))
             else:
-                item = PyUnicode_DecodeUTF8(p, flen, NULL)
+                item = decode_utf8(elem, p, flen)
         Py_INCREF(item)
         PyList_SET_ITEM(items, i, item)
     return items
@@ -146,6 +146,8 @@ cdef object array_decode(Codec codec, Frame *frame):
     cdef int32_t ndim = frame_read_int32(frame)
     cdef int32_t dims[6]
     cdef int i
+    cdef Py_ssize_t elements = 1
+    cdef Py_ssize_t most = 0
     frame_read(frame, 8)        # has-nulls flag, element OID
     if ndim == 0:
         return []
@@ -156,6 +158,23 @@ cdef object array_decode(Codec codec, Frame *frame):
         frame_read(frame, 4)    # lower bound
         if dims[i] < 0:
             raise_decode_error(codec, f'invalid dimension length {dims[i]}')
+    # The dimensions are a claim: every element takes at least its 4-byte
+    # length word, so more elements than remaining / 4 cannot be there.
+    # Checked before any list is allocated (2**31-1 elements would be a
+    # 16 GiB list from a 20-byte value); the running product stays below
+    # `most`, so it cannot overflow.
+    most = frame.remaining // 4
+    for i in range(ndim):
+        if dims[i] == 0:
+            # A zero-length dimension makes the whole value the empty array,
+            # as in the server's array_recv(); there is nothing to read.
+            return []
+    for i in range(ndim):
+        if dims[i] > most // elements:
+            raise_decode_error(
+                codec, f'the dimensions claim more elements than the '
+                       f'{frame.remaining} bytes of the value can hold')
+        elements *= dims[i]
     return decode_level(codec.element_codec, frame, dims, ndim, 0,
                         leaf_kind(codec.element_codec))
 

@@ -8,7 +8,16 @@
 # statement, so decoding a row is a loop of indirect calls with no lookups.
 
 from libc.stdint cimport uint32_t
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF
 from mypgdriver.protocol.buffer cimport Frame, WriteBuffer
+
+
+cdef extern from "Python.h":
+    # The same function as cpython.unicode's, declared to return a raw
+    # pointer so that decode_utf8() handles the failure itself.
+    PyObject *PyUnicode_DecodeUTF8_unchecked "PyUnicode_DecodeUTF8" (
+        const char *s, Py_ssize_t size, const char *errors)
 
 
 ctypedef object (*decode_fn)(Codec codec, Frame *frame)
@@ -60,6 +69,22 @@ cdef Codec make_codec(uint32_t oid, str name, str schema, str kind, int format,
 cdef int raise_encode_error(Codec codec, object value, str reason) except -1
 cdef int raise_decode_error(Codec codec, str reason) except -1
 cdef int check_length(Codec codec, Frame *frame, Py_ssize_t expected) except -1
+# Out of line: turn the pending UnicodeDecodeError into a ProtocolError.
+cdef int raise_invalid_utf8(Codec codec, const char *p, Py_ssize_t n) except -1
+
+
+cdef inline object decode_utf8(Codec codec, const char *p, Py_ssize_t n):
+    # Text from the server: invalid UTF-8 (a broken server, or an SQL_ASCII
+    # database) is a malformed value, reported as ProtocolError for the
+    # query like any other, not a UnicodeDecodeError from the internals.
+    # Costs the same NULL check Cython makes anyway.
+    cdef PyObject *decoded = PyUnicode_DecodeUTF8_unchecked(p, n, NULL)
+    cdef object s
+    if decoded == NULL:
+        raise_invalid_utf8(codec, p, n)
+    s = <object>decoded         # takes a reference of its own...
+    Py_DECREF(s)                # ...so drop the one the call returned
+    return s
 
 # Text-format fallback for types without a binary codec (value as str).
 cdef Codec text_fallback_codec(uint32_t oid, str name)

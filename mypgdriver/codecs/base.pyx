@@ -1,6 +1,7 @@
 # cython: language_level=3
 """Codec objects and the table of built-in codecs."""
 
+from cpython.exc cimport PyErr_Clear
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from mypgdriver.protocol.buffer cimport Frame, WriteBuffer
 
@@ -81,10 +82,23 @@ cdef int check_length(Codec codec, Frame *frame, Py_ssize_t expected) except -1:
     return 0
 
 
+cdef int raise_invalid_utf8(Codec codec, const char *p, Py_ssize_t n) except -1:
+    # Called with the decoder's UnicodeDecodeError pending: clear it and
+    # decode again to get it as an object to chain (errors are rare).
+    PyErr_Clear()
+    try:
+        PyUnicode_DecodeUTF8(p, n, NULL)
+    except UnicodeDecodeError as e:
+        raise ProtocolError(
+            f'cannot decode a value of type {codec.name}: invalid UTF-8 '
+            f'({e.reason} at byte {e.start})') from e
+    raise ProtocolError(f'cannot decode a value of type {codec.name}: invalid UTF-8')
+
+
 # --- text fallback: any type the driver has no binary codec for -------------
 
 cdef object text_decode(Codec codec, Frame *frame):
-    cdef object s = PyUnicode_DecodeUTF8(frame.ptr, frame.remaining, NULL)
+    cdef object s = decode_utf8(codec, frame.ptr, frame.remaining)
     frame.ptr += frame.remaining
     frame.remaining = 0
     return s

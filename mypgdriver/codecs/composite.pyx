@@ -190,16 +190,22 @@ def composite_factory(registry, info, int depth):
 # field types are only known from the value itself, so the codec keeps the
 # registry (codec.extra) and asks it for each field's codec.
 
-cdef list ANON_DESCRIPTORS = []
+# PostgreSQL's MaxTupleAttributeNumber: no row value, anonymous or not, has
+# more fields.  A larger count from the wire is refused before anything is
+# allocated (each field would cost a descriptor name and a tuple slot).
+cdef int32_t MAX_RECORD_FIELDS = 1664
+
+cdef dict ANON_DESCRIPTORS = {}
 
 
 cdef RecordDescriptor anonymous_descriptor(Py_ssize_t n):
-    # One descriptor per field count, shared by all anonymous records.
-    cdef Py_ssize_t k
-    while len(ANON_DESCRIPTORS) <= n:
-        k = len(ANON_DESCRIPTORS)
-        ANON_DESCRIPTORS.append(RecordDescriptor(tuple([f'f{j + 1}' for j in range(k)])))
-    return <RecordDescriptor>ANON_DESCRIPTORS[n]
+    # One descriptor per field count, shared by all anonymous records; built
+    # on first use (at most MAX_RECORD_FIELDS + 1 of them can exist).
+    cdef RecordDescriptor desc = ANON_DESCRIPTORS.get(n)
+    if desc is None:
+        desc = RecordDescriptor(tuple([f'f{j + 1}' for j in range(n)]))
+        ANON_DESCRIPTORS[n] = desc
+    return desc
 
 
 cdef object record_decode(Codec codec, Frame *frame):
@@ -212,8 +218,11 @@ cdef object record_decode(Codec codec, Frame *frame):
     cdef Codec fcodec
     cdef object item
     cdef tuple values
-    if count < 0:
-        raise_decode_error(codec, f'invalid number of fields {count}')
+    # Each field takes at least 8 bytes (type OID and length word): the
+    # count is checked against the bytes present before the tuple exists.
+    if count < 0 or count > MAX_RECORD_FIELDS or count > frame.remaining // 8:
+        raise_decode_error(
+            codec, f'invalid number of fields {count} for {frame.remaining} bytes')
     values = PyTuple_New(count)
     for i in range(count):
         field_oid = <uint32_t>frame_read_int32(frame)

@@ -7,11 +7,11 @@ jsonpath_recv).  Like asyncpg, json values are str both ways by default:
 decoding to Python objects is a user codec (set_type_codec with json.loads).
 """
 
-from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport uint8_t
 from libc.string cimport memchr
 from mypgdriver.protocol.buffer cimport Frame, WriteBuffer, frame_read_byte
-from mypgdriver.codecs.base cimport Codec, register_builtin, raise_encode_error, raise_decode_error
+from mypgdriver.codecs.base cimport (
+    Codec, register_builtin, raise_encode_error, raise_decode_error, decode_utf8)
 
 
 cdef extern from "Python.h":
@@ -23,8 +23,8 @@ cdef enum:
     FORMAT_VERSION = 1
 
 
-cdef inline object read_rest_as_str(Frame *frame):
-    cdef object s = PyUnicode_DecodeUTF8(frame.ptr, frame.remaining, NULL)
+cdef inline object read_rest_as_str(Codec codec, Frame *frame):
+    cdef object s = decode_utf8(codec, frame.ptr, frame.remaining)
     frame.ptr += frame.remaining
     frame.remaining = 0
     return s
@@ -49,7 +49,7 @@ cdef int write_document(Codec codec, WriteBuffer buf, object value, int version)
 
 
 cdef object text_document_decode(Codec codec, Frame *frame):
-    return read_rest_as_str(frame)
+    return read_rest_as_str(codec, frame)
 
 
 cdef int text_document_encode(Codec codec, WriteBuffer buf, object value) except -1:
@@ -60,7 +60,7 @@ cdef object versioned_decode(Codec codec, Frame *frame):
     cdef uint8_t version = frame_read_byte(frame)
     if version != FORMAT_VERSION:
         raise_decode_error(codec, f'unsupported {codec.name} format version {version}')
-    return read_rest_as_str(frame)
+    return read_rest_as_str(codec, frame)
 
 
 cdef int versioned_encode(Codec codec, WriteBuffer buf, object value) except -1:

@@ -186,8 +186,11 @@ cdef object multirange_decode(Codec codec, Frame *frame):
     cdef Frame one
     cdef object item
     cdef list items
-    if count < 0:
-        raise_decode_error(codec, f'invalid number of ranges {count}')
+    # Each range takes at least its 4-byte length word: a larger count is a
+    # claim the bytes cannot back, refused before the list is allocated.
+    if count < 0 or count > frame.remaining // 4:
+        raise_decode_error(
+            codec, f'invalid number of ranges {count} for {frame.remaining} bytes')
     items = PyList_New(count)
     for i in range(count):
         rlen = frame_read_int32(frame)

@@ -2,10 +2,9 @@
 """text and its relatives (varchar, bpchar, name, "char", unknown), bytea, void."""
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memchr
 from mypgdriver.protocol.buffer cimport Frame, WriteBuffer
-from mypgdriver.codecs.base cimport Codec, register_builtin, raise_encode_error
+from mypgdriver.codecs.base cimport Codec, register_builtin, raise_encode_error, decode_utf8
 
 
 cdef extern from "Python.h":
@@ -13,7 +12,7 @@ cdef extern from "Python.h":
 
 
 cdef object text_decode(Codec codec, Frame *frame):
-    cdef object s = PyUnicode_DecodeUTF8(frame.ptr, frame.remaining, NULL)
+    cdef object s = decode_utf8(codec, frame.ptr, frame.remaining)
     frame.ptr += frame.remaining
     frame.remaining = 0
     return s

@@ -9,11 +9,11 @@ time, timetz, timestamp, timestamptz, interval, and any composite's fields).
 import struct
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memchr
 from mypgdriver.protocol.buffer cimport Frame, WriteBuffer
 from mypgdriver.codecs.base cimport (
-    Codec, make_codec, raise_encode_error, raise_decode_error, FORMAT_BINARY, FORMAT_TEXT)
+    Codec, make_codec, raise_encode_error, raise_decode_error, decode_utf8, FORMAT_BINARY,
+    FORMAT_TEXT)
 
 
 cdef extern from "Python.h":
@@ -50,7 +50,7 @@ cdef object text_decode(Codec codec, Frame *frame):
             raise_decode_error(codec, 'unsupported format version')
         frame.ptr += 1
         frame.remaining -= 1
-    s = PyUnicode_DecodeUTF8(frame.ptr, frame.remaining, NULL)
+    s = decode_utf8(codec, frame.ptr, frame.remaining)
     frame.ptr += frame.remaining
     frame.remaining = 0
     return codec.py_decoder(s)

@@ -66,7 +66,10 @@ cdef int frame_underrun(Py_ssize_t wanted, Py_ssize_t remaining) except -1
 
 cdef inline const char* frame_read(Frame *f, Py_ssize_t n) except NULL:
     cdef const char *p = f.ptr
-    if n > f.remaining:
+    # Compared as unsigned: a negative n (a length word of -2 or -2**31 read
+    # from the wire) becomes huge and fails the same single check, instead
+    # of moving the cursor backwards.  Callers handle -1 (NULL) first.
+    if <size_t>n > <size_t>f.remaining:
         frame_underrun(n, f.remaining)
     f.ptr += n
     f.remaining -= n
@@ -98,7 +101,9 @@ cdef class ReadBuffer:
         Py_ssize_t capacity
         Py_ssize_t start      # first unparsed byte
         Py_ssize_t end        # one past the last received byte
-        Py_ssize_t needed     # bytes the next incomplete message needs in total
+        Py_ssize_t needed     # bytes the next incomplete message needs in total: the
+                              # length word's claim, so it decides how much of a read
+                              # to copy, never how much storage to allocate
 
         char *own_data       # our storage while `data` points at borrowed bytes
         Py_ssize_t own_capacity

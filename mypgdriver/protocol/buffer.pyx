@@ -27,6 +27,8 @@ cdef Py_ssize_t READ_BUFFER_CHEAP_MOVE = 16 * 1024
 
 
 cdef int frame_underrun(Py_ssize_t wanted, Py_ssize_t remaining) except -1:
+    if wanted < 0:
+        raise ProtocolError(f'malformed message from server: invalid length {wanted}')
     raise ProtocolError(
         f'malformed message from server: needed {wanted} more bytes, '
         f'only {remaining} left in the message')
@@ -70,13 +72,20 @@ cdef class ReadBuffer:
         self.data = NULL
 
     cdef int reserve(self, Py_ssize_t sizehint) except -1:
-        """Make room for at least `sizehint` more bytes after `end` (moving or growing the storage)."""
+        """Make room for at least `sizehint` more bytes after `end` (moving or growing the storage).
+
+        `sizehint` is what the caller is about to copy in, i.e. bytes that
+        have arrived.  The storage is never sized from `needed`: that comes
+        from a length word, which is only the server's claim (2**31-1 would
+        reserve 2 GiB before a byte of the body arrived).  Doubling as the
+        bytes come keeps a big message's copies amortised linear.
+        """
         cdef Py_ssize_t unparsed = self.end - self.start
         cdef Py_ssize_t want = READ_BUFFER_MIN_FREE
         cdef Py_ssize_t new_capacity
         cdef char *new_data
-        if self.needed > unparsed and self.needed - unparsed > want:
-            want = self.needed - unparsed
+        if sizehint > want:
+            want = sizehint
         if self.start > 0 and unparsed <= READ_BUFFER_CHEAP_MOVE:
             # Move a small leftover (part of one message) to the front, so the
             # transport gets nearly the whole buffer: a read that fills the
@@ -146,8 +155,6 @@ cdef class ReadBuffer:
         self.start = 0
         self.end = 0
         if tail > 0:
-            if tail > self.capacity:
-                self.needed = max(self.needed, tail)
             self.reserve(tail)   # room for the tail (grows if needed)
             memcpy(self.data + self.end, borrowed + first, <size_t>tail)
             self.end += tail
@@ -158,7 +165,6 @@ cdef class ReadBuffer:
         cdef Py_buffer view
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
-            self.needed = max(self.needed, self.end - self.start + view.len)
             self.reserve(view.len)
             memcpy(self.data + self.end, view.buf, <size_t>view.len)
             self.end += view.len

@@ -18,7 +18,7 @@ kept and reported when ReadyForQuery arrives, so the stream always ends an
 operation in sync (PostgreSQL docs, "Extended Query", error handling).
 """
 
-from libc.stdint cimport int16_t, int32_t, uint32_t
+from libc.stdint cimport int16_t, int32_t, uint8_t, uint32_t
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
@@ -43,6 +43,12 @@ from mypgdriver.protocol.record import Record
 
 
 cdef int32_t PROTOCOL_VERSION_3_0 = 196608
+
+# The largest message length word accepted.  The server builds each message
+# in a StringInfo, which cannot grow past MaxAllocSize (1 GiB - 1), so a
+# longer claim is not PostgreSQL; refusing it early keeps a hostile length
+# word from making us buffer up to 2 GiB.
+cdef int32_t MAX_MESSAGE_LENGTH = 0x40000000
 
 # AuthenticationRequest codes the driver does not implement, for the error text.
 UNSUPPORTED_AUTH_METHODS = {
@@ -409,7 +415,7 @@ cdef class CoreProtocol:
                 break
             p = rb.data + rb.start
             mlen = unpack_int32(p + 1)
-            if mlen < 4:
+            if mlen < 4 or mlen > MAX_MESSAGE_LENGTH:
                 raise exceptions.ProtocolError(
                     f'invalid message length {mlen} for message type {chr(<unsigned char>p[0])!r}')
             if avail < <Py_ssize_t>mlen + 1:
@@ -510,6 +516,11 @@ cdef class CoreProtocol:
             return self._on_authentication(frame)
         elif mtype == b'K':
             self.backend_pid = frame_read_int32(frame)
+            # The cancel key: 4 bytes in protocol 3.0, at most 256 from 3.2
+            # on.  Anything else would make every CancelRequest malformed.
+            if frame.remaining < 4 or frame.remaining > 256:
+                raise exceptions.ProtocolError(
+                    f'invalid BackendKeyData: a {frame.remaining}-byte cancel key')
             self.backend_secret = PyBytes_FromStringAndSize(frame.ptr, frame.remaining)
             frame_read(frame, frame.remaining)
         elif mtype == b'G':
@@ -562,7 +573,12 @@ cdef class CoreProtocol:
         return 0
 
     cdef int _on_ready_for_query(self, Frame *frame) except -1:
-        self.xact_status = chr(frame_read_byte(frame))
+        cdef uint8_t status = frame_read_byte(frame)
+        if status != b'I' and status != b'T' and status != b'E':
+            # is_in_transaction() and the pool's reset logic trust this byte.
+            raise exceptions.ProtocolError(
+                f'invalid transaction status {chr(status)!r} in ReadyForQuery')
+        self.xact_status = chr(status)
         self.state = STATE_IDLE
         self._on_result()
         return 0

@@ -91,6 +91,8 @@ cdef class StatementState:
     cdef int set_param_description(self, Frame *frame) except -1:
         cdef int16_t n = frame_read_int16(frame)
         cdef list oids = []
+        if n < 0:
+            raise ProtocolError(f'invalid parameter count {n} in ParameterDescription')
         for _ in range(n):
             oids.append(<uint32_t>frame_read_int32(frame))
         self.param_oids = tuple(oids)
@@ -101,6 +103,8 @@ cdef class StatementState:
         cdef list names = [], oids = [], tables = []
         cdef uint32_t table_oid, type_oid
         cdef int16_t attnum
+        if n < 0:
+            raise ProtocolError(f'invalid column count {n} in RowDescription')
         for _ in range(n):
             names.append(frame_read_cstr(frame))
             table_oid = <uint32_t>frame_read_int32(frame)
