@@ -81,9 +81,10 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         self._listeners: dict = {}
         self._log_listeners: dict = {}
         self._termination_listeners: dict = {}
-        version = protocol.get_server_parameters().get('server_version')
-        self._session = Session(protocol, loop, addr, params, config, self._id,
-                                parse_server_version(version) if version else None)
+        reported = protocol.get_server_parameters()
+        version = parse_server_version(reported.get('server_version'),
+                                       reported.get('server_version_num'))
+        self._session = Session(protocol, loop, addr, params, config, self._id, version)
         # The protocol outlives us while its transport is open (the event
         # loop holds the transport): it must hold us weakly, or an
         # unreferenced connection could never be collected and closed.
