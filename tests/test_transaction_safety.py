@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from typing import Any, Awaitable, Callable
 
 import pytest
@@ -243,52 +244,71 @@ async def _drop_slow_commit(table: SharedTable) -> None:
                                 f"DROP FUNCTION IF EXISTS {table.name}_slow()")
 
 
-def _signalling(body: Callable[[Any, str, int], Awaitable[None]],
-                done: asyncio.Event) -> Callable[[Any, str, int], Awaitable[None]]:
-    """`body` with its inserts followed by setting `done` (before the COMMIT is sent)."""
-    async def insert_then_signal(conn: Any, table: str, block: int) -> None:
-        await _insert_rows(conn, table, block)
-        done.set()
+class BodyDone:
+    """Set (with the loop time) when the block's body is done and only its COMMIT is left."""
 
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.at: float | None = None
+
+    def set(self) -> None:
+        self.at = asyncio.get_running_loop().time()
+        self.event.set()
+
+
+def _signalling(shape: str, done: BodyDone) -> Callable[[Any, str, int], Awaitable[None]]:
+    """A block of `shape` that sets `done` right before its COMMIT is sent."""
     async def shaped(conn: Any, table: str, block: int) -> None:
-        if body is block_async_with:
+        if shape == "async_with":
             async with conn.transaction():
-                await insert_then_signal(conn, table, block)
-        elif body is block_explicit:
+                await _insert_rows(conn, table, block)
+                done.set()
+        elif shape == "explicit":
             tr = conn.transaction()
             await tr.start()
             try:
-                await insert_then_signal(conn, table, block)
+                await _insert_rows(conn, table, block)
             except BaseException:
                 await tr.rollback()
                 raise
+            done.set()
             await tr.commit()
         else:
             async with conn.transaction():
-                async with conn.transaction():
-                    await insert_then_signal(conn, table, block)
+                async with conn.transaction():      # RELEASE SAVEPOINT comes before `done`
+                    await _insert_rows(conn, table, block)
+                done.set()
     return shaped
+
+
+async def _wait_until_commit_runs(monitor: Any, pid: int, where: str) -> None:
+    """Wait until backend `pid` sleeps in the deferred trigger, i.e. inside its COMMIT."""
+    deadline = time.monotonic() + 5
+    while not await monitor.fetchval(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE pid = $1 AND state = 'active' AND wait_event = 'PgSleep'", pid):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{where}: the COMMIT never started running its trigger")
+        await asyncio.sleep(0.002)
 
 
 @pytest.mark.parametrize("shape", ["async_with", "explicit", "nested"])
 async def test_cancel_during_commit_says_truthfully_whether_it_committed(
         shared_table, conn, shape):
-    await _make_commit_slow(shared_table, 0.3)
+    await _make_commit_slow(shared_table, 0.4)
     try:
-        for delay in (0.0, 0.02, 0.1):
+        for delay in (0.0, 0.05, 0.2):
             block = next(_block_ids)
-            done = asyncio.Event()
-            body = _signalling(BLOCK_SHAPES[shape], done)
-            task = asyncio.ensure_future(body(conn, shared_table.name, block))
-            await asyncio.wait_for(done.wait(), 5)
-            await asyncio.sleep(delay)          # COMMIT sent; the server sleeps in the trigger
+            where = f"{shape}, cancelled {delay}s after a 0.4s COMMIT started on the server"
+            task = asyncio.ensure_future(
+                _signalling(shape, BodyDone())(conn, shared_table.name, block))
+            await _wait_until_commit_runs(shared_table.monitor, conn.get_server_pid(), where)
+            await asyncio.sleep(delay)
             task.cancel()
-            where = f"{shape}, cancelled {delay}s into a 0.3s COMMIT"
             result = await settle(task, where)
             assert isinstance(result, asyncio.CancelledError), \
                 f"{where}: expected CancelledError, got {result!r}"
-            claim = commit_claim(result)
-            assert claim is not None, (
+            assert commit_claim(result) is not None, (
                 f"{where}: the CancelledError ({str(result)!r}) does not say whether the "
                 f"transaction was committed or rolled back")
             await check_block_outcome(conn, shared_table, block, result, where,
@@ -297,18 +317,25 @@ async def test_cancel_during_commit_says_truthfully_whether_it_committed(
         await _drop_slow_commit(shared_table)
 
 
+#: A timeout that fires less than this after the body was done may have hit the
+#: moment before COMMIT was sent: the commit message is only required otherwise.
+COMMIT_SENT_MARGIN = 0.05
+
+
 @pytest.mark.parametrize("shape", ["async_with", "explicit", "nested"])
 async def test_wait_for_timeout_during_commit_says_truthfully_whether_it_committed(
         shared_table, conn, shape):
     await _make_commit_slow(shared_table, 0.4)
     try:
         block = next(_block_ids)
-        done = asyncio.Event()
-        body = _signalling(BLOCK_SHAPES[shape], done)
+        done = BodyDone()
         where = f"{shape}, wait_for(0.2) around a 0.4s COMMIT"
-        result = await run_timed_out(lambda: body(conn, shared_table.name, block), 0.2, where)
+        started = asyncio.get_running_loop().time()
+        result = await run_timed_out(
+            lambda: _signalling(shape, done)(conn, shared_table.name, block), 0.2, where)
         assert isinstance(result, asyncio.TimeoutError), f"{where}: got {result!r}"
-        if done.is_set():   # the body finished in time: the timeout hit the COMMIT
+        if done.at is not None and done.at - started < 0.2 - COMMIT_SENT_MARGIN:
+            # The body was done well before the timeout: it hit the COMMIT.
             assert commit_claim(result) is not None, (
                 f"{where}: no exception in the chain of {result!r} says whether the "
                 f"transaction was committed or rolled back")
@@ -324,10 +351,13 @@ async def test_command_timeout_during_commit_says_truthfully_whether_it_committe
     conn = await mypgdriver.connect(**connect_kwargs, command_timeout=0.2)
     try:
         block = next(_block_ids)
+        done = BodyDone()
         where = "command_timeout=0.2 around a 0.5s COMMIT"
-        task = asyncio.ensure_future(block_async_with(conn, shared_table.name, block))
+        task = asyncio.ensure_future(_signalling("async_with", done)(
+            conn, shared_table.name, block))
         result = await settle(task, where)
         assert isinstance(result, asyncio.TimeoutError), f"{where}: got {result!r}"
+        assert done.at is not None, f"{where}: a statement of the body timed out: {result!r}"
         assert commit_claim(result) is not None, (
             f"{where}: the TimeoutError ({str(result)!r}) does not say whether the "
             f"transaction was committed or rolled back")
