@@ -86,15 +86,36 @@ async def _open_and_drop(connect_kwargs: dict[str, Any], use: Callable[[Any], Aw
     return weakref.ref(conn), conn.get_server_pid(), repr(conn)
 
 
-async def _collect() -> list[warnings.WarningMessage]:
-    """gc.collect() with all warnings recorded, including ones emitted by loop callbacks."""
+async def _drop_and_collect(connect_kwargs: dict[str, Any], use: Callable[[Any], Awaitable[None]],
+                            *, close: bool = False
+                            ) -> tuple[weakref.ref, int, str, list[Any]]:
+    """_open_and_drop() then gc.collect(), with all warnings recorded.
+
+    Recording starts before the last reference goes: without a reference
+    cycle the connection is collected the moment it is dropped, not at
+    gc.collect().  Warnings emitted by loop callbacks are caught too.
+    """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        ref, pid, conn_repr = await _open_and_drop(connect_kwargs, use, close=close)
         gc.collect()
         for _ in range(10):
             await asyncio.sleep(0)
         gc.collect()
-    return caught
+    # A recorded warning keeps its `source` (the connection) alive: keep
+    # only what the tests read, then let the connection go.
+    recorded = [_Recorded(w.category, w.message) for w in caught]
+    del caught
+    gc.collect()
+    return ref, pid, conn_repr, recorded
+
+
+class _Recorded:
+    """The part of a recorded warning the tests look at (without its source)."""
+
+    def __init__(self, category: type, message: Any) -> None:
+        self.category = category
+        self.message = str(message)
 
 
 async def _backend_alive(monitor: Any, pid: int) -> bool:
@@ -114,8 +135,7 @@ def _names_connection(message: str, conn_repr: str) -> bool:
 @pytest.mark.parametrize("use", list(USES))
 async def test_unreferenced_connection_is_collected_with_a_warning_and_its_backend_ends(
         monitor, connect_kwargs, use):
-    ref, pid, conn_repr = await _open_and_drop(connect_kwargs, USES[use])
-    caught = await _collect()
+    ref, pid, conn_repr, caught = await _drop_and_collect(connect_kwargs, USES[use])
     assert ref() is None, f"{use}: the unreferenced connection was not collected"
     resource = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
     assert any(_names_connection(m, conn_repr) for m in resource), \
@@ -127,8 +147,7 @@ async def test_unreferenced_connection_is_collected_with_a_warning_and_its_backe
 @pytest.mark.parametrize("use", ["just connected", "after a query"])
 async def test_closed_connection_is_collected_without_a_resource_warning(
         monitor, connect_kwargs, use):
-    ref, pid, conn_repr = await _open_and_drop(connect_kwargs, USES[use], close=True)
-    caught = await _collect()
+    ref, pid, conn_repr, caught = await _drop_and_collect(connect_kwargs, USES[use], close=True)
     assert ref() is None, f"{use}: the closed, unreferenced connection was not collected"
     # Only warnings about a connection count: asyncio's own "unclosed transport"
     # warnings may come from transports that earlier tests (with the connection

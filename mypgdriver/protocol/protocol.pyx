@@ -562,8 +562,11 @@ cdef class BaseProtocol(CoreProtocol):
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
             return
-        self.sync_sent = True
+        # Marked sent only once written: if the write fails, the caller's
+        # abort path must still be able to send the Sync (else the server
+        # waits for it for ever).
         self._finish_many(abort)
+        self.sync_sent = True
 
     # COPY
 

@@ -183,13 +183,19 @@ def commit_claim(exc: Optional[BaseException]) -> Optional[str]:
 
 
 async def settle(task: "asyncio.Future[Any]", where: str) -> Any:
-    """The task's result or exception, failing if it hangs."""
+    """The task's result or exception, failing if it hangs.
+
+    The exception is the one the task itself raised, as ``await task`` gives
+    it (gather(return_exceptions=True) would replace a CancelledError with a
+    new, empty one and lose what the driver said in it).
+    """
+    done, _ = await asyncio.wait({task}, timeout=HANG_LIMIT)
+    if not done:
+        raise AssertionError(f"{where}: the interrupted operation hangs")
     try:
-        (result,) = await asyncio.wait_for(asyncio.gather(task, return_exceptions=True),
-                                           HANG_LIMIT)
-    except asyncio.TimeoutError:
-        raise AssertionError(f"{where}: the interrupted operation hangs") from None
-    return result
+        return task.result()
+    except BaseException as e:   # noqa: B902 -- the outcome, whatever it is
+        return e
 
 
 async def run_cancelled(make: Callable[[], Awaitable[Any]], spins: int, where: str) -> Any:
