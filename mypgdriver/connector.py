@@ -17,7 +17,6 @@ from mypgdriver.connection import Connection, ConnectionConfig
 from mypgdriver.protocol.protocol import Protocol, check_record_class
 from mypgdriver.protocol.record import Record
 
-_CANCEL_REQUEST_CODE = 80877102
 
 
 async def connect(dsn: Optional[str] = None, *,
@@ -283,10 +282,7 @@ async def _send_cancel_request(loop, hostspec: HostSpec, params: ConnectParams, 
     Returns when the server has closed that connection: by then the signal
     has been delivered, so a late cancel cannot hit the next query.
     """
-    pid = proto.get_backend_pid()
-    secret = proto.backend_secret or b''
-    msg = (16 + len(secret) - 4).to_bytes(4, 'big') + _CANCEL_REQUEST_CODE.to_bytes(4, 'big') \
-        + pid.to_bytes(4, 'big', signed=True) + secret
+    msg = proto.cancel_request_message()
     done = loop.create_future()
 
     class _CancelProtocol(asyncio.Protocol):

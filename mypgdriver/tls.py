@@ -17,8 +17,8 @@ import os
 import ssl
 
 from mypgdriver import exceptions
+from mypgdriver.protocol.coreproto import ssl_request_message
 
-SSL_REQUEST_CODE = 80877103
 _TLS_VERSIONS = {
     'TLSv1': ssl.TLSVersion.TLSv1,
     'TLSv1.1': ssl.TLSVersion.TLSv1_1,
@@ -103,7 +103,7 @@ class _SSLRequestProtocol(asyncio.Protocol):
         self.extra = b''
 
     def connection_made(self, transport) -> None:
-        transport.write(b'\x00\x00\x00\x08' + SSL_REQUEST_CODE.to_bytes(4, 'big'))
+        transport.write(ssl_request_message())
 
     def data_received(self, data: bytes) -> None:
         if not self.answer.done():

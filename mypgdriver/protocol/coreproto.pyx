@@ -43,6 +43,17 @@ from mypgdriver.protocol.record import Record
 
 
 cdef int32_t PROTOCOL_VERSION_3_0 = 196608
+# Request codes of the untyped start-up packets ("Message Formats").
+cdef int32_t CANCEL_REQUEST_CODE = 80877102
+cdef int32_t SSL_REQUEST_CODE = 80877103
+
+
+def ssl_request_message():
+    """The SSLRequest packet: length 8, code 1234.5679."""
+    cdef WriteBuffer buf = WriteBuffer()
+    buf.write_int32(8)
+    buf.write_int32(SSL_REQUEST_CODE)
+    return buf.to_bytes()
 
 # The largest message length word accepted.  The server builds each message
 # in a StringInfo, which cannot grow past MaxAllocSize (1 GiB - 1), so a
@@ -136,6 +147,21 @@ cdef class CoreProtocol:
         for i in range(self.rows_len):
             Py_XDECREF(self.rows[i])
         self.rows_len = 0
+
+    def cancel_request_message(self):
+        """The CancelRequest packet for this session's backend (sent on a new connection).
+
+        Carries the backend's process ID and its whole secret key, as the
+        server sent them in BackendKeyData (4 bytes before protocol 3.2,
+        up to 256 from 3.2 on).
+        """
+        cdef WriteBuffer buf = WriteBuffer()
+        cdef bytes secret = self.backend_secret or b''
+        buf.write_int32(<int32_t>(12 + len(secret)))
+        buf.write_int32(CANCEL_REQUEST_CODE)
+        buf.write_int32(self.backend_pid)
+        buf.write_bytes(secret)
+        return buf.to_bytes()
 
     def _configure_startup(self, str user, str password, dict params):
         """Set who to log in as; `params` are the startup parameters."""
