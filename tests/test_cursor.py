@@ -346,3 +346,25 @@ async def test_iterating_a_million_rows_keeps_memory_bounded(conn):
     # Fetched at once, these rows take over 200 MB here; a batch of 2000
     # rows takes a few hundred KB.
     assert peak - base < 25 * 1024 * 1024, f'resident memory grew by {peak - base} bytes'
+
+
+async def test_cursor_steps_apply_command_timeout(connect_kwargs):
+    # Each cursor round trip (open, fetch, iterate) is bounded by the
+    # connection's command_timeout when no timeout is given.
+    conn = await mypgdriver.connect(**connect_kwargs, command_timeout=0.3)
+    slow = "SELECT g, pg_sleep(CASE WHEN g = 3 THEN 5 ELSE 0 END) FROM generate_series(1, 4) g"
+    try:
+        with pytest.raises(asyncio.TimeoutError):
+            async with conn.transaction():
+                async for _ in conn.cursor(slow, prefetch=1):
+                    pass
+        assert conn.is_in_transaction() is False
+        with pytest.raises(asyncio.TimeoutError):
+            async with conn.transaction():
+                cur = await conn.cursor(slow)
+                assert [tuple(r)[0] for r in await cur.fetch(2)] == [1, 2]
+                await cur.fetch(1)
+        assert conn.is_in_transaction() is False
+        assert await conn.fetchval("SELECT 7") == 7
+    finally:
+        await conn.close()

@@ -148,6 +148,25 @@ class LoopOps:
 ATOMIC_BULK_OPS = ("executemany", "copy_records_in", "copy_text_in")
 
 
+#: Operations that run inside `async with conn.transaction()`.
+TRANSACTION_BLOCK_OPS = ("transaction", "cursor_iterate", "cursor_fetch")
+
+
+async def check_block_left_no_transaction(conn, monitor, table: str, k: int, where: str) -> None:
+    """A transaction block left by cancellation or timeout left no transaction open.
+
+    Checked at once, before any other query could drain or roll anything
+    back: the driver must have done it before the exception reached us.  A
+    write that follows is autocommitted: visible from another session.
+    """
+    assert not conn.is_in_transaction(), f"{where}: the transaction block was left open"
+    assert await asyncio.wait_for(
+        conn.execute(f"INSERT INTO {table} (k, i) VALUES ($1, -2)", k), 10) == "INSERT 0 1"
+    assert await monitor.fetchval(
+        f"SELECT count(*) FROM {table} WHERE k = $1 AND i = -2", k) == 1, \
+        f"{where}: a write after the block joined a transaction left open"
+
+
 async def assert_in_sync(conn, marker: int) -> None:
     """The next queries return their own results, promptly."""
     assert await asyncio.wait_for(conn.fetchval("SELECT $1::int", marker), 10) == marker
@@ -223,6 +242,8 @@ async def run_cancellation_loop(connect_kwargs: dict[str, Any], seed: int, itera
                 outcome += ", connection closed"
                 conn = await mypgdriver.connect(**connect_kwargs)
             else:
+                if op.__name__ in TRANSACTION_BLOCK_OPS:
+                    await check_block_left_no_transaction(conn, monitor, table, k, where)
                 try:
                     await check_in_sync_after_cancel(conn, k)
                 except BaseException as e:
@@ -233,7 +254,7 @@ async def run_cancellation_loop(connect_kwargs: dict[str, Any], seed: int, itera
         # transaction its one row or nothing.
         rows = await monitor.fetch(
             f"SELECT k, count(*) FILTER (WHERE i >= 0) AS bulk, "
-            f"count(*) FILTER (WHERE i < 0) AS xact FROM {table} GROUP BY k")
+            f"count(*) FILTER (WHERE i = -1) AS xact FROM {table} GROUP BY k")
         for row in rows:
             k = row["k"]
             bulk = {0, MANY_ROWS} if ops_by_k[k] in ATOMIC_BULK_OPS else {0}
