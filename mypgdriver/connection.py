@@ -98,8 +98,15 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         session = getattr(self, '_session', None)
         if session is None or session.is_closed():
             return
-        warn_unclosed(self)
-        session.terminate()
+        try:
+            warn_unclosed(self)
+            # Aborting the transport ends the server's session (an open
+            # transaction is rolled back there).
+            session.terminate()
+        except Exception:
+            # The event loop may be closed already (interpreter exit): the
+            # transport closes its socket when it is collected in turn.
+            pass
 
     def __repr__(self) -> str:
         state = 'closed' if self.is_closed() else 'open'
