@@ -82,17 +82,17 @@ class PreparedStatement:
 
     async def fetch(self, *args, timeout: Optional[float] = None) -> list:
         """Run the statement and return all rows."""
-        return await self._run(args, 0, timeout, 'fetch')
+        return await self._session.run_prepared(self, args, 0, timeout, 'fetch')
 
     async def fetchrow(self, *args, timeout: Optional[float] = None):
         """Run the statement and return the first row, or None."""
-        rows = await self._run(args, 1, timeout, 'fetchrow')
+        rows = await self._session.run_prepared(self, args, 1, timeout, 'fetchrow')
         return rows[0] if rows else None
 
     async def fetchval(self, *args, column: int | str = 0,
                        timeout: Optional[float] = None) -> Any:
         """Run the statement and return one value of the first row (None if no rows)."""
-        rows = await self._run(args, 1, timeout, 'fetchval')
+        rows = await self._session.run_prepared(self, args, 1, timeout, 'fetchval')
         return rows[0][column] if rows else None
 
     async def executemany(self, args, *, timeout: Optional[float] = None) -> None:
@@ -152,27 +152,6 @@ class PreparedStatement:
         if self._state.closed:
             raise exceptions.InterfaceError(
                 f'cannot call PreparedStatement.{method}(): the prepared statement is closed')
-
-    async def _run(self, args, limit: int, timeout, method: str):
-        # The hot path of fetch/fetchrow/fetchval: one coroutine frame and a
-        # few attribute checks; waiting for sync, codec refreshes and the
-        # retry after a schema change are the session's.
-        session = self._session
-        state = self._state
-        if self._checkout != session.checkout or session.closed or state.closed or \
-                session.protocol.is_closed():
-            self._check_usable(method)
-        timeout = session.command_timeout if timeout is None else check_timeout(timeout)
-        record_class = self._record_class
-        has_rows = state.has_rows
-        result = await session.run_prepared(
-            state, args, limit, timeout, not has_rows,
-            record_class if record_class is not None else session.record_class, self)
-        if has_rows:
-            self._last_status = session.last_status()
-            return result
-        self._last_status = result
-        return []
 
     async def run_again(self, args, limit: int, deadline) -> list:
         """The one retry after a schema change: re-prepare, then run once more (the session's call)."""

@@ -331,31 +331,48 @@ class Session:
             timeout = await self.sync(timeout)
         return await self.wait(self.protocol.simple_query(query, timeout))
 
-    async def run_prepared(self, state, args, limit: int, timeout, want_status: bool,
-                           record_class, owner):
-        """Bind and execute a held statement (PreparedStatement's path).
+    async def run_prepared(self, stmt, args, limit: int, timeout, method: str):
+        """Run a PreparedStatement's statement: its rows ([] for a command).
 
-        `timeout` is already resolved.  On a schema change, when the retry
-        policy allows it, ``owner.run_again(args, limit, deadline)``
-        re-prepares and runs once more.
+        The hot path of PreparedStatement.fetch/fetchrow/fetchval, called
+        directly by them so that a cached run costs one coroutine frame; the
+        await, the abandon on cancel and the status are inline for that
+        reason (see execute()).  Waiting for sync, codec refreshes and the
+        retry after a schema change (``stmt.run_again``) are the exceptions.
+        The run's status tag is recorded on `stmt` (get_statusmsg()).
         """
+        state = stmt._state
         proto = self.protocol
-        if self.needs_sync():
+        if stmt._checkout != self.checkout or self.closed or state.closed or \
+                proto.is_closed():
+            stmt._check_usable(method)
+        timeout = self.command_timeout if timeout is None else check_timeout(timeout)
+        record_class = stmt._record_class
+        if record_class is None:
+            record_class = self.record_class
+        if self.stmts_to_close or self.cleanup is not None or \
+                proto.get_resync_waiter() is not None:
             timeout = await self.sync(timeout)
         deadline = None if timeout is None else self.loop.time() + timeout
         if state.codecs_generation != self.codecs.generation:
             await self.refresh_codecs(state, timeout)
             timeout = self.time_left(deadline)
-        fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class)
+        has_rows = state.has_rows
+        fut = proto.bind_execute(state, args, limit, timeout, not has_rows, record_class)
         try:
-            return await fut
+            result = await fut
         except asyncio.CancelledError:
             proto.abandon()
             raise
         except _SCHEMA_CHANGED as e:
             if not self.may_retry_after(e, state.query):
                 raise
-            return await owner.run_again(args, limit, deadline)
+            return await stmt.run_again(args, limit, deadline)
+        if has_rows:
+            stmt._last_status = proto.last_status()
+            return result
+        stmt._last_status = result
+        return []
 
     async def run_state(self, state, args, limit: int, timeout, want_status: bool,
                         record_class):
