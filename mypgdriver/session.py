@@ -343,8 +343,9 @@ class Session:
         """
         state = stmt._state
         proto = self.protocol
-        if stmt._checkout != self.checkout or self.closed or state.closed or \
-                proto.is_closed():
+        # A lost connection is refused by the protocol itself (the same
+        # ConnectionDoesNotExistError), so it is not checked here.
+        if stmt._checkout != self.checkout or self.closed or state.closed:
             stmt._check_usable(method)
         timeout = self.command_timeout if timeout is None else check_timeout(timeout)
         record_class = stmt._record_class
