@@ -17,10 +17,9 @@ decides whether an operation may run and how it ends:
 * query logging.
 
 PreparedStatement, Cursor, COPY, Transaction and the pool proxy call these
-methods; none of them reaches into another's private attributes.  Operations
-still run one at a time: ``begin()`` refuses a second one while one is in
-flight.  The operation model is a queue of one (``Operation`` below), so that
-pipelining several in flight is a change of this module, not of its callers.
+methods instead of reaching into each other's private attributes.
+Operations still run one at a time: the protocol refuses a second one while
+one is in flight ("another operation is in progress").
 """
 from __future__ import annotations
 
@@ -243,7 +242,13 @@ class Session:
         deadline = self.deadline(timeout)
         cleanup = self.cleanup
         if cleanup is not None:
-            await self._wait_shielded(cleanup, timeout)
+            try:
+                await self._wait_shielded(cleanup, timeout)
+            except Exception:
+                if not cleanup.done():
+                    raise       # our own timeout
+                # The cleanup failed and closed the connection: check_open()
+                # below says so.
         resync = self.protocol.get_resync_waiter()
         if resync is not None:
             await self._wait_shielded(resync, self.time_left(deadline))
