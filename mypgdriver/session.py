@@ -52,6 +52,23 @@ _SCHEMA_CHANGED = (exceptions.InvalidCachedStatementError, exceptions.OutdatedSc
 _logger_tasks: set = set()
 
 
+class SettledStatement(NamedTuple):
+    """What the cleanup of an interrupted transaction statement found and did."""
+
+    #: The server's transaction status once the statement had drained.
+    xact_status: str
+    #: Whether any operation was sent after the statement was (it may have been).
+    sent: bool
+    #: Whether the statement was the last operation (so tag/error are its own).
+    last: bool
+    #: Its command tag, if it was the last operation and succeeded.
+    tag: Optional[str]
+    #: Its error, if it was the last operation and failed.
+    error: Optional[BaseException]
+    #: The statement the cleanup ran to end the block (None: nothing needed).
+    follow_up: Optional[str]
+
+
 class LoggedQuery(NamedTuple):
     """What a query logger receives after each query (asyncpg 0.29+ fields)."""
 
@@ -715,10 +732,6 @@ class Session:
 
     # --- transaction blocks --------------------------------------------------------------------------
 
-    async def run_transaction_statement(self, query: str) -> str:
-        """Run BEGIN / COMMIT / ROLLBACK / SAVEPOINT ... for a Transaction (logged like execute)."""
-        return await self.simple(query, None)
-
     def settle_transaction(self, top_level: bool, before: int,
                            follow_up: Callable[[str, Optional[str]], Optional[str]]):
         """Start finishing an interrupted transaction statement; a task giving the outcome.
@@ -734,7 +747,7 @@ class Session:
         transaction roll back (``xact_broken`` tells its owner); a top-level
         block that cannot be ended, or a cleanup slower than
         TRANSACTION_CLEANUP_TIMEOUT, closes the connection.  The task's
-        result is ``(xact_status, tag, statement_run)``.
+        result is a SettledStatement.
         """
         task = self.loop.create_task(
             self._settle(self.cleanup, top_level, before, follow_up))
@@ -765,9 +778,11 @@ class Session:
             if self.is_closed():
                 raise exceptions.ConnectionDoesNotExistError('the connection was lost')
             status = proto.xact_status
-            tag = None
-            if proto.op_seq == before + 1 and proto.last_error() is None:
-                tag = proto.last_status()
+            # The interrupted statement's own outcome, if it was the last
+            # operation: its tag when it succeeded, else its error.
+            ours = proto.op_seq == before + 1
+            error = proto.last_error() if ours else None
+            tag = proto.last_status() if ours and error is None else None
             statement = follow_up(status, tag)
             if statement is not None:
                 try:
@@ -784,7 +799,7 @@ class Session:
                                            self.time_left(deadline))
             if top_level and proto.xact_status != 'I':
                 raise exceptions.InterfaceError('the transaction block could not be ended')
-            return status, tag, statement
+            return SettledStatement(status, proto.op_seq > before, ours, tag, error, statement)
         except BaseException:
             # In doubt: a connection is in sync or closed.  Closing ends the
             # server's transaction (rolled back) with the session.

@@ -214,7 +214,9 @@ class Transaction:
         session = self._session
         before = session.protocol.op_seq
         try:
-            await session.run_transaction_statement(query)
+            # Through execute(), as in asyncpg: a connection_class that
+            # overrides it sees the block's statements too.
+            await self._connection.execute(query)
         except exceptions.PostgresError:
             # The server answered: its own rules say what is open now (a
             # failed COMMIT or BEGIN leaves no transaction; a failed
@@ -274,15 +276,25 @@ class Transaction:
         done = 'the savepoint was released' if self._nested else 'the transaction was committed'
         undone = ('the savepoint was rolled back' if self._nested
                   else 'the transaction was rolled back')
+        unknown = (f'{expected} was interrupted and its outcome is not known: '
+                   f'{"the savepoint may or may not have been released" if self._nested else "the transaction may or may not have been committed"}')
         if outcome is None:
-            # The connection was closed while settling.
+            # The connection was closed while settling: a COMMIT that was
+            # sent may have been carried out before the end.
             if self._session.protocol.op_seq > before and not self._nested:
-                return (f'{expected} was interrupted and the connection was closed before its '
-                        f'outcome was known: the transaction may or may not have been committed')
+                return unknown + ' (the connection was closed)'
             return f'{expected} was interrupted and the connection was closed: {undone}'
-        if outcome[1] == expected:
-            return f'{expected} was interrupted, but completed: {done}'
-        return f'{expected} was interrupted: {undone}'
+        if outcome.last:
+            if outcome.tag == expected:
+                return f'{expected} was interrupted, but completed: {done}'
+            # It failed (the server ends a transaction whose COMMIT fails),
+            # or answered ROLLBACK (the transaction had failed before).
+            return f'{expected} was interrupted: {undone}'
+        if outcome.follow_up is not None or not outcome.sent:
+            return f'{expected} was interrupted: {undone}'
+        # Something else ran after it (a connection_class's execute()): the
+        # server's status alone cannot tell a commit from a rollback.
+        return unknown
 
     # --- checks ---
 
