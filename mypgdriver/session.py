@@ -318,8 +318,7 @@ class Session:
         timeout = self.command_timeout if timeout is None else check_timeout(timeout)
         if record_class is None:
             record_class = self.record_class
-        elif record_class is not Record:
-            check_record_class(record_class)
+        # (bind_execute checks any other record_class before it sends.)
         if self.stmts_to_close or self.cleanup is not None or \
                 proto.get_resync_waiter() is not None:
             timeout = await self.sync(timeout)
