@@ -129,15 +129,15 @@ class BaseCursor:
         session = self._session
         portal = session.new_portal_name()
         try:
-            rows = await session.bind_portal(self._state, self._args, portal, limit, timeout,
-                                             self._record_class)
+            rows, more = await session.bind_portal(self._state, self._args, portal, limit,
+                                                   timeout, self._record_class)
         except _SCHEMA_CHANGED as e:
             # Inside a transaction there is no retry, but the stale cache
             # entries must go so that the next attempt succeeds.
             session.may_retry_after(e, self._query)
             raise
         self._portal = portal
-        self._exhausted = not session.portal_suspended()
+        self._exhausted = not more
         return rows
 
     async def _bind_only(self, timeout) -> None:
@@ -161,12 +161,12 @@ class BaseCursor:
             raise exceptions.InterfaceError('cursor does not have an open portal')
         session = self._session
         try:
-            rows = await session.execute_portal(self._state, self._portal, limit, timeout,
-                                                self._record_class)
+            rows, more = await session.execute_portal(self._state, self._portal, limit,
+                                                      timeout, self._record_class)
         except exceptions.OutdatedSchemaCacheError as e:
             session.may_retry_after(e, self._query)
             raise
-        self._exhausted = not session.portal_suspended()
+        self._exhausted = not more
         return rows
 
     async def _close_portal(self, timeout) -> None:

@@ -549,7 +549,7 @@ class Session:
 
     async def bind_portal(self, state, args, portal: str, limit: int, timeout, record_class,
                           fetch: bool = True):
-        """Bind `args` to a named portal; with `fetch`, its first `limit` rows and whether more remain."""
+        """Bind `args` to a named portal; with `fetch`, ``(rows, more_remain)`` of its first `limit` rows."""
         if self.needs_sync():
             timeout = await self.sync(timeout)
         proto = self.protocol
@@ -560,15 +560,12 @@ class Session:
         await self.wait(proto.bind_portal(state, args, portal, timeout))
 
     async def execute_portal(self, state, portal: str, limit: int, timeout, record_class):
-        """Up to `limit` more rows of an open portal (0: all)."""
+        """``(rows, more_remain)``: up to `limit` more rows of an open portal (0: all)."""
         if self.needs_sync():
             timeout = await self.sync(timeout)
         return await self.wait(self.protocol.execute_portal(
             state, portal, limit, timeout,
             record_class if record_class is not None else self.record_class))
-
-    def portal_suspended(self) -> bool:
-        return self.protocol.last_portal_suspended()
 
     def last_status(self) -> Optional[str]:
         return self.protocol.last_status()

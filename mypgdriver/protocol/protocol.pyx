@@ -32,6 +32,7 @@ cdef enum OpKind:
     OP_CLOSE_STATEMENTS = 5
     OP_EXECUTE_MANY = 6
     OP_COPY = 7
+    OP_PORTAL = 8
 
 
 cdef class BaseProtocol(CoreProtocol):
@@ -316,6 +317,10 @@ cdef class BaseProtocol(CoreProtocol):
                 waiter.set_result(self.result_status)
             else:
                 waiter.set_result(self._take_rows())
+        elif op_kind == OP_PORTAL:
+            # A cursor step's result: the rows, and whether the portal has
+            # more (PortalSuspended) -- one value, no side channel.
+            waiter.set_result((self._take_rows(), self.portal_suspended))
         elif op_kind == OP_PREPARE:
             waiter.set_result(self.statement)
         elif op_kind == OP_EXECUTE_MANY:
@@ -462,8 +467,8 @@ cdef class BaseProtocol(CoreProtocol):
 
     def bind_execute_portal(self, StatementState st, args, str portal, int32_t limit,
                             timeout=None, type record_class=None):
-        """Bind `args` to a named portal and fetch its first `limit` rows."""
-        fut = self._new_waiter(timeout, OP_BIND_EXECUTE)
+        """Bind `args` to a named portal and fetch its first `limit` rows: (rows, more_remain)."""
+        fut = self._new_waiter(timeout, OP_PORTAL)
         self.want_status = False
         self.count_rows_only = False
         self.record_class = record_class if record_class is not None else Record
@@ -476,8 +481,8 @@ cdef class BaseProtocol(CoreProtocol):
 
     def execute_portal(self, StatementState st, str portal, int32_t limit, timeout=None,
                        type record_class=None, bint count_only=False):
-        """Fetch up to `limit` more rows (0 = all) of an open portal."""
-        fut = self._new_waiter(timeout, OP_BIND_EXECUTE)
+        """Fetch up to `limit` more rows (0 = all) of an open portal: (rows, more_remain)."""
+        fut = self._new_waiter(timeout, OP_PORTAL)
         self.want_status = False
         self.count_rows_only = count_only
         self.record_class = record_class if record_class is not None else Record
@@ -501,10 +506,6 @@ cdef class BaseProtocol(CoreProtocol):
     def last_status(self):
         """The command tag of the last completed operation ('SELECT 2', 'INSERT 0 1', ...)."""
         return self.result_status
-
-    def last_portal_suspended(self):
-        """True if the last portal execution stopped at its row limit (more rows remain)."""
-        return self.portal_suspended
 
     def last_rows_counted(self):
         return self.rows_counted
