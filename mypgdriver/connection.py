@@ -13,7 +13,6 @@ import itertools
 import weakref
 from typing import Any, Callable, Iterator, Optional
 
-from mypgdriver import exceptions
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.prepared import PreparedStatement
 from mypgdriver.protocol.protocol import check_record_class

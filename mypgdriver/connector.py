@@ -9,7 +9,7 @@ import asyncio
 import inspect
 import random
 import socket
-from typing import Any, Optional
+from typing import Optional
 
 from mypgdriver import exceptions, tls
 from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params

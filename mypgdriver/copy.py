@@ -613,9 +613,7 @@ class CopyMixin:
         except BaseException:
             # The output failed, or we were cancelled: stop the COPY; the
             # protocol drains what is left before the next operation.
-            if not fut.done():
-                fut.cancel()
-            proto.abandon()
+            self._session.abandon(fut)
             raise
         finally:
             stream.resume()
@@ -794,9 +792,7 @@ class CopyMixin:
         try:
             return await ready
         except BaseException:
-            if not fut.done():
-                fut.cancel()
-            proto.abandon()
+            self._session.abandon(fut)
             raise
 
     async def _fail_copy_in(self, fut, exc: BaseException) -> None:
@@ -822,6 +818,4 @@ class CopyMixin:
             return
         # Cancelled (or interrupted): abandon() ends the COPY with CopyFail
         # and drains the rest before the next operation.
-        if not fut.done():
-            fut.cancel()
-        proto.abandon()
+        self._session.abandon(fut)

@@ -294,8 +294,14 @@ class Session:
             self.protocol.abandon()
             raise
 
-    def abandon(self) -> None:
-        """The caller stopped waiting for the running operation (see wait())."""
+    def abandon(self, fut=None) -> None:
+        """The caller stopped waiting for the running operation (see wait()).
+
+        `fut`, the operation's future when the caller holds it (COPY), is
+        cancelled so that its outcome is not reported as never retrieved.
+        """
+        if fut is not None and not fut.done():
+            fut.cancel()
         self.protocol.abandon()
 
     # --- running statements ----------------------------------------------------------------------
