@@ -40,7 +40,7 @@ from mypgdriver.codecs.registry import CodecRegistry  # noqa: E402
 from mypgdriver.protocol.protocol import Protocol  # noqa: E402
 from mypgdriver.protocol.statement import StatementState, resolve_statement_codecs  # noqa: E402
 from tests.support.scripted_server import (  # noqa: E402
-    command_complete, message, ready_for_query, row_description, startup_reply)
+    command_complete, data_row, message, ready_for_query, row_description, startup_reply)
 
 ALLOWED = (exceptions.ProtocolError, exceptions.InterfaceError, exceptions.PostgresError)
 
@@ -225,17 +225,6 @@ def run_datarows(max_examples: int) -> None:
         body_strategy,
         st.sampled_from(EDGE_INT32),    # a bare length word, nothing after it
     )
-
-    def data_row(values) -> bytes:
-        body = struct.pack("!h", len(values))
-        for value in values:
-            if value is None:
-                body += struct.pack("!i", -1)
-            elif isinstance(value, int):
-                body += struct.pack("!i", value)
-            else:
-                body += struct.pack("!i", len(value)) + value
-        return message(b"D", body)
 
     @settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
