@@ -58,8 +58,6 @@ cdef class CoreProtocol:
         object copy_out_sink              # callable(bytes) for COPY TO STDOUT, or None
         WriteBuffer copy_out_buf          # CopyData payloads not yet given to the sink
         str simple_query_text             # for the query attribute of server errors
-        public bint count_rows_only       # Cursor.forward(): count rows, do not decode
-        public Py_ssize_t rows_counted
         bint many_sent_any                # executemany: some rows already on the wire
         bint many_needs_parse             # executemany of the unnamed statement: Parse first
 

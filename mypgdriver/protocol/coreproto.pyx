@@ -305,7 +305,6 @@ cdef class CoreProtocol:
         self._reset_result()
         self.statement = st
         self.collecting_rows = True
-        self.rows_counted = 0
         self.state = STATE_BIND_EXECUTE
         self._write(buf.to_bytes())
         return 0
@@ -453,7 +452,7 @@ cdef class CoreProtocol:
             # leave the message to be parsed again.
             rb.start += <Py_ssize_t>mlen + 1
             if p[0] == b'D':
-                if self.collecting_rows and not self.discard_rows and not self.count_rows_only:
+                if self.collecting_rows and not self.discard_rows:
                     self.decoding_row = True
                     row = self.statement.decode_row(&frame, self.record_class)
                     self.decoding_row = False
@@ -572,12 +571,10 @@ cdef class CoreProtocol:
         return 0
 
     cdef int _on_data_row(self, Frame *frame) except -1:
-        # Rows that are not decoded (drained after a cancel, or counted by
-        # Cursor.forward()); decoded rows take the fast path in _process_loop.
+        # Rows that are not decoded (drained after a cancel, or of an
+        # operation that returns none); decoded rows take the fast path in
+        # _process_loop.
         if self.discard_rows or not self.collecting_rows:
-            return 0
-        if self.count_rows_only:
-            self.rows_counted += 1
             return 0
         self.decoding_row = True
         row = self.statement.decode_row(frame, self.record_class)

@@ -456,7 +456,6 @@ cdef class BaseProtocol(CoreProtocol):
             check_record_class(record_class)
         fut = self._new_waiter(timeout, OP_BIND_EXECUTE)
         self.want_status = want_status
-        self.count_rows_only = False
         self.record_class = record_class if record_class is not None else Record
         try:
             self._send_bind_execute(st, args, '', limit)
@@ -470,7 +469,6 @@ cdef class BaseProtocol(CoreProtocol):
         """Bind `args` to a named portal and fetch its first `limit` rows: (rows, more_remain)."""
         fut = self._new_waiter(timeout, OP_PORTAL)
         self.want_status = False
-        self.count_rows_only = False
         self.record_class = record_class if record_class is not None else Record
         try:
             self._send_bind_execute(st, args, portal, limit)
@@ -480,11 +478,10 @@ cdef class BaseProtocol(CoreProtocol):
         return fut
 
     def execute_portal(self, StatementState st, str portal, int32_t limit, timeout=None,
-                       type record_class=None, bint count_only=False):
+                       type record_class=None):
         """Fetch up to `limit` more rows (0 = all) of an open portal: (rows, more_remain)."""
         fut = self._new_waiter(timeout, OP_PORTAL)
         self.want_status = False
-        self.count_rows_only = count_only
         self.record_class = record_class if record_class is not None else Record
         try:
             self._send_execute_portal(st, portal, limit)
@@ -506,9 +503,6 @@ cdef class BaseProtocol(CoreProtocol):
     def last_status(self):
         """The command tag of the last completed operation ('SELECT 2', 'INSERT 0 1', ...)."""
         return self.result_status
-
-    def last_rows_counted(self):
-        return self.rows_counted
 
     def last_error(self):
         """The error the last finished operation ended with (None: it succeeded)."""
@@ -535,7 +529,6 @@ cdef class BaseProtocol(CoreProtocol):
         self.sync_sent = False
         self._start_many(st)
         self.record_class = record_class if record_class is not None else Record
-        self.count_rows_only = False
         self.collecting_rows = return_rows
         return fut
 
