@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.prepared import PreparedStatement
-from mypgdriver.protocol.protocol import check_record_class
+from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
 from mypgdriver.session import LoggedQuery, Session, check_timeout, warn_unclosed
@@ -33,11 +33,12 @@ class ConnectionConfig:
     """Per-connection options from connect() that are not about where to connect."""
 
     __slots__ = ('command_timeout', 'statement_cache_size', 'max_cached_statement_lifetime',
-                 'max_cacheable_statement_size', 'record_class')
+                 'max_cacheable_statement_size', 'record_class', 'max_pipeline')
 
     def __init__(self, *, command_timeout=None, statement_cache_size=100,
                  max_cached_statement_lifetime=300.0, max_cacheable_statement_size=15 * 1024,
-                 record_class=Record):
+                 record_class=Record, max_pipeline=DEFAULT_MAX_PIPELINE):
+        self.max_pipeline = max_pipeline
         self.command_timeout = command_timeout
         self.statement_cache_size = statement_cache_size
         self.max_cached_statement_lifetime = max_cached_statement_lifetime
@@ -326,17 +327,19 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         session = self._session
         session.check_open()
         timeout = session.resolve_timeout(timeout)
-        if session.needs_sync():
-            # The transaction status is known only once nothing drains.
-            timeout = await session.sync(timeout)
-        query = self.get_reset_query()
-        if session.is_in_transaction() or session.top_xact is not None:
-            query = 'ROLLBACK;\n' + query
-        session.top_xact = None
-        session.xact_broken = None
-        self._listeners.clear()
-        self._log_listeners.clear()
-        await session.simple(query, timeout)
+        # Alone: the calls in flight finish first, and the transaction
+        # status is known only once nothing is in flight.
+        timeout = await session.hold(timeout)
+        try:
+            query = self.get_reset_query()
+            if session.is_in_transaction() or session.top_xact is not None:
+                query = 'ROLLBACK;\n' + query
+            session.end_block(session.top_xact)
+            self._listeners.clear()
+            self._log_listeners.clear()
+            await session.logged(session.simple_held(query, timeout), query, (), timeout)
+        finally:
+            session.release()
 
     def get_reset_query(self) -> str:
         """The SQL that reset() runs; override it in a connection_class to change the reset."""

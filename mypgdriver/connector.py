@@ -14,7 +14,7 @@ from typing import Optional
 from mypgdriver import exceptions, tls
 from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params
 from mypgdriver.connection import Connection, ConnectionConfig
-from mypgdriver.protocol.protocol import Protocol, check_record_class
+from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, Protocol, check_record_class
 from mypgdriver.protocol.record import Record
 
 
@@ -31,7 +31,8 @@ async def connect(dsn: Optional[str] = None, *,
                   connection_class=Connection, record_class=Record,
                   server_settings: Optional[dict] = None,
                   target_session_attrs: Optional[str] = None,
-                  krbsrvname=None, gsslib=None) -> Connection:
+                  krbsrvname=None, gsslib=None,
+                  max_pipeline: int = DEFAULT_MAX_PIPELINE) -> Connection:
     """Open a connection to a PostgreSQL server.
 
     Arguments follow asyncpg's :func:`asyncpg.connect`: a libpq-style `dsn`
@@ -40,6 +41,11 @@ async def connect(dsn: Optional[str] = None, *,
     filling in what is not given.  `password` may also be a callable or a
     coroutine function returning the password.  `timeout` bounds the whole
     attempt (every host, DNS, TCP and authentication).
+
+    `max_pipeline` (a mypgdriver addition) is how many operations concurrent
+    tasks may have in flight on the connection at once; calls beyond it
+    wait for a slot.  ``max_pipeline=1`` runs one operation at a time
+    (later calls queue, they do not fail).
     """
     if not (isinstance(connection_class, type) and issubclass(connection_class, Connection)):
         raise exceptions.InterfaceError(
@@ -51,6 +57,9 @@ async def connect(dsn: Optional[str] = None, *,
                         ('max_cached_statement_lifetime', max_cached_statement_lifetime)):
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
             raise exceptions.InterfaceError(f'{name} must be a non-negative number, got {value!r}')
+    if isinstance(max_pipeline, bool) or not isinstance(max_pipeline, int) or max_pipeline < 1:
+        raise exceptions.InterfaceError(
+            f'max_pipeline must be a positive integer, got {max_pipeline!r}')
     if command_timeout is not None and (
             not isinstance(command_timeout, (int, float)) or command_timeout <= 0):
         raise exceptions.InterfaceError(
@@ -70,7 +79,8 @@ async def connect(dsn: Optional[str] = None, *,
         statement_cache_size=int(statement_cache_size),
         max_cached_statement_lifetime=max_cached_statement_lifetime,
         max_cacheable_statement_size=max_cacheable_statement_size,
-        record_class=record_class)
+        record_class=record_class,
+        max_pipeline=max_pipeline)
     if loop is None:
         loop = asyncio.get_running_loop()
     return await _connect_any_host(loop, params, config, connection_class, timeout)
@@ -262,6 +272,7 @@ async def _connect_host(loop, hostspec: HostSpec, params: ConnectParams, config,
 
 async def _startup(loop, hostspec, params, config, connection_class, startup, *, use_tls):
     proto = Protocol(loop)
+    proto.max_pipeline = config.max_pipeline
     proto._configure_startup(params.user, hostspec.password, startup)
     proto.channel_binding = params.channel_binding
     transport = await _open_for_startup(loop, hostspec, params, proto, use_tls=use_tls)

@@ -523,6 +523,12 @@ class CopyMixin:
         if session.needs_sync():
             await session.sync(session.time_left(deadline))
 
+    async def _copy_hold(self, deadline: Optional[float]) -> None:
+        """Wait until the COPY can have the connection alone (release with session.release())."""
+        session = self._session
+        session.check_open()
+        await session.hold(session.time_left(deadline))
+
     async def _inline_arguments(self, query: str, args: Sequence, deadline) -> str:
         """`query` with each ``$n`` replaced by its argument as a typed SQL literal."""
         session = self._session
@@ -594,7 +600,15 @@ class CopyMixin:
     async def _copy_out_stream(self, query: str, writer: Callable[[bytes], Awaitable],
                                deadline: Optional[float]) -> str:
         session = self._session
-        await self._copy_wait_in_sync(deadline)
+        await self._copy_hold(deadline)
+        try:
+            return await self._copy_out_held(query, writer, deadline)
+        finally:
+            session.release()
+
+    async def _copy_out_held(self, query: str, writer: Callable[[bytes], Awaitable],
+                             deadline: Optional[float]) -> str:
+        session = self._session
         proto = session.protocol
         stream = _CopyOutStream(proto)
         fut = proto.copy_out(query, stream.feed, session.time_left(deadline))
@@ -674,7 +688,14 @@ class CopyMixin:
         the COPY is failed on the server so nothing is committed.
         """
         session = self._session
-        await self._copy_wait_in_sync(deadline)
+        await self._copy_hold(deadline)
+        try:
+            return await self._feed_copy_in_held(query, deadline, send)
+        finally:
+            session.release()
+
+    async def _feed_copy_in_held(self, query: str, deadline: Optional[float], send) -> str:
+        session = self._session
         proto = session.protocol
         fut = proto.copy_in(query, session.time_left(deadline))
         if not await self._copy_in_started(fut):
@@ -811,7 +832,7 @@ class CopyMixin:
             try:
                 await fut
             except asyncio.CancelledError:
-                proto.abandon()
+                proto.abandon(fut)
                 raise
             except Exception:
                 pass

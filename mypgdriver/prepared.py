@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 from mypgdriver import exceptions
 from mypgdriver.cursor import CursorFactory, check_prefetch
+from mypgdriver.protocol.protocol import WANT_BOTH, WANT_STATUS
 from mypgdriver.session import check_timeout
 from mypgdriver.types import Attribute, Type
 
@@ -160,11 +161,10 @@ class PreparedStatement:
         state = self._state
         if not state.has_rows:
             self._last_status = await session.run_state(
-                state, args, limit, session.time_left(deadline), True, None)
+                state, args, limit, session.time_left(deadline), WANT_STATUS, None)
             return []
-        rows = await session.run_state(state, args, limit, session.time_left(deadline), False,
-                                       self._record_class)
-        self._last_status = session.last_status()
+        rows, self._last_status = await session.run_state(
+            state, args, limit, session.time_left(deadline), WANT_BOTH, self._record_class)
         return rows
 
     async def _reprepare(self, deadline):

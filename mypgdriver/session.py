@@ -18,12 +18,19 @@ decides whether an operation may run and how it ends:
 
 PreparedStatement, Cursor, COPY, Transaction and the pool proxy call these
 methods instead of reaching into each other's private attributes.
-Operations still run one at a time: the protocol refuses a second one while
-one is in flight ("another operation is in progress").
+
+Calls made concurrently by several tasks are pipelined: each operation is
+sent as soon as the protocol admits it (protocol.may_send(), else sync()
+waits for its turn), several are in flight at once and each caller gets its
+own result.  Streams (COPY, executemany), reset() and the cleanup of an
+interrupted transaction block hold the connection alone (hold()/release()).
+While a Transaction block is open, only the task that opened it and the
+tasks it started inside the block may use the connection (check_scope()).
 """
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import itertools
 import math
@@ -35,7 +42,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from mypgdriver import exceptions
 from mypgdriver.codecs import introspection
 from mypgdriver.codecs.registry import CodecRegistry
-from mypgdriver.protocol.protocol import check_record_class
+from mypgdriver.protocol.protocol import WANT_BOTH, WANT_STATUS, check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.protocol.statement import (
     StatementState, missing_statement_types, resolve_statement_codecs)
@@ -50,6 +57,16 @@ _SCHEMA_CHANGED = (exceptions.InvalidCachedStatementError, exceptions.OutdatedSc
 
 # Tasks running async query loggers: the loop keeps only weak references.
 _logger_tasks: set = set()
+
+# The transaction blocks (their scope tokens) that the current context is
+# inside.  A task copies the context it is created in, so tasks started
+# inside an ``async with conn.transaction():`` block belong to the block.
+_XACT_SCOPES: contextvars.ContextVar[tuple] = contextvars.ContextVar(
+    'mypgdriver_transaction_scopes', default=())
+
+# Simple queries that may switch the connection into COPY mode run alone:
+# pipelined messages behind them would be read as a broken copy stream.
+_MENTIONS_COPY = re.compile(r'\bcopy\b', re.IGNORECASE).search
 
 
 class SettledStatement(NamedTuple):
@@ -112,7 +129,7 @@ class Session:
     __slots__ = ('protocol', 'loop', 'addr', 'params', 'command_timeout', 'record_class',
                  'max_cacheable_size', 'stmt_cache', 'codecs', 'stmts_to_close', 'held_stmts',
                  'query_loggers', 'closed', 'checkout', 'facade', 'top_xact', 'xact_broken',
-                 'cleanup',
+                 'xact_scope', 'xact_owner', 'cleanup',
                  'server_version', 'introspection_query', 'conn_id', '_stmt_ids',
                  '_portal_ids', '_savepoint_ids', '__weakref__')
 
@@ -142,8 +159,11 @@ class Session:
         # What callbacks receive as "the connection" during a pool checkout:
         # the proxy handed out (None: the Connection itself).
         self.facade: Any = None
-        # The Transaction that opened the current transaction block, if any.
+        # The Transaction that opened the current transaction block, if any,
+        # the token of its scope and the task that opened it (check_scope()).
         self.top_xact = None
+        self.xact_scope: Optional[object] = None
+        self.xact_owner: Optional[asyncio.Future] = None
         # Why the driver rolled the open block back behind its owner's back.
         self.xact_broken: Optional[str] = None
         # A task finishing an interrupted transaction block; runs before
@@ -195,8 +215,7 @@ class Session:
         self.checkout += 1
         facade, self.facade = self.facade, None
         # The block belonged to the checkout; the reset rolls it back.
-        self.top_xact = None
-        self.xact_broken = None
+        self.end_block(self.top_xact)
         return facade
 
     def is_in_transaction(self) -> bool:
@@ -208,15 +227,57 @@ class Session:
         "just in case" does no harm; one that believes it is outside a
         transaction when it is not would lose its writes).
         """
-        if self.cleanup is not None or self.protocol.get_resync_waiter() is not None:
+        if self.cleanup is not None or self.protocol.gate() is not None:
             return True
         return self.protocol.is_in_transaction()
 
     def is_settled(self) -> bool:
         """True when nothing is in flight, draining or waiting to be cleaned up."""
-        proto = self.protocol
-        return not (self.cleanup is not None or proto.is_busy()
-                    or proto.get_resync_waiter() is not None)
+        return not (self.cleanup is not None or self.protocol.is_busy())
+
+    # --- transaction blocks: who may use the connection -----------------------------------------
+
+    def begin_block(self, xact: Any) -> None:
+        """`xact` opens a transaction block: from now on it belongs to the current task's scope."""
+        token = object()
+        self.top_xact = xact
+        self.xact_broken = None
+        self.xact_scope = token
+        self.xact_owner = asyncio.current_task()
+        _XACT_SCOPES.set(_XACT_SCOPES.get() + (token,))
+
+    def end_block(self, xact: Any) -> None:
+        """`xact`'s block is over (or belongs to an ended checkout)."""
+        if xact is None or self.top_xact is not xact:
+            return
+        token = self.xact_scope
+        self.top_xact = None
+        self.xact_broken = None
+        self.xact_scope = None
+        self.xact_owner = None
+        scopes = _XACT_SCOPES.get()
+        if token in scopes:
+            _XACT_SCOPES.set(tuple(t for t in scopes if t is not token))
+
+    def check_scope(self) -> None:
+        """Refuse a call from outside the open transaction block.
+
+        Inside the block are the task that opened it and every task it
+        started while the block was open (they copy its context).  A call
+        from any other task would run inside a transaction it knows nothing
+        about (and be committed or rolled back with it), so it raises.  Once
+        the opening task has finished (a test fixture's setup, a block
+        started through wait_for() before Python 3.12), any task may go on.
+        """
+        token = self.xact_scope
+        if token is None or token in _XACT_SCOPES.get():
+            return
+        owner = self.xact_owner
+        if owner is None or owner.done():
+            return
+        raise exceptions.InterfaceError(
+            'cannot perform operation: the connection is inside a transaction started by '
+            'another task; use a pool or await the transaction')
 
     def terminate(self) -> None:
         self.closed = True
@@ -245,17 +306,24 @@ class Session:
     # --- before and after each operation -------------------------------------------------------
 
     def needs_sync(self) -> bool:
+        """True unless an operation may be sent right now (see sync())."""
+        if self.top_xact is not None:
+            self.check_scope()
         return bool(self.stmts_to_close or self.cleanup is not None
-                    or self.protocol.get_resync_waiter() is not None)
+                    or not self.protocol.may_send())
 
-    async def sync(self, timeout: Optional[float]) -> Optional[float]:
-        """Wait until the connection is ready for a new operation; return the time left.
+    async def sync(self, timeout: Optional[float], exclusive: bool = False) -> Optional[float]:
+        """Wait until this caller may send its next operation; return the time left.
 
-        Waits for an abandoned operation to drain and an interrupted
-        transaction block to be rolled back, then closes statements that left
-        the cache, all within `timeout` (the drain goes on in the background
-        if we give up).
+        Waits for the cleanup of an interrupted transaction block, then for
+        the caller's turn (call order; a pending cancel, a caller holding the
+        connection alone, or a full pipeline make it wait), then sends the
+        Close of statements that left the cache ahead of the caller's
+        operation, all within `timeout`.  With `exclusive` the caller holds
+        the connection alone once this returns: it must call release().
         """
+        if self.top_xact is not None:
+            self.check_scope()
         deadline = self.deadline(timeout)
         cleanup = self.cleanup
         if cleanup is not None:
@@ -266,13 +334,42 @@ class Session:
                     raise       # our own timeout
                 # The cleanup failed and closed the connection: check_open()
                 # below says so.
-        resync = self.protocol.get_resync_waiter()
-        if resync is not None:
-            await self._wait_shielded(resync, self.time_left(deadline))
         self.check_open()
-        if self.stmts_to_close:
-            await self._close_removed_statements(self.time_left(deadline))
-        return self.time_left(deadline)
+        await self._take_turn(exclusive, False, deadline)
+        try:
+            if self.stmts_to_close and not exclusive and self.protocol.has_spare_slot():
+                self._close_removed_statements()
+            return self.time_left(deadline)
+        except BaseException:
+            if exclusive:
+                self.release()
+            raise
+
+    async def hold(self, timeout: Optional[float]) -> Optional[float]:
+        """Wait until the connection can be held alone (nothing in flight); the time left.
+
+        Every operation sent until release() must be sent as exclusive.
+        """
+        return await self.sync(timeout, exclusive=True)
+
+    def release(self) -> None:
+        """End hold(): queued callers may send again."""
+        self.protocol.release_exclusive()
+
+    async def _take_turn(self, exclusive: bool, first: bool, deadline: Optional[float]) -> None:
+        proto = self.protocol
+        fut = proto.turn(exclusive, first)
+        if fut is None:
+            return
+        try:
+            if deadline is None:
+                await fut
+            else:
+                await asyncio.wait_for(fut, self.time_left(deadline))
+        except BaseException:
+            proto.give_back_turn(fut, exclusive)
+            raise
+        proto.took_turn(exclusive)
 
     async def _wait_shielded(self, fut, timeout: Optional[float]) -> None:
         if timeout is None:
@@ -291,18 +388,18 @@ class Session:
         try:
             return await fut
         except asyncio.CancelledError:
-            self.protocol.abandon()
+            self.protocol.abandon(fut)
             raise
 
-    def abandon(self, fut=None) -> None:
-        """The caller stopped waiting for the running operation (see wait()).
+    def abandon(self, fut) -> None:
+        """The caller stopped waiting for the operation whose Future is `fut` (see wait()).
 
-        `fut`, the operation's future when the caller holds it (COPY), is
-        cancelled so that its outcome is not reported as never retrieved.
+        `fut` is cancelled so that its outcome is not reported as never
+        retrieved.
         """
-        if fut is not None and not fut.done():
+        if not fut.done():
             fut.cancel()
-        self.protocol.abandon()
+        self.protocol.abandon(fut)
 
     # --- running statements ----------------------------------------------------------------------
 
@@ -325,28 +422,45 @@ class Session:
         if record_class is None:
             record_class = self.record_class
         # (bind_execute checks any other record_class before it sends.)
-        if self.stmts_to_close or self.cleanup is not None or \
-                proto.get_resync_waiter() is not None:
+        if self.top_xact is not None:
+            self.check_scope()
+        if self.stmts_to_close or self.cleanup is not None or not proto.may_send():
             timeout = await self.sync(timeout)
         state = self.stmt_cache.get(query)
         deadline = None if timeout is None else self.loop.time() + timeout
         try:
             if state is None:
                 state = await self.prepare_state(query, timeout)
-                timeout = self.time_left(deadline)
+                timeout = await self.sync_holding(state, self.time_left(deadline))
             fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class)
             try:
                 return await fut
             except asyncio.CancelledError:
-                proto.abandon()
+                proto.abandon(fut)
                 raise
         except _SCHEMA_CHANGED as e:
             if not self.may_retry_after(e, query):
                 raise
             # The one retry after a schema change: prepare afresh and run once more.
             state = await self.prepare_state(query, self.time_left(deadline))
+            timeout = await self.sync_holding(state, self.time_left(deadline))
             return await self.wait(proto.bind_execute(
-                state, args, limit, self.time_left(deadline), want_status, record_class))
+                state, args, limit, timeout, want_status, record_class))
+
+    async def sync_holding(self, state, timeout: Optional[float]) -> Optional[float]:
+        """sync() when the caller is about to run `state`: it is not closed meanwhile.
+
+        While the caller waits for its turn, other callers may evict `state`
+        from the cache; the reference makes the eviction keep it (its Close
+        is sent after the caller's operation).
+        """
+        if not self.needs_sync():
+            return timeout
+        state.refs += 1
+        try:
+            return await self.sync(timeout)
+        finally:
+            self.detach_statement(state)
 
     async def simple(self, query: str, timeout, log: bool = True) -> str:
         """Run `query` with the simple query protocol (several statements allowed); the last tag."""
@@ -354,9 +468,20 @@ class Session:
             return await self.logged(self.simple(query, timeout, False), query, (), timeout)
         self.check_open()
         timeout = self.resolve_timeout(timeout)
+        if _MENTIONS_COPY(query):
+            # It may start a COPY: it runs alone.
+            timeout = await self.hold(timeout)
+            try:
+                return await self.wait(self.protocol.simple_query(query, timeout, True))
+            finally:
+                self.release()
         if self.needs_sync():
             timeout = await self.sync(timeout)
         return await self.wait(self.protocol.simple_query(query, timeout))
+
+    async def simple_held(self, query: str, timeout) -> str:
+        """simple() for a caller holding the connection (hold()); not logged."""
+        return await self.wait(self.protocol.simple_query(query, timeout, True))
 
     async def run_prepared(self, stmt, args, limit: int, timeout, method: str):
         """Run a PreparedStatement's statement: its rows ([] for a command).
@@ -378,37 +503,40 @@ class Session:
         record_class = stmt._record_class
         if record_class is None:
             record_class = self.record_class
-        if self.stmts_to_close or self.cleanup is not None or \
-                proto.get_resync_waiter() is not None:
+        if self.top_xact is not None:
+            self.check_scope()
+        if self.stmts_to_close or self.cleanup is not None or not proto.may_send():
             timeout = await self.sync(timeout)
         deadline = None if timeout is None else self.loop.time() + timeout
         if state.codecs_generation != self.codecs.generation:
             await self.refresh_codecs(state, timeout)
-            timeout = self.time_left(deadline)
+            timeout = await self.sync_holding(state, self.time_left(deadline))
         has_rows = state.has_rows
-        fut = proto.bind_execute(state, args, limit, timeout, not has_rows, record_class)
+        # A statement returning rows gives (rows, tag); a command its tag.
+        fut = proto.bind_execute(state, args, limit, timeout, WANT_BOTH if has_rows else WANT_STATUS,
+                                 record_class)
         try:
             result = await fut
         except asyncio.CancelledError:
-            proto.abandon()
+            proto.abandon(fut)
             raise
         except _SCHEMA_CHANGED as e:
             if not self.may_retry_after(e, state.query):
                 raise
             return await stmt.run_again(args, limit, deadline)
         if has_rows:
-            stmt._last_status = proto.last_status()
-            return result
+            rows, stmt._last_status = result
+            return rows
         stmt._last_status = result
         return []
 
-    async def run_state(self, state, args, limit: int, timeout, want_status: bool,
-                        record_class):
-        """Bind and execute `state` once (the caller made sure we are in sync)."""
+    async def run_state(self, state, args, limit: int, timeout, want: int, record_class):
+        """Bind and execute `state` once: rows, tag or (rows, tag) as `want` says."""
         if record_class is None:
             record_class = self.record_class
+        timeout = await self.sync_holding(state, timeout)
         return await self.wait(self.protocol.bind_execute(
-            state, args, limit, timeout, want_status, record_class))
+            state, args, limit, timeout, want, record_class))
 
     # --- executemany / fetchmany ---------------------------------------------------------------
 
@@ -431,8 +559,8 @@ class Session:
         elif state.codecs_generation != self.codecs.generation:
             await self.refresh_codecs(state, timeout)
         try:
-            return await self._executemany_state(state, args, self.time_left(deadline),
-                                                 return_rows, record_class)
+            return await self._executemany_state(state, args, deadline, return_rows,
+                                                 record_class)
         except _SCHEMA_CHANGED as e:
             # Only a sequence can be sent again: an iterator is partly consumed.
             if not isinstance(args, (list, tuple)) or not self.may_retry_after(e, query):
@@ -441,10 +569,24 @@ class Session:
                 state = await retry(deadline)
             else:
                 state = await self.prepare_state(query, self.time_left(deadline))
-            return await self._executemany_state(state, args, self.time_left(deadline),
-                                                 return_rows, record_class)
+            return await self._executemany_state(state, args, deadline, return_rows,
+                                                 record_class)
 
-    async def _executemany_state(self, state, args, timeout, return_rows, record_class):
+    async def _executemany_state(self, state, args, deadline, return_rows, record_class):
+        # A stream fed batch by batch (waiting for the socket to drain in
+        # between): it holds the connection alone.
+        state.refs += 1
+        try:
+            timeout = await self.hold(self.time_left(deadline))
+        finally:
+            self.detach_statement(state)
+        try:
+            return await self._executemany_stream(state, args, timeout, return_rows,
+                                                  record_class)
+        finally:
+            self.release()
+
+    async def _executemany_stream(self, state, args, timeout, return_rows, record_class):
         proto = self.protocol
         batch_size = 1000
         fut = proto.executemany_start(state, timeout, return_rows, record_class)
@@ -487,7 +629,7 @@ class Session:
             replacement = self.stream_interrupted(exc, fut)
             if replacement is not None:
                 raise replacement from None
-            proto.abandon()
+            proto.abandon(fut)
             raise
         except BaseException:
             # Bad input (DataError naming the row) or a failing iterator:
@@ -533,7 +675,7 @@ class Session:
         task = asyncio.current_task()
         if task is not None and hasattr(task, 'uncancel'):
             task.uncancel()
-        proto.abandon()
+        proto.abandon(fut)
         # The caller gets the replacement, not the operation's own outcome:
         # consume it so asyncio does not report it as never retrieved.
         if fut.done():
@@ -573,9 +715,6 @@ class Session:
             state, portal, limit, timeout,
             record_class if record_class is not None else self.record_class))
 
-    def last_status(self) -> Optional[str]:
-        return self.protocol.last_status()
-
     async def close_portal(self, portal: str, timeout) -> None:
         if self.is_closed():
             return
@@ -604,6 +743,8 @@ class Session:
             name = (f'__mypg_{self.conn_id}_{next(self._stmt_ids)}__'
                     if use_cache or named else '')
         state = StatementState(name, query)
+        if self.needs_sync():
+            timeout = await self.sync(timeout)
         await self.wait(self.protocol.prepare(state, timeout))
         try:
             missing = missing_statement_types(state, self.codecs)
@@ -672,11 +813,14 @@ class Session:
             state.closed = True
             self.stmts_to_close.append(state.name)
 
-    async def _close_removed_statements(self, timeout) -> None:
+    def _close_removed_statements(self) -> None:
+        # Sent ahead of the caller's operation, not waited for: a Close
+        # cannot fail for a statement we created (closing a missing one is
+        # not an error either), and the connection stays in sync regardless.
         names, self.stmts_to_close = self.stmts_to_close, []
         if not names or self.is_closed():
             return
-        await self.wait(self.protocol.close_statements(names, timeout))
+        self.protocol.close_statements(names, None).add_done_callback(_retrieve)
 
     # --- the schema-change retry policy ------------------------------------------------------------
 
@@ -769,44 +913,59 @@ class Session:
         try:
             if previous is not None:
                 await asyncio.wait_for(asyncio.shield(previous), self.time_left(deadline))
-            resync = proto.get_resync_waiter()
-            if resync is not None:
-                await asyncio.wait_for(asyncio.shield(resync), self.time_left(deadline))
-            while proto.is_busy() and not self.is_closed():
-                # Another task's operation (misuse: one connection, two
-                # tasks) is in flight; ours can only follow it.
-                self.time_left(deadline)
-                await asyncio.sleep(0.001)
             if self.is_closed():
                 raise exceptions.ConnectionDoesNotExistError('the connection was lost')
-            status = proto.xact_status
-            # The interrupted statement's own outcome, if it was the last
-            # operation: its tag when it succeeded, else its error.
-            ours = proto.op_seq == before + 1
-            error = proto.last_error() if ours else None
-            tag = proto.last_status() if ours and error is None else None
-            statement = follow_up(status, tag)
-            if statement is not None:
-                try:
-                    await asyncio.wait_for(proto.simple_query(statement, None),
-                                           self.time_left(deadline))
-                except exceptions.PostgresError:
-                    if top_level:
-                        raise
-                    # The savepoint could not be undone alone: end the whole
-                    # transaction, and tell its owner it is gone.
-                    self.xact_broken = 'an interrupted savepoint could not be undone alone'
-                    statement = 'ROLLBACK'
-                    await asyncio.wait_for(proto.simple_query(statement, None),
-                                           self.time_left(deadline))
-            if top_level and proto.xact_status != 'I':
-                raise exceptions.InterfaceError('the transaction block could not be ended')
+            # Ahead of every caller waiting to send, once everything in flight
+            # (the interrupted statement included) is answered.
+            await self._take_turn(True, True, deadline)
+            try:
+                status, ours, tag, error, statement = await self._end_block(
+                    before, follow_up, top_level, deadline)
+            finally:
+                self.release()
             return SettledStatement(status, proto.op_seq > before, ours, tag, error, statement)
         except BaseException:
             # In doubt: a connection is in sync or closed.  Closing ends the
             # server's transaction (rolled back) with the session.
             self.terminate()
             raise
+
+
+    async def _end_block(self, before: int, follow_up, top_level: bool, deadline):
+        proto = self.protocol
+        if self.is_closed():
+            raise exceptions.ConnectionDoesNotExistError('the connection was lost')
+        status = proto.xact_status
+        # The interrupted statement's own outcome, if it was the last
+        # operation sent: its tag when it succeeded, else its error.
+        outcome = proto.outcome(before + 1) if proto.op_seq == before + 1 else None
+        ours = outcome is not None
+        tag, error = outcome if ours else (None, None)
+        if error is not None:
+            tag = None
+        statement = follow_up(status, tag)
+        if statement is not None:
+            try:
+                await asyncio.wait_for(proto.simple_query(statement, None, True),
+                                       self.time_left(deadline))
+            except exceptions.PostgresError:
+                if top_level:
+                    raise
+                # The savepoint could not be undone alone: end the whole
+                # transaction, and tell its owner it is gone.
+                self.xact_broken = 'an interrupted savepoint could not be undone alone'
+                statement = 'ROLLBACK'
+                await asyncio.wait_for(proto.simple_query(statement, None, True),
+                                       self.time_left(deadline))
+        if top_level and proto.xact_status != 'I':
+            raise exceptions.InterfaceError('the transaction block could not be ended')
+        return status, ours, tag, error, statement
+
+
+def _retrieve(fut: asyncio.Future) -> None:
+    """Done callback of an operation nobody awaits: its outcome is retrieved."""
+    if not fut.cancelled():
+        fut.exception()
 
 
 def _add_hint(error: exceptions.PostgresError, text: str) -> None:

@@ -125,9 +125,12 @@ class Transaction:
             if session.is_in_transaction():
                 raise exceptions.InterfaceError(
                     'cannot use Connection.transaction() in a manually started transaction')
-            session.top_xact = self
-            session.xact_broken = None
+            # From here on, only this task and the tasks it starts inside
+            # the block may use the connection (pipelined calls from other
+            # tasks would otherwise slip into the transaction).
+            session.begin_block(self)
         else:
+            session.check_scope()
             if self._isolation:
                 outer = top._isolation
                 if outer is None:
@@ -203,10 +206,7 @@ class Transaction:
         self._forget()
 
     def _forget(self) -> None:
-        session = self._session
-        if session.top_xact is self:
-            session.top_xact = None
-            session.xact_broken = None
+        self._session.end_block(self)
 
     # --- one statement of the block, and what happens when it is interrupted ---
 

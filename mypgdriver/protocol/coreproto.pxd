@@ -19,6 +19,30 @@ cdef enum ProtocolState:
     STATE_COPY_IN_WAIT = 11  # COPY FROM STDIN sent, CopyInResponse not yet received
 
 
+cdef class Operation:
+    # One request in flight: what to do with its messages when it reaches the
+    # head of the queue, and (opaque to the state machine) what its caller
+    # waits on.  Operations are answered in the order they were sent, each
+    # ending with its own ReadyForQuery.
+    cdef:
+        int kind                      # what the result is (the asyncio layer's OpKind)
+        ProtocolState recv_state      # how its messages are read
+        StatementState statement
+        type record_class
+        bint collecting_rows          # DataRows are decoded and kept
+        int want                      # bind/execute: rows, status tag, or both
+        str query_text                # simple query text, for server errors
+        object copy_out_sink
+        bint exclusive                # nothing else may be in flight with it
+        bint abandoned                # its caller gave up: drain, discard the result
+        bint timed                    # `delay` is a timeout
+        double delay
+        long seq                      # position in the connection's operation count
+        object waiter                 # the caller's Future
+        object timeout_handle
+        Operation next                # the one sent after it
+
+
 cdef class CoreProtocol:
     cdef:
         ReadBuffer rbuf
@@ -38,7 +62,15 @@ cdef class CoreProtocol:
         public str channel_binding
         public str auth_method            # what the server asked for, for tests and errors
 
-        # the current operation
+        # Operations in flight, oldest first (a linked list through .next):
+        # `cur` is the one whose messages are arriving.
+        Operation cur
+        Operation tail
+        readonly Py_ssize_t depth
+        readonly Py_ssize_t max_depth     # the deepest the queue has been
+        Operation excl_op                 # an exclusive operation in flight
+
+        # the current operation (loaded from `cur`)
         StatementState statement
         public type record_class
         # Rows of the current result, kept in a C array and turned into a list
@@ -70,6 +102,9 @@ cdef class CoreProtocol:
 
     # --- operations ---
     cdef int _reset_result(self) except -1
+    cdef int _push_op(self, Operation op) except -1
+    cdef int _load_op(self, Operation op) except -1
+    cdef int _advance(self) except -1
     cdef int _append_row(self, object row) except -1
     cdef list _take_rows(self)
     cdef void _drop_rows(self) noexcept

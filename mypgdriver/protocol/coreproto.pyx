@@ -13,11 +13,18 @@ and implements the hooks.  Message flow of one query, for the reader:
   simple query: Query                    -> (RowDescription, DataRow*,
                 CommandComplete)* ..., ReadyForQuery
 
+Several operations may be in flight at once (pipelining): each one's
+messages are written whole and end with its own Sync (or are one Query), so
+the server answers them in order, each ending with a ReadyForQuery.  The
+operations wait in a queue; the head's settings (statement, row class,
+what to collect) are loaded when its first reply can arrive.
+
 An ErrorResponse anywhere makes the server skip to the Sync; the error is
 kept and reported when ReadyForQuery arrives, so the stream always ends an
 operation in sync (PostgreSQL docs, "Extended Query", error handling).
 """
 
+cimport cython
 from libc.stdint cimport int16_t, int32_t, uint8_t, uint32_t
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.list cimport PyList_New, PyList_SET_ITEM
@@ -83,6 +90,13 @@ cdef dict read_fields(Frame *frame):
     return fields
 
 
+@cython.freelist(32)
+@cython.final
+cdef class Operation:
+    """One request in flight (see coreproto.pxd)."""
+    pass
+
+
 cdef class CoreProtocol:
 
     def __cinit__(self, *args, **kwargs):
@@ -107,6 +121,10 @@ cdef class CoreProtocol:
         self.rows_cap = 0
         self.collecting_rows = False
         self.decoding_row = False
+        self.cur = None
+        self.tail = None
+        self.depth = 0
+        self.excl_op = None
 
     def __dealloc__(self):
         self._drop_rows()
@@ -176,7 +194,7 @@ cdef class CoreProtocol:
         raise NotImplementedError
 
     cdef int _on_result(self) except -1:
-        return 0
+        return self._advance()
 
     cdef int _on_notice(self, object message) except -1:
         return 0
@@ -185,6 +203,59 @@ cdef class CoreProtocol:
         return 0
 
     cdef int _on_parameter_status(self, str name, str value) except -1:
+        return 0
+
+    # --- the queue of operations in flight ---
+
+    cdef int _push_op(self, Operation op) except -1:
+        """`op` was sent: it is answered after every operation before it."""
+        op.next = None
+        if self.cur is None:
+            self.cur = op
+            self.tail = op
+            self._load_op(op)
+        else:
+            self.tail.next = op
+            self.tail = op
+        self.depth += 1
+        if self.depth > self.max_depth:
+            self.max_depth = self.depth
+        if op.exclusive:
+            self.excl_op = op
+        return 0
+
+    cdef int _load_op(self, Operation op) except -1:
+        # The head's settings, read for every message until its ReadyForQuery.
+        self._drop_rows()
+        self.simple_query_text = op.query_text
+        self.collecting_rows = op.collecting_rows
+        self.result_status = None
+        self.result_error = None
+        self.discard_rows = op.abandoned
+        self.portal_suspended = False
+        self.statement = op.statement
+        self.record_class = op.record_class
+        self.copy_out_sink = op.copy_out_sink
+        if self.state != STATE_CLOSED:
+            self.state = op.recv_state
+        return 0
+
+    cdef int _advance(self) except -1:
+        """The head operation is answered: the next one's replies follow."""
+        cdef Operation op = self.cur
+        if op is None:
+            return 0
+        self.cur = op.next
+        op.next = None
+        self.depth -= 1
+        if op is self.excl_op:
+            self.excl_op = None
+        if self.cur is not None:
+            return self._load_op(self.cur)
+        self.tail = None
+        self._reset_result()
+        if self.state != STATE_CLOSED:
+            self.state = STATE_IDLE
         return 0
 
     # --- outgoing ---
@@ -218,9 +289,6 @@ cdef class CoreProtocol:
         buf.start_message(b'Q')
         buf.write_cstr(query)
         buf.end_message()
-        self._reset_result()
-        self.simple_query_text = query
-        self.state = STATE_SIMPLE_QUERY
         self._write(buf.to_bytes())
         return 0
 
@@ -238,9 +306,6 @@ cdef class CoreProtocol:
         buf.end_message()
         buf.start_message(b'S')
         buf.end_message()
-        self._reset_result()
-        self.statement = st
-        self.state = STATE_PREPARE
         self._write(buf.to_bytes())
         return 0
 
@@ -268,9 +333,6 @@ cdef class CoreProtocol:
         st.encode_bind(buf, portal, args)
         buf.start_message(b'S')
         buf.end_message()
-        self._reset_result()
-        self.statement = st
-        self.state = STATE_BIND_EXECUTE
         self._write(buf.to_bytes())
         return 0
 
@@ -302,10 +364,6 @@ cdef class CoreProtocol:
         buf.end_message()
         buf.start_message(b'S')
         buf.end_message()
-        self._reset_result()
-        self.statement = st
-        self.collecting_rows = True
-        self.state = STATE_BIND_EXECUTE
         self._write(buf.to_bytes())
         return 0
 
@@ -319,8 +377,6 @@ cdef class CoreProtocol:
             buf.end_message()
         buf.start_message(b'S')
         buf.end_message()
-        self._reset_result()
-        self.state = STATE_CLOSE_STATEMENTS
         self._write(buf.to_bytes())
         return 0
 
@@ -328,11 +384,8 @@ cdef class CoreProtocol:
     # Sync is one implicit transaction, so one failing row undoes them all.
 
     cdef int _start_many(self, StatementState st) except -1:
-        self._reset_result()
-        self.statement = st
         self.many_sent_any = False
         self.many_needs_parse = not st.name
-        self.state = STATE_BIND_EXECUTE_MANY
         return 0
 
     cdef int _write_many(self, StatementState st, object rows, Py_ssize_t base_index) except -1:
@@ -380,8 +433,6 @@ cdef class CoreProtocol:
         buf.start_message(b'Q')
         buf.write_cstr(query)
         buf.end_message()
-        self._reset_result()
-        self.state = STATE_COPY_IN_WAIT if copy_in else STATE_SIMPLE_QUERY
         self._write(buf.to_bytes())
         return 0
 
@@ -602,7 +653,8 @@ cdef class CoreProtocol:
             raise exceptions.ProtocolError(
                 f'invalid transaction status {chr(status)!r} in ReadyForQuery')
         self.xact_status = chr(status)
-        self.state = STATE_IDLE
+        # The head operation is complete (_on_result hands out its result
+        # and moves on to the next one).
         self._on_result()
         return 0
 
@@ -614,6 +666,17 @@ cdef class CoreProtocol:
         # copy): refuse it with CopyFail so the server ends the command and
         # we stay in sync.
         cdef WriteBuffer buf = WriteBuffer()
+        if self.cur is not None and self.cur.next is not None:
+            # Messages of later operations are already on their way; the
+            # server would read them as a broken copy stream and skip past
+            # their Syncs, so their replies could no longer be matched.
+            # (Simple queries that mention COPY run alone, so this takes a
+            # COPY reached through the extended protocol while others were
+            # pipelined behind it.)
+            raise exceptions.InterfaceError(
+                'COPY FROM STDIN was started by a statement that was pipelined with others; '
+                'the connection was closed to stay in sync; use copy_to_table() or '
+                'copy_records_to_table()')
         buf.start_message(b'f')
         buf.write_cstr('COPY FROM STDIN is not supported by execute(); '
                        'use copy_to_table() or copy_records_to_table()')

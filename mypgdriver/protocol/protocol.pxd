@@ -1,15 +1,12 @@
-from mypgdriver.protocol.coreproto cimport CoreProtocol
+from mypgdriver.protocol.coreproto cimport CoreProtocol, Operation
 
 
 cdef class BaseProtocol(CoreProtocol):
     cdef:
         object loop
         readonly object transport
-        object waiter               # Future of the operation in flight
-        object timeout_handle
-        object resync_waiter        # set while an abandoned operation drains
-        bint want_status
-        int op_kind
+        object resync_waiter        # set while an abandoned operation drains after a cancel
+        Operation cancel_target     # the operation a CancelRequest was sent for
         public object on_notice
         public object on_notification
         public object on_connection_lost
@@ -24,13 +21,25 @@ cdef class BaseProtocol(CoreProtocol):
         bint writing_paused
         bint sync_sent              # executemany: Sync already written
         public object copy_ready    # Future: CopyInResponse arrived (True) or not (False)
-        readonly long op_seq        # operations started so far (which one finished last)
-        object finished_error       # the error the last finished operation ended with
+        readonly long op_seq        # operations sent so far
+        long finished_seq           # the last answered operation's number ...
+        object finished_error       # ... the error it ended with ...
+        object finished_status      # ... and its command tag
 
-    cdef object _new_waiter(self, object timeout, int op_kind)
+        # Admission: who may send next (see turn()).
+        public Py_ssize_t max_pipeline
+        object turn_waiters         # deque of [Future, exclusive], in call order
+        Py_ssize_t reserved         # callers woken to send, not yet sent
+        readonly bint exclusive     # a caller holds the connection alone
+
+    cdef Operation _make_op(self, int kind, int recv_state, object timeout, bint exclusive)
+    cdef object _start_op(self, Operation op)
+    cdef bint _admits(self, bint exclusive)
+    cdef _wake_turns(self)
+    cdef _abandon_op(self, Operation op)
+    cdef _maybe_cancel(self, Operation op)
+    cdef _fail_all(self, object exc)
     cdef int _fatal(self, object exc) except -1
-    cdef _cancel_timeout(self)
     cdef _finish_resync(self)
-    cdef _clear_failed_send(self)
     cdef _wake_copy_and_drain(self)
     cdef _interrupt_stream(self, int reason)

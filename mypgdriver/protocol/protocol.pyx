@@ -1,20 +1,23 @@
 # cython: language_level=3
 """asyncio glue: the transport, futures, timeouts and cancellation.
 
-Every operation returns a Future that the Connection awaits.  An operation
-that its caller abandons (task cancelled, timeout) is not forgotten: the
-protocol asks the server to cancel it, keeps reading until ReadyForQuery
-and only then lets the next operation start, so a connection is always
-either in sync or closed.
+Every operation returns a Future that its caller awaits.  Several may be in
+flight at once (pipelining); they are answered in order.  An operation
+that its caller abandons (task cancelled, timeout) is not forgotten: its
+replies are still read (and dropped), and the server is asked to cancel it
+only when the cancel cannot hit another caller's statement (see
+_maybe_cancel), so a connection is always either in sync or closed.
 """
 
 import asyncio
+import collections
 import socket
 
 from cpython.bytes cimport PyBytes_GET_SIZE
 from libc.stdint cimport int32_t
 from mypgdriver.protocol.coreproto cimport (
-    CoreProtocol, STATE_NEW, STATE_STARTUP, STATE_IDLE, STATE_CLOSED, STATE_COPY_IN,
+    CoreProtocol, Operation, ProtocolState, STATE_PREPARE, STATE_BIND_EXECUTE,
+    STATE_CLOSE_STATEMENTS, STATE_NEW, STATE_STARTUP, STATE_IDLE, STATE_CLOSED, STATE_COPY_IN,
     STATE_COPY_IN_WAIT, STATE_BIND_EXECUTE_MANY, STATE_SIMPLE_QUERY)
 from mypgdriver.protocol.statement cimport StatementState
 from mypgdriver.protocol.buffer cimport ReadBuffer, WriteBuffer
@@ -34,16 +37,22 @@ cdef enum OpKind:
     OP_COPY = 7
     OP_PORTAL = 8
 
+# What a bind/execute operation gives its caller.
+WANT_ROWS = 0
+WANT_STATUS = 1
+WANT_BOTH = 2       # (rows, status tag)
+
+#: The default depth limit of a connection's pipeline (connect(max_pipeline=)).
+DEFAULT_MAX_PIPELINE = 256
+
 
 cdef class BaseProtocol(CoreProtocol):
 
     def __init__(self, loop=None):
         self.loop = loop if loop is not None else asyncio.get_running_loop()
         self.transport = None
-        self.waiter = None
-        self.timeout_handle = None
         self.resync_waiter = None
-        self.op_kind = OP_NONE
+        self.cancel_target = None
         self.lost_exc = None
         self.cancel_done = True
         self.drain_waiter = None
@@ -53,6 +62,10 @@ cdef class BaseProtocol(CoreProtocol):
         self.stream_task = None
         self.stream_interrupt = 0
         self.cancel_gate = None
+        self.max_pipeline = DEFAULT_MAX_PIPELINE
+        self.turn_waiters = collections.deque()
+        self.reserved = 0
+        self.exclusive = False
 
     # --- asyncio.Protocol interface ---
 
@@ -135,24 +148,46 @@ cdef class BaseProtocol(CoreProtocol):
             else:
                 self.lost_exc = exceptions.ConnectionDoesNotExistError(
                     'connection was closed in the middle of operation'
-                    if self.waiter is not None else 'connection is closed')
+                    if self.cur is not None else 'connection is closed')
                 if exc is not None:
                     self.lost_exc.__cause__ = exc
         self.state = STATE_CLOSED
-        self._cancel_timeout()
-        waiter = self.waiter
-        self.waiter = None
-        if waiter is not None and not waiter.done():
-            if self.op_kind == OP_STARTUP and self.result_error is not None:
-                waiter.set_exception(self.result_error)
-            else:
-                waiter.set_exception(self.lost_exc)
+        if self.cur is not None and self.cur.kind == OP_STARTUP and self.result_error is not None:
+            self._fail_all(self.result_error)
+        else:
+            self._fail_all(self.lost_exc)
+        if self.on_connection_lost is not None:
+            self.on_connection_lost(self.lost_exc)
+
+    cdef _fail_all(self, object exc):
+        # The connection is gone: every operation in flight and every caller
+        # waiting for its turn gets `exc`.
+        cdef Operation op = self.cur
+        cdef Operation nxt
+        self.cur = None
+        self.tail = None
+        self.depth = 0
+        self.excl_op = None
+        self.cancel_target = None
+        while op is not None:
+            if op.timeout_handle is not None:
+                op.timeout_handle.cancel()
+                op.timeout_handle = None
+            if op.waiter is not None and not op.waiter.done():
+                op.waiter.set_exception(exc)
+            nxt = op.next
+            op.next = None
+            op = nxt
+        while self.turn_waiters:
+            fut = self.turn_waiters.popleft()[0]
+            if not fut.done():
+                fut.set_exception(exc)
+        self.reserved = 0
+        self.exclusive = False
         if self.resync_waiter is not None and not self.resync_waiter.done():
             self.resync_waiter.set_result(None)
         self.resync_waiter = None
         self._wake_copy_and_drain()
-        if self.on_connection_lost is not None:
-            self.on_connection_lost(self.lost_exc)
 
     cdef _wake_copy_and_drain(self):
         if self.copy_ready is not None and not self.copy_ready.done():
@@ -170,8 +205,9 @@ cdef class BaseProtocol(CoreProtocol):
         return self.xact_status != 'I'
 
     def is_busy(self):
-        return self.waiter is not None or self.cancel_gate is not None or (
-            self.state != STATE_IDLE and self.state != STATE_CLOSED)
+        """True while an operation is in flight, a cancel is pending or a caller holds the connection."""
+        return (self.cur is not None or self.cancel_gate is not None or self.exclusive
+                or self.resync_waiter is not None)
 
     def get_backend_pid(self):
         return self.backend_pid
@@ -179,25 +215,115 @@ cdef class BaseProtocol(CoreProtocol):
     def get_server_parameters(self):
         return self.server_parameters
 
-    def get_resync_waiter(self):
-        """A Future to await before the next operation, or None when in sync."""
-        if self.resync_waiter is not None:
-            return self.resync_waiter
-        return self.cancel_gate
+    def in_sync(self):
+        """False while an abandoned operation drains after a CancelRequest (or a cancel() runs)."""
+        return self.resync_waiter is None and self.cancel_gate is None
+
+    # --- admission: who may send next ---
+    #
+    # Operations are sent in call order.  A caller may send at once when
+    # nobody waits before it, no cancel is pending, no caller holds the
+    # connection alone, and fewer than max_pipeline operations are in flight
+    # (may_send()); otherwise turn() queues it.  An exclusive caller (COPY,
+    # executemany, reset, the cleanup of an interrupted transaction block)
+    # waits until nothing is in flight and then holds the connection until
+    # release_exclusive(); only operations sent as exclusive go out
+    # meanwhile.
+
+    cdef bint _admits(self, bint exclusive):
+        if self.resync_waiter is not None or self.cancel_gate is not None:
+            return False
+        if self.exclusive or self.excl_op is not None:
+            return False
+        if exclusive:
+            return self.depth == 0 and self.reserved == 0
+        return self.depth + self.reserved < self.max_pipeline
+
+    def has_spare_slot(self):
+        """True if an admitted caller may send one extra operation ahead of its own."""
+        return self.depth + self.reserved + 1 < self.max_pipeline
+
+    def may_send(self):
+        """True when a caller may send an operation now, without waiting for its turn."""
+        return not self.turn_waiters and self._admits(False)
+
+    def turn(self, bint exclusive=False, bint first=False):
+        """Ask to send: None if the caller may send now, else a Future to await first.
+
+        Once the Future completes, the caller's turn is kept for it (call
+        took_turn() before sending, or give_back_turn() if it gives up).  An
+        exclusive caller that is admitted holds the connection alone until
+        release_exclusive().  `first` puts the caller ahead of those already
+        waiting (the cleanup of an interrupted transaction block).
+        """
+        if self.state == STATE_CLOSED:
+            raise exceptions.ConnectionDoesNotExistError(
+                'cannot perform operation: connection is closed')
+        if (first or not self.turn_waiters) and self._admits(exclusive):
+            if exclusive:
+                self.exclusive = True
+            return None
+        fut = self.loop.create_future()
+        if first:
+            self.turn_waiters.appendleft([fut, exclusive])
+        else:
+            self.turn_waiters.append([fut, exclusive])
+        return fut
+
+    def took_turn(self, bint exclusive):
+        """The caller woken by turn()'s Future is about to send."""
+        if not exclusive and self.reserved > 0:
+            self.reserved -= 1
+
+    def give_back_turn(self, fut, bint exclusive):
+        """The caller stopped waiting on turn()'s Future (timeout, cancel)."""
+        if not fut.done():
+            fut.cancel()
+            return
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        # Woken, but it will not send: let the next caller in.
+        if exclusive:
+            self.exclusive = False
+        elif self.reserved > 0:
+            self.reserved -= 1
+        self._wake_turns()
+
+    def release_exclusive(self):
+        """The exclusive caller is done with the connection."""
+        if self.exclusive:
+            self.exclusive = False
+            self._wake_turns()
+
+    cdef _wake_turns(self):
+        cdef bint excl
+        while self.turn_waiters:
+            fut, excl = self.turn_waiters[0]
+            if fut.done():
+                self.turn_waiters.popleft()
+                continue
+            if self.state == STATE_CLOSED or not self._admits(excl):
+                break
+            self.turn_waiters.popleft()
+            if excl:
+                self.exclusive = True
+            else:
+                self.reserved += 1
+            fut.set_result(None)
 
     def request_cancel(self):
         """Send a CancelRequest for the running operation (public Connection.cancel()).
 
         Returns a Future that completes when the server has handled the
-        request, or None if there is nothing to cancel.  Until then the next
-        operation waits (get_resync_waiter()), so that a cancel that arrives
-        after its target finished cannot hit the next query.
+        request, or None if there is nothing to cancel.  Until then no new
+        operation is sent, so that a cancel that arrives after its target
+        finished cannot hit a later one.
         """
         if self.state == STATE_CLOSED or self.cancel_request is None:
             return None
         if self.cancel_gate is not None:
             return self.cancel_gate
-        if self.waiter is None and self.resync_waiter is None:
+        if self.cur is None and self.resync_waiter is None:
             return None
         self.cancel_gate = self.loop.create_future()
         self.loop.create_task(self._public_cancel())
@@ -214,22 +340,31 @@ cdef class BaseProtocol(CoreProtocol):
             self.cancel_gate = None
             if gate is not None and not gate.done():
                 gate.set_result(None)
+            self._wake_turns()
 
-    cdef object _new_waiter(self, object timeout, int op_kind):
+    def gate(self):
+        """A Future to await before sending (a cancel pending), or None."""
+        if self.resync_waiter is not None:
+            return self.resync_waiter
+        return self.cancel_gate
+
+    # --- operations in flight ---
+
+    cdef Operation _make_op(self, int kind, int recv_state, object timeout, bint exclusive):
+        # Everything that can fail comes before any change of state: a bad
+        # timeout must leave the connection as it was.
+        cdef Operation op
+        cdef double delay = 0
         if self.state == STATE_CLOSED:
             raise exceptions.ConnectionDoesNotExistError(
                 'cannot perform operation: connection is closed')
-        # A pending public cancel (cancel_gate) does not block here: the
-        # next step of the operation it targets (execute after prepare) may
-        # go on; new operations wait for the gate in the Connection first.
-        if self.waiter is not None or self.resync_waiter is not None or (
-                self.state != STATE_IDLE and op_kind != OP_STARTUP):
+        if self.excl_op is not None or (exclusive and self.cur is not None) or (
+                self.exclusive and not exclusive):
+            # The Session admits callers so that this never happens; the
+            # protocol refuses anything that would interleave with a COPY or
+            # executemany stream all the same.
             raise exceptions.InterfaceError(
                 'cannot perform operation: another operation is in progress')
-        # Everything that can fail comes before the first change of state:
-        # a bad timeout must not leave a waiter behind (the connection would
-        # refuse every later call as "another operation is in progress").
-        cdef double delay = 0
         if timeout is not None:
             if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
                 raise TypeError(f'timeout must be a number of seconds or None, '
@@ -239,26 +374,32 @@ cdef class BaseProtocol(CoreProtocol):
                 raise ValueError('timeout must be a number of seconds, not NaN')
             if delay <= 0:
                 raise asyncio.TimeoutError()
-        fut = self.loop.create_future()
-        if timeout is not None:
-            self.timeout_handle = self.loop.call_later(delay, self._on_timeout, fut)
-        self.waiter = fut
-        self.op_kind = op_kind
+        op = Operation.__new__(Operation)
+        op.kind = kind
+        op.recv_state = <ProtocolState>recv_state
+        op.exclusive = exclusive
+        op.timed = timeout is not None
+        op.delay = delay
+        op.waiter = self.loop.create_future()
+        return op
+
+    cdef object _start_op(self, Operation op):
+        # Called once the operation's messages are written (or, for a stream,
+        # about to be): from now on its replies are expected.
         self.op_seq += 1
-        self.result_status = None
-        self.finished_error = None
-        return fut
+        op.seq = self.op_seq
+        if op.timed:
+            op.timeout_handle = self.loop.call_later(op.delay, self._on_timeout, op)
+        self._push_op(op)
+        return op.waiter
 
-    cdef _cancel_timeout(self):
-        if self.timeout_handle is not None:
-            self.timeout_handle.cancel()
-            self.timeout_handle = None
-
-    def _on_timeout(self, fut):
-        self.timeout_handle = None
-        if fut is self.waiter and not fut.done():
-            fut.set_exception(asyncio.TimeoutError())
-            self.abandon()
+    def _on_timeout(self, Operation op):
+        op.timeout_handle = None
+        if op.waiter.done():
+            return
+        op.waiter.set_exception(asyncio.TimeoutError())
+        self._abandon_op(op)
+        if op.exclusive:
             self._interrupt_stream(1)
 
     cdef _interrupt_stream(self, int reason):
@@ -292,47 +433,54 @@ cdef class BaseProtocol(CoreProtocol):
         return 0
 
     cdef int _on_result(self) except -1:
-        cdef StatementState st
-        self._cancel_timeout()
-        waiter = self.waiter
-        self.waiter = None
-        op_kind = self.op_kind
-        self.op_kind = OP_NONE
+        # ReadyForQuery: the head operation is answered.
+        cdef Operation op = self.cur
+        if op is None:
+            return 0    # nothing was asked (a stray ReadyForQuery): nothing to answer
+        if op.timeout_handle is not None:
+            op.timeout_handle.cancel()
+            op.timeout_handle = None
         if self.copy_ready is not None:
             if not self.copy_ready.done():
                 self.copy_ready.set_result(False)
             self.copy_ready = None
+        self.finished_seq = op.seq
         self.finished_error = self.result_error
-        if waiter is None or waiter.done():
-            # The caller gave up on this operation; we are in sync again.
-            self.result_error = None
-            self._finish_resync()
-            return 0
-        if self.result_error is not None:
-            err = self.result_error
-            self.result_error = None
-            waiter.set_exception(err)
-        elif op_kind == OP_BIND_EXECUTE:
-            if self.want_status:
+        self.finished_status = self.result_status
+        waiter = op.waiter
+        op.waiter = None
+        if op.abandoned or waiter.done():
+            pass    # the caller gave up on it: its result is dropped
+        elif self.result_error is not None:
+            waiter.set_exception(self.result_error)
+        elif op.kind == OP_BIND_EXECUTE:
+            if op.want == WANT_ROWS:
+                waiter.set_result(self._take_rows())
+            elif op.want == WANT_STATUS:
                 waiter.set_result(self.result_status)
             else:
-                waiter.set_result(self._take_rows())
-        elif op_kind == OP_PORTAL:
+                waiter.set_result((self._take_rows(), self.result_status))
+        elif op.kind == OP_PORTAL:
             # A cursor step's result: the rows, and whether the portal has
-            # more (PortalSuspended) -- one value, no side channel.
+            # more (PortalSuspended).
             waiter.set_result((self._take_rows(), self.portal_suspended))
-        elif op_kind == OP_PREPARE:
-            waiter.set_result(self.statement)
-        elif op_kind == OP_EXECUTE_MANY:
-            waiter.set_result(self._take_rows() if self.collecting_rows else None)
-        elif op_kind == OP_SIMPLE_QUERY or op_kind == OP_COPY:
+        elif op.kind == OP_PREPARE:
+            waiter.set_result(op.statement)
+        elif op.kind == OP_EXECUTE_MANY:
+            waiter.set_result(self._take_rows() if op.collecting_rows else None)
+        elif op.kind == OP_SIMPLE_QUERY or op.kind == OP_COPY:
             waiter.set_result(self.result_status)
         else:
             waiter.set_result(None)
-        self._drop_rows()
-        self.collecting_rows = False
-        self.statement = None
-        self.copy_out_sink = None
+        self.result_error = None
+        self._advance()
+        if op is self.cancel_target:
+            self.cancel_target = None
+            self._finish_resync()
+        if self.cur is not None and self.cur.abandoned:
+            self._maybe_cancel(self.cur)
+        if self.turn_waiters:
+            self._wake_turns()
         return 0
 
     cdef int _on_copy_in_ready(self) except -1:
@@ -365,49 +513,71 @@ cdef class BaseProtocol(CoreProtocol):
         return 0
 
     cdef int _fatal(self, object exc) except -1:
-        """Something we cannot recover from: fail the operation, drop the connection."""
-        self._cancel_timeout()
+        """Something we cannot recover from: fail every operation, drop the connection."""
         if self.lost_exc is None:
             self.lost_exc = exc
         self.state = STATE_CLOSED
-        waiter = self.waiter
-        self.waiter = None
-        if waiter is not None and not waiter.done():
-            waiter.set_exception(exc)
-        self._wake_copy_and_drain()
+        self._fail_all(exc)
         if self.transport is not None:
             self.transport.abort()
         return 0
 
     # --- cancellation ---
 
-    def abandon(self):
-        """The caller stopped waiting for the current operation.
+    def abandon(self, fut):
+        """The caller stopped waiting for the operation whose Future is `fut`.
 
-        Ask the server to cancel it and drain its remaining messages; the next
-        operation waits for that (get_resync_waiter()).
+        Its remaining replies are drained and dropped.  A CancelRequest is
+        sent only when it can hit nothing but this operation (see
+        _maybe_cancel); otherwise it runs to completion.
         """
-        if self.state == STATE_CLOSED or self.resync_waiter is not None:
+        cdef Operation op = self.cur
+        while op is not None:
+            if op.waiter is fut:
+                self._abandon_op(op)
+                return
+            op = op.next
+
+    cdef _abandon_op(self, Operation op):
+        if op.abandoned or self.state == STATE_CLOSED:
             return
-        if self.state == STATE_IDLE and self.waiter is None:
-            return
-        self.discard_rows = True
-        self.resync_waiter = self.loop.create_future()
-        if self.state == STATE_COPY_IN:
-            # The server waits for copy data that will never come: end it.
-            self._write_copy_message(b'f', 'COPY cancelled by the client')
-        elif self.state == STATE_BIND_EXECUTE_MANY and self.op_kind == OP_EXECUTE_MANY \
-                and not self.sync_sent:
-            self._finish_many(True)
-            self.sync_sent = True
-        if self.op_kind == OP_STARTUP:
+        op.abandoned = True
+        if op.kind == OP_STARTUP:
             # Half-authenticated connections cannot be reused.
             self._fatal(exceptions.ConnectionDoesNotExistError(
                 'connection attempt was cancelled'))
             return
-        if self.cancel_request is not None and self.backend_pid:
-            self.cancel_done = False
-            self.loop.create_task(self._cancel_and_wait())
+        if op is self.cur:
+            self.discard_rows = True
+            if self.state == STATE_COPY_IN:
+                # The server waits for copy data that will never come: end it.
+                self._write_copy_message(b'f', 'COPY cancelled by the client')
+            elif self.state == STATE_BIND_EXECUTE_MANY and op.kind == OP_EXECUTE_MANY \
+                    and not self.sync_sent:
+                self._finish_many(True)
+                self.sync_sent = True
+        self._maybe_cancel(op)
+
+    cdef _maybe_cancel(self, Operation op):
+        # A CancelRequest interrupts whatever the backend runs when it
+        # arrives, so it is sent only when that can be nothing but `op`: op
+        # is the head (everything before it is answered), nothing was sent
+        # after it, and nobody may send until the cancel was handled and op
+        # answered (resync_waiter holds every new operation back).  Otherwise
+        # op runs to completion and its result is dropped; if it later
+        # becomes the last one in flight, the cancel is sent then.
+        if op is not self.cur or op.next is not None or self.reserved != 0:
+            return
+        if self.resync_waiter is not None or self.cancel_gate is not None:
+            return
+        if self.exclusive and self.excl_op is not op:
+            return
+        if self.cancel_request is None or not self.backend_pid:
+            return
+        self.resync_waiter = self.loop.create_future()
+        self.cancel_target = op
+        self.cancel_done = False
+        self.loop.create_task(self._cancel_and_wait())
 
     async def _cancel_and_wait(self):
         try:
@@ -416,121 +586,112 @@ cdef class BaseProtocol(CoreProtocol):
             pass    # best effort: draining to ReadyForQuery keeps us in sync regardless
         finally:
             self.cancel_done = True
-            if self.state == STATE_IDLE or self.state == STATE_CLOSED:
-                self._finish_resync()
+            self._finish_resync()
 
     cdef _finish_resync(self):
-        # In sync only when ReadyForQuery arrived *and* the cancel request, if
-        # any, was handled: a late cancel could otherwise hit the next query.
+        # In sync only when the cancelled operation is answered *and* the
+        # cancel request was handled: a late cancel could otherwise hit the
+        # next query.
         if self.resync_waiter is None:
             return
-        if self.state != STATE_IDLE and self.state != STATE_CLOSED:
-            return
-        if not self.cancel_done:
+        if self.cancel_target is not None or not self.cancel_done:
             return
         fut = self.resync_waiter
         self.resync_waiter = None
-        self.discard_rows = False
         if not fut.done():
             fut.set_result(None)
+        self._wake_turns()
 
     # --- operations (each returns a Future) ---
 
     def start_startup(self):
-        fut = self._new_waiter(None, OP_STARTUP)
+        cdef Operation op = self._make_op(OP_STARTUP, STATE_STARTUP, None, True)
         self._write(self._build_startup_message())
-        return fut
+        return self._start_op(op)
 
     def prepare(self, StatementState st, timeout=None):
-        fut = self._new_waiter(timeout, OP_PREPARE)
-        try:
-            self._send_prepare(st)
-        except BaseException:
-            self._clear_failed_send()
-            raise
-        return fut
+        cdef Operation op = self._make_op(OP_PREPARE, STATE_PREPARE, timeout, False)
+        op.statement = st
+        self._send_prepare(st)
+        return self._start_op(op)
 
     def bind_execute(self, StatementState st, args, int32_t limit=0, timeout=None,
-                     bint want_status=False, record_class=None):
+                     int want=WANT_ROWS, record_class=None):
+        """Bind `args`, execute, and give the rows, the status tag, or both (`want`)."""
         if record_class is not Record and record_class is not None:
             check_record_class(record_class)
-        fut = self._new_waiter(timeout, OP_BIND_EXECUTE)
-        self.want_status = want_status
-        self.record_class = record_class if record_class is not None else Record
-        try:
-            self._send_bind_execute(st, args, '', limit)
-        except BaseException:
-            self._clear_failed_send()
-            raise
-        return fut
+        cdef Operation op = self._make_op(OP_BIND_EXECUTE, STATE_BIND_EXECUTE, timeout, False)
+        op.want = want
+        op.statement = st
+        op.collecting_rows = True
+        op.record_class = record_class if record_class is not None else Record
+        # Encoding may raise DataError: that happens before anything is
+        # written, and nothing was queued.
+        self._send_bind_execute(st, args, '', limit)
+        return self._start_op(op)
 
     def bind_execute_portal(self, StatementState st, args, str portal, int32_t limit,
                             timeout=None, type record_class=None):
         """Bind `args` to a named portal and fetch its first `limit` rows: (rows, more_remain)."""
-        fut = self._new_waiter(timeout, OP_PORTAL)
-        self.want_status = False
-        self.record_class = record_class if record_class is not None else Record
-        try:
-            self._send_bind_execute(st, args, portal, limit)
-        except BaseException:
-            self._clear_failed_send()
-            raise
-        return fut
+        cdef Operation op = self._make_op(OP_PORTAL, STATE_BIND_EXECUTE, timeout, False)
+        op.statement = st
+        op.collecting_rows = True
+        op.record_class = record_class if record_class is not None else Record
+        self._send_bind_execute(st, args, portal, limit)
+        return self._start_op(op)
 
     def execute_portal(self, StatementState st, str portal, int32_t limit, timeout=None,
                        type record_class=None):
         """Fetch up to `limit` more rows (0 = all) of an open portal: (rows, more_remain)."""
-        fut = self._new_waiter(timeout, OP_PORTAL)
-        self.want_status = False
-        self.record_class = record_class if record_class is not None else Record
-        try:
-            self._send_execute_portal(st, portal, limit)
-        except BaseException:
-            self._clear_failed_send()
-            raise
-        return fut
+        cdef Operation op = self._make_op(OP_PORTAL, STATE_BIND_EXECUTE, timeout, False)
+        op.statement = st
+        op.collecting_rows = True
+        op.record_class = record_class if record_class is not None else Record
+        self._send_execute_portal(st, portal, limit)
+        return self._start_op(op)
 
     def bind_portal(self, StatementState st, args, str portal, timeout=None):
         """Bind `args` to a named portal without fetching (rows come with execute_portal)."""
-        fut = self._new_waiter(timeout, OP_CLOSE_STATEMENTS)
-        try:
-            self._send_bind_portal(st, args, portal)
-        except BaseException:
-            self._clear_failed_send()
-            raise
-        return fut
+        cdef Operation op = self._make_op(OP_CLOSE_STATEMENTS, STATE_BIND_EXECUTE, timeout,
+                                          False)
+        op.statement = st
+        self._send_bind_portal(st, args, portal)
+        return self._start_op(op)
 
-    def last_status(self):
-        """The command tag of the last completed operation ('SELECT 2', 'INSERT 0 1', ...)."""
-        return self.result_status
-
-    def last_error(self):
-        """The error the last finished operation ended with (None: it succeeded)."""
-        return self.finished_error
+    def outcome(self, long seq):
+        """(status tag, error) of operation number `seq` if it is the last one answered, else None."""
+        if seq != self.finished_seq or seq == 0:
+            return None
+        return (self.finished_status, self.finished_error)
 
     def close_portals(self, list names, timeout=None):
-        fut = self._new_waiter(timeout, OP_CLOSE_STATEMENTS)
-        try:
-            self._send_close(b'P', names)
-        except BaseException:
-            self._clear_failed_send()
-            raise
-        return fut
+        cdef Operation op = self._make_op(OP_CLOSE_STATEMENTS, STATE_CLOSE_STATEMENTS, timeout,
+                                          False)
+        self._send_close(b'P', names)
+        return self._start_op(op)
+
+    def close_statements(self, list names, timeout=None):
+        cdef Operation op = self._make_op(OP_CLOSE_STATEMENTS, STATE_CLOSE_STATEMENTS, timeout,
+                                          False)
+        self._send_close(b'S', names)
+        return self._start_op(op)
 
     # executemany: start, write batches, finish; the Future completes at
-    # ReadyForQuery.
+    # ReadyForQuery.  It is a stream: exclusive.
 
     def executemany_start(self, StatementState st, timeout=None, bint return_rows=False,
                           record_class=None):
         """Start a pipeline; its Future gives None, or all rows with `return_rows` (fetchmany)."""
         if record_class is not Record and record_class is not None:
             check_record_class(record_class)
-        fut = self._new_waiter(timeout, OP_EXECUTE_MANY)
+        cdef Operation op = self._make_op(OP_EXECUTE_MANY, STATE_BIND_EXECUTE_MANY, timeout,
+                                          True)
+        op.statement = st
+        op.collecting_rows = return_rows
+        op.record_class = record_class if record_class is not None else Record
         self.sync_sent = False
         self._start_many(st)
-        self.record_class = record_class if record_class is not None else Record
-        self.collecting_rows = return_rows
-        return fut
+        return self._start_op(op)
 
     def executemany_write(self, StatementState st, rows, Py_ssize_t base_index):
         """Encode and send a batch of rows; DataError names the bad row's index."""
@@ -546,15 +707,22 @@ cdef class BaseProtocol(CoreProtocol):
         """Send Sync (after a failing message when `abort`: nothing is committed).
 
         If no row was sent yet and we abort, nothing reaches the server and
-        the connection is idle again at once.
+        the operation ends at once.
         """
+        cdef Operation op
         if self.state != STATE_BIND_EXECUTE_MANY or self.sync_sent:
             return
         if abort and not self.many_sent_any:
-            waiter = self.waiter
-            self._clear_failed_send()
+            op = self.cur
+            if op.timeout_handle is not None:
+                op.timeout_handle.cancel()
+                op.timeout_handle = None
+            waiter = op.waiter
+            self._advance()
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
+            if self.turn_waiters:
+                self._wake_turns()
             return
         # Marked sent only once written: if the write fails, the caller's
         # abort path must still be able to send the Sync (else the server
@@ -562,19 +730,15 @@ cdef class BaseProtocol(CoreProtocol):
         self._finish_many(abort)
         self.sync_sent = True
 
-    # COPY
+    # COPY: exclusive.
 
     def copy_out(self, str query, sink, timeout=None):
         """Run COPY ... TO STDOUT; each data chunk goes to `sink(bytes)`."""
-        fut = self._new_waiter(timeout, OP_COPY)
-        self.copy_out_sink = sink
-        try:
-            self._send_copy_query(query, False)
-        except BaseException:
-            self.copy_out_sink = None
-            self._clear_failed_send()
-            raise
-        return fut
+        cdef Operation op = self._make_op(OP_COPY, STATE_SIMPLE_QUERY, timeout, True)
+        op.copy_out_sink = sink
+        op.query_text = query
+        self._send_copy_query(query, False)
+        return self._start_op(op)
 
     def copy_in(self, str query, timeout=None):
         """Run COPY ... FROM STDIN.
@@ -583,15 +747,11 @@ cdef class BaseProtocol(CoreProtocol):
         status tag); `copy_ready` completes with True once the server accepts
         data (copy_in_data), or False if the command failed before that.
         """
-        fut = self._new_waiter(timeout, OP_COPY)
+        cdef Operation op = self._make_op(OP_COPY, STATE_COPY_IN_WAIT, timeout, True)
+        op.query_text = query
+        self._send_copy_query(query, True)
         self.copy_ready = self.loop.create_future()
-        try:
-            self._send_copy_query(query, True)
-        except BaseException:
-            self.copy_ready = None
-            self._clear_failed_send()
-            raise
-        return fut
+        return self._start_op(op)
 
     def copy_in_data(self, data):
         if self.state == STATE_COPY_IN:
@@ -626,32 +786,13 @@ cdef class BaseProtocol(CoreProtocol):
     def is_copy_in_active(self):
         return self.state == STATE_COPY_IN
 
-    def simple_query(self, str query, timeout=None):
-        fut = self._new_waiter(timeout, OP_SIMPLE_QUERY)
-        try:
-            self._send_simple_query(query)
-        except BaseException:
-            self._clear_failed_send()
-            raise
-        return fut
-
-    def close_statements(self, list names, timeout=None):
-        fut = self._new_waiter(timeout, OP_CLOSE_STATEMENTS)
-        try:
-            self._send_close(b'S', names)
-        except BaseException:
-            self._clear_failed_send()
-            raise
-        return fut
-
-    cdef _clear_failed_send(self):
-        # Nothing reached the server (encoding failed before the write).
-        self._cancel_timeout()
-        self.result_status = None
-        self.waiter = None
-        self.op_kind = OP_NONE
-        if self.state != STATE_CLOSED:
-            self.state = STATE_IDLE
+    def simple_query(self, str query, timeout=None, bint exclusive=False):
+        """Run `query` with the simple query protocol; the last command tag."""
+        cdef Operation op = self._make_op(OP_SIMPLE_QUERY, STATE_SIMPLE_QUERY, timeout,
+                                          exclusive)
+        op.query_text = query
+        self._send_simple_query(query)
+        return self._start_op(op)
 
     def terminate(self):
         """Send Terminate (if possible) and close the transport."""
