@@ -11,7 +11,7 @@ import contextlib
 import functools
 import itertools
 import weakref
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.prepared import PreparedStatement
@@ -24,9 +24,20 @@ from mypgdriver.copy import CopyMixin
 from mypgdriver.listeners import ListenersMixin
 from mypgdriver.transaction import Transaction
 
-__all__ = ('Connection', 'ConnectionConfig', 'LoggedQuery')
+__all__ = ('Connection', 'ConnectionConfig', 'LoggedQuery', 'PipelineStats')
 
 _connection_ids = itertools.count(1)
+
+
+class PipelineStats(NamedTuple):
+    """How deep a connection's pipeline is (Connection.get_pipeline_stats())."""
+
+    #: Operations sent and not answered yet.
+    in_flight: int
+    #: The most that were ever in flight at once.
+    max_in_flight: int
+    #: The connection's max_pipeline.
+    limit: int
 
 
 class ConnectionConfig:
@@ -200,6 +211,11 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         if not rows:
             return None
         return rows[0][column]
+
+    def get_pipeline_stats(self) -> PipelineStats:
+        """How many operations are in flight now, the most ever, and the limit (max_pipeline)."""
+        proto = self._protocol
+        return PipelineStats(proto.depth, proto.max_depth, proto.max_pipeline)
 
     async def cancel(self) -> None:
         """Ask the server to cancel whatever this connection is running.
