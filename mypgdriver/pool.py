@@ -35,9 +35,10 @@ import dataclasses
 import functools
 import inspect
 import logging
+import re
 from types import TracebackType
 from typing import (
-    Any, Awaitable, Callable, Deque, Generator, List, Optional, Set, Tuple, Type, Union)
+    Any, Awaitable, Callable, Deque, Dict, Generator, List, Optional, Set, Tuple, Type, Union)
 
 from mypgdriver import connector, exceptions
 from mypgdriver.connection import Connection
@@ -100,7 +101,7 @@ _NEW_SLOT = _NewSlot()
 class _PooledConnection:
     """A connection owned by the pool, with what the pool tracks about it."""
 
-    __slots__ = ('con', 'generation', 'queries', 'idle_since', 'proxy')
+    __slots__ = ('con', 'generation', 'queries', 'idle_since', 'proxy', 'shared_calls')
 
     def __init__(self, con: Connection, generation: int) -> None:
         self.con = con
@@ -108,6 +109,9 @@ class _PooledConnection:
         self.queries = 0
         self.idle_since = 0.0
         self.proxy: Optional[PoolConnectionProxy] = None
+        # Shortcut calls (pool.fetch, ...) running on it; > 0 while it is
+        # lent to them rather than acquired (see Pool._shortcut).
+        self.shared_calls = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,6 +156,11 @@ class PoolStats:
     broken_on_release: int
     #: ``(upper bound in seconds, count)`` of successful acquires per wait time.
     wait_histogram: Tuple[Tuple[float, int], ...]
+    #: Shortcut calls (``pool.fetch()`` ...) that shared a connection with
+    #: other shortcut calls in flight (pipelined onto it).
+    shortcuts_pipelined: int = 0
+    #: ``(in flight now, most ever in flight)`` per open connection.
+    pipeline_depths: Tuple[Tuple[int, int], ...] = ()
 
 
 class PoolConnectionProxy:
@@ -384,6 +393,11 @@ class Pool:
         self._generation = 0
 
         self._all: Set[_PooledConnection] = set()
+        # Connections lent to shortcut calls, which pipeline onto them.
+        self._sharing: List[_PooledConnection] = []
+        # Shortcut calls waiting until a connection can be lent or shared.
+        self._lend_waiters: Deque[asyncio.Future] = collections.deque()
+        self._n_pipelined = 0
         self._idle: Deque[_PooledConnection] = collections.deque()  # most recent at the right
         self._waiters: Deque[asyncio.Future] = collections.deque()  # only pending futures
         self._slots = 0  # open + being opened + handed to a waiter to open
@@ -515,6 +529,10 @@ class Pool:
             reset_failures=self._n_reset_failures,
             broken_on_release=self._n_broken,
             wait_histogram=tuple(zip(WAIT_HISTOGRAM_BOUNDS, self._histogram)),
+            shortcuts_pipelined=self._n_pipelined,
+            pipeline_depths=tuple(
+                (stats.in_flight, stats.max_in_flight)
+                for stats in (entry.con.get_pipeline_stats() for entry in self._all)),
         )
 
     # --- configuration ---
@@ -885,6 +903,8 @@ class Pool:
         assert loop is not None
         entry.idle_since = loop.time()
         self._idle.append(entry)
+        if self._lend_waiters:
+            self._wake_lend_waiters(entry.con.get_pipeline_stats().limit)
         if (self._max_inactive and self._expiry_handle is None
                 and len(self._all) > self._min_size):
             self._expiry_handle = loop.call_at(
@@ -899,6 +919,7 @@ class Pool:
                 fut.set_result(_NEW_SLOT)
                 return
         self._slots -= 1
+        self._wake_lend_waiters(1)
         if self._closing or self._closed:
             if self._slots == 0 and self._drained is not None and not self._drained.done():
                 self._drained.set_result(None)
@@ -1097,6 +1118,8 @@ class Pool:
         for fut in waiters:
             if not fut.done():
                 fut.set_exception(exceptions.InterfaceError(message))
+        # Shortcut calls waiting to borrow a connection find the pool closing.
+        self._wake_lend_waiters(len(self._lend_waiters))
 
     def _check_open(self) -> None:
         if self._closed:
@@ -1110,36 +1133,167 @@ class Pool:
                     'between creating a pool and using it')
             raise exceptions.InterfaceError('pool is not initialized')
 
-    # --- shortcuts: one query on a connection from the pool ---
+    # --- shortcuts: one statement on a connection from the pool ---
+    #
+    # Each shortcut runs one statement outside any transaction, so shortcut
+    # calls can share connections: a connection taken for a shortcut is lent
+    # (not acquired: no proxy, no handle escapes), and when no connection is
+    # idle and the pool is full, further shortcut calls are pipelined onto
+    # the least loaded lent one.  The last call to finish resets it and gives
+    # it back.  Statements that could change the session for the others
+    # (BEGIN, SET, LISTEN, temporary tables, advisory locks, ...) take a
+    # connection of their own, as acquire() does.
 
     async def execute(self, query: str, *args: Any, timeout: Optional[float] = None) -> str:
         """Run a command on a pooled connection; see :meth:`Connection.execute`."""
-        async with self.acquire() as con:
-            return await con.execute(query, *args, timeout=timeout)
+        entry = self._lend(query)
+        if entry is None:
+            entry = await self._lend_after_wait(query)
+            if entry is None:
+                async with self.acquire() as con:
+                    return await con.execute(query, *args, timeout=timeout)
+        try:
+            return await entry.con.execute(query, *args, timeout=timeout)
+        finally:
+            await self._return_lent(entry)
 
     async def executemany(self, command: str, args: Any, *,
                           timeout: Optional[float] = None) -> None:
         """Run a command for each argument sequence; see ``Connection.executemany``."""
-        async with self.acquire() as con:
-            return await con.executemany(command, args, timeout=timeout)
+        entry = self._lend(command)
+        if entry is None:
+            entry = await self._lend_after_wait(command)
+            if entry is None:
+                async with self.acquire() as con:
+                    return await con.executemany(command, args, timeout=timeout)
+        try:
+            return await entry.con.executemany(command, args, timeout=timeout)
+        finally:
+            await self._return_lent(entry)
 
     async def fetch(self, query: str, *args: Any, timeout: Optional[float] = None,
                     record_class: Optional[type] = None) -> List[Any]:
         """Run a query on a pooled connection and return all rows."""
-        async with self.acquire() as con:
-            return await con.fetch(query, *args, timeout=timeout, record_class=record_class)
+        entry = self._lend(query)
+        if entry is None:
+            entry = await self._lend_after_wait(query)
+            if entry is None:
+                async with self.acquire() as con:
+                    return await con.fetch(query, *args, timeout=timeout,
+                                           record_class=record_class)
+        try:
+            return await entry.con.fetch(query, *args, timeout=timeout,
+                                         record_class=record_class)
+        finally:
+            await self._return_lent(entry)
 
     async def fetchrow(self, query: str, *args: Any, timeout: Optional[float] = None,
                        record_class: Optional[type] = None) -> Any:
         """Run a query on a pooled connection and return its first row (or None)."""
-        async with self.acquire() as con:
-            return await con.fetchrow(query, *args, timeout=timeout, record_class=record_class)
+        entry = self._lend(query)
+        if entry is None:
+            entry = await self._lend_after_wait(query)
+            if entry is None:
+                async with self.acquire() as con:
+                    return await con.fetchrow(query, *args, timeout=timeout,
+                                              record_class=record_class)
+        try:
+            return await entry.con.fetchrow(query, *args, timeout=timeout,
+                                            record_class=record_class)
+        finally:
+            await self._return_lent(entry)
 
     async def fetchval(self, query: str, *args: Any, column: Union[int, str] = 0,
                        timeout: Optional[float] = None) -> Any:
         """Run a query on a pooled connection and return one value of its first row."""
-        async with self.acquire() as con:
-            return await con.fetchval(query, *args, column=column, timeout=timeout)
+        entry = self._lend(query)
+        if entry is None:
+            entry = await self._lend_after_wait(query)
+            if entry is None:
+                async with self.acquire() as con:
+                    return await con.fetchval(query, *args, column=column, timeout=timeout)
+        try:
+            return await entry.con.fetchval(query, *args, column=column, timeout=timeout)
+        finally:
+            await self._return_lent(entry)
+
+    def _lend(self, query: str) -> Optional[_PooledConnection]:
+        """A connection for a shortcut call without waiting, or None.
+
+        An idle connection if there is one; else, when the pool is full, the
+        lent connection with the fewest calls in flight (if it has room).
+        Never while acquire() calls wait: they would starve behind a
+        connection that never drains.
+        """
+        self._check_open()
+        if self._waiters or not _may_share(query):
+            return None
+        idle = self._idle
+        if idle:
+            entry = idle[-1]
+            if entry.generation != self._generation or entry.con.is_closed():
+                return None
+            idle.pop()
+            self._n_acquires += 1
+            self._histogram[0] += 1
+            entry.shared_calls = 1
+            self._sharing.append(entry)
+            return entry
+        if self._slots < self._max_size or not self._sharing:
+            return None
+        best = min(self._sharing, key=_shared_load)
+        stats = best.con.get_pipeline_stats()
+        if best.shared_calls >= stats.limit or best.con.is_closed():
+            return None
+        best.shared_calls += 1
+        self._n_pipelined += 1
+        return best
+
+    async def _lend_after_wait(self, query: str) -> Optional[_PooledConnection]:
+        """A connection for a shortcut call, waiting if needed (None: use acquire())."""
+        if not _may_share(query):
+            return None
+        loop = self._loop
+        assert loop is not None
+        while True:
+            entry = self._lend(query)
+            if entry is not None:
+                return entry
+            if not self._waiters and self._slots < self._max_size:
+                # Room for one more connection: open it for this call.
+                self._slots += 1
+                entry = await self._open_in_slot(None)
+                self._n_acquires += 1
+                entry.shared_calls = 1
+                self._sharing.append(entry)
+                self._wake_lend_waiters(entry.con.get_pipeline_stats().limit - 1)
+                return entry
+            # Wait until a connection is idle, lent or has room again.
+            fut = loop.create_future()
+            self._lend_waiters.append(fut)
+            try:
+                await fut
+            except BaseException:
+                if fut.done() and not fut.cancelled():
+                    self._wake_lend_waiters(1)      # pass the chance on
+                raise
+
+    def _wake_lend_waiters(self, n: int) -> None:
+        waiters = self._lend_waiters
+        while n > 0 and waiters:
+            fut = waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                n -= 1
+
+    async def _return_lent(self, entry: _PooledConnection) -> None:
+        entry.shared_calls -= 1
+        entry.queries += 1
+        if entry.shared_calls > 0:
+            self._wake_lend_waiters(1)
+            return
+        self._sharing.remove(entry)
+        await self._release_entry(entry, 0, None)
 
     async def fetchmany(self, query: str, args: Any, *, timeout: Optional[float] = None,
                         record_class: Optional[type] = None) -> List[Any]:
@@ -1262,6 +1416,41 @@ async def _default_reset(con: Connection, timeout: Optional[float]) -> None:
     query = con.get_reset_query().upper()
     if 'DISCARD TEMP' not in query and 'DISCARD ALL' not in query:
         await con.execute('DISCARD TEMP', timeout=timeout)
+
+
+# Statements after which a connection could not be shared by other shortcut
+# calls: they open a transaction, change settings or session state, take a
+# session-level lock, or start COPY.  Matched as whole words anywhere (a
+# false match only costs the sharing); comments are not parsed.
+_SESSION_WORDS = re.compile(
+    r'\b(begin|start|commit|rollback|abort|end|savepoint|set|reset|set_config|listen|unlisten|'
+    r'notify|prepare|deallocate|declare|discard|lock|copy|temp|temporary|do|call|'
+    r'pg_advisory_lock|pg_advisory_lock_shared|pg_try_advisory_lock|'
+    r'pg_try_advisory_lock_shared|pg_advisory_unlock|pg_advisory_unlock_shared|'
+    r'pg_advisory_unlock_all|dblink_connect)\b', re.IGNORECASE).search
+_shareable_cache: Dict[str, bool] = {}
+
+
+def _may_share(query: str) -> bool:
+    """True if `query` may run on a connection shared with other shortcut calls."""
+    if not isinstance(query, str):
+        return False
+    shareable = _shareable_cache.get(query)
+    if shareable is None:
+        # UPDATE ... SET is the one common use of a listed word that is harmless.
+        text = _UPDATE_SET.sub(' ', query)
+        shareable = _SESSION_WORDS(text) is None
+        if len(_shareable_cache) >= 1024:
+            _shareable_cache.clear()
+        _shareable_cache[query] = shareable
+    return shareable
+
+
+_UPDATE_SET = re.compile(r'\b(update\b[^;]*?)\bset\b', re.IGNORECASE)
+
+
+def _shared_load(entry: _PooledConnection) -> int:
+    return entry.shared_calls
 
 
 def _end_checkout(con: Connection) -> None:

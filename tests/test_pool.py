@@ -913,7 +913,9 @@ async def test_stats_are_exact(pool_kwargs):
             wait_time_total=0.0, wait_time_max=0.0, timeouts=0, resets=0, reset_failures=0,
             broken_on_release=0,
             wait_histogram=((0.001, 0), (0.01, 0), (0.1, 0), (1.0, 0), (10.0, 0),
-                            (float("inf"), 0)))
+                            (float("inf"), 0)),
+            shortcuts_pipelined=0,
+            pipeline_depths=((0, 1), (0, 1)))     # each ran its setup query alone
         for _ in range(3):
             async with pool.acquire():
                 pass
