@@ -37,10 +37,16 @@ cdef enum OpKind:
     OP_COPY = 7
     OP_PORTAL = 8
 
-# What a bind/execute operation gives its caller.
-WANT_ROWS = 0
-WANT_STATUS = 1
-WANT_BOTH = 2       # (rows, status tag)
+# What a bind/execute operation gives its caller (C constants: compared per
+# result; the Python names below are for the Session).
+cdef enum Want:
+    C_WANT_ROWS = 0
+    C_WANT_STATUS = 1
+    C_WANT_BOTH = 2     # (rows, status tag)
+
+WANT_ROWS = C_WANT_ROWS
+WANT_STATUS = C_WANT_STATUS
+WANT_BOTH = C_WANT_BOTH
 
 #: The default depth limit of a connection's pipeline (connect(max_pipeline=)).
 DEFAULT_MAX_PIPELINE = 256
@@ -454,9 +460,9 @@ cdef class BaseProtocol(CoreProtocol):
         elif self.result_error is not None:
             waiter.set_exception(self.result_error)
         elif op.kind == OP_BIND_EXECUTE:
-            if op.want == WANT_ROWS:
+            if op.want == C_WANT_ROWS:
                 waiter.set_result(self._take_rows())
-            elif op.want == WANT_STATUS:
+            elif op.want == C_WANT_STATUS:
                 waiter.set_result(self.result_status)
             else:
                 waiter.set_result((self._take_rows(), self.result_status))
@@ -616,7 +622,7 @@ cdef class BaseProtocol(CoreProtocol):
         return self._start_op(op)
 
     def bind_execute(self, StatementState st, args, int32_t limit=0, timeout=None,
-                     int want=WANT_ROWS, record_class=None):
+                     int want=C_WANT_ROWS, record_class=None):
         """Bind `args`, execute, and give the rows, the status tag, or both (`want`)."""
         if record_class is not Record and record_class is not None:
             check_record_class(record_class)
