@@ -424,15 +424,22 @@ class Session:
         # (bind_execute checks any other record_class before it sends.)
         if self.top_xact is not None:
             self.check_scope()
-        if self.stmts_to_close or self.cleanup is not None or not proto.may_send():
+        if self.stmts_to_close or self.cleanup is not None:
             timeout = await self.sync(timeout)
         state = self.stmt_cache.get(query)
         deadline = None if timeout is None else self.loop.time() + timeout
         try:
             if state is None:
                 state = await self.prepare_state(query, timeout)
-                timeout = await self.sync_holding(state, self.time_left(deadline))
-            fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class)
+                timeout = self.time_left(deadline)
+            # Sent at once if the caller may send now (nobody waiting before
+            # it, room in the pipeline), else None: wait for the turn.
+            fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class,
+                                     True)
+            if fut is None:
+                timeout = await self.sync_holding(state, timeout)
+                fut = proto.bind_execute(state, args, limit, timeout, want_status,
+                                         record_class)
             try:
                 return await fut
             except asyncio.CancelledError:
@@ -505,16 +512,20 @@ class Session:
             record_class = self.record_class
         if self.top_xact is not None:
             self.check_scope()
-        if self.stmts_to_close or self.cleanup is not None or not proto.may_send():
+        if self.stmts_to_close or self.cleanup is not None:
             timeout = await self.sync(timeout)
         deadline = None if timeout is None else self.loop.time() + timeout
         if state.codecs_generation != self.codecs.generation:
             await self.refresh_codecs(state, timeout)
-            timeout = await self.sync_holding(state, self.time_left(deadline))
+            timeout = self.time_left(deadline)
         has_rows = state.has_rows
         # A statement returning rows gives (rows, tag); a command its tag.
-        fut = proto.bind_execute(state, args, limit, timeout, WANT_BOTH if has_rows else WANT_STATUS,
-                                 record_class)
+        want = WANT_BOTH if has_rows else WANT_STATUS
+        fut = proto.bind_execute(state, args, limit, timeout, want, record_class, True)
+        if fut is None:
+            # Not our turn yet (see execute()).
+            timeout = await self.sync_holding(state, timeout)
+            fut = proto.bind_execute(state, args, limit, timeout, want, record_class)
         try:
             result = await fut
         except asyncio.CancelledError:

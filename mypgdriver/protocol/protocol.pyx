@@ -622,8 +622,15 @@ cdef class BaseProtocol(CoreProtocol):
         return self._start_op(op)
 
     def bind_execute(self, StatementState st, args, int32_t limit=0, timeout=None,
-                     int want=C_WANT_ROWS, record_class=None):
-        """Bind `args`, execute, and give the rows, the status tag, or both (`want`)."""
+                     int want=C_WANT_ROWS, record_class=None, bint check_turn=False):
+        """Bind `args`, execute, and give the rows, the status tag, or both (`want`).
+
+        With `check_turn`, returns None instead (sending nothing) when the
+        caller may not send now (may_send() is false): the hot path's
+        admission check without a separate call.
+        """
+        if check_turn and (self.turn_waiters or not self._admits(False)):
+            return None
         if record_class is not Record and record_class is not None:
             check_record_class(record_class)
         cdef Operation op = self._make_op(OP_BIND_EXECUTE, STATE_BIND_EXECUTE, timeout, False)
