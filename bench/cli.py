@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import drivers, memory, pool_scenario, report
-from .runner import SCENARIOS, MemoryProbe, Options, PoolCell, Progress, Runner, plan
+from . import drivers, memory, pipeline_scenario, pool_scenario, report
+from .runner import (SCENARIOS, MemoryProbe, Options, PipelineCell, PoolCell, Progress, Runner,
+                     plan)
 from .server import REPO_ROOT, BenchServer
 from .workloads import BY_NAME, WORKLOADS
 
@@ -64,7 +65,12 @@ def parser() -> argparse.ArgumentParser:
                    help=f"comma-separated (default: {','.join(ALL_DRIVERS)})")
     p.add_argument("--workloads", type=_names(ALL_WORKLOADS), default=ALL_WORKLOADS,
                    help=f"comma-separated (default: {','.join(ALL_WORKLOADS)}); "
-                        f"'{pool_scenario.NAME}' is the in-app pool scenario, "
+                        f"{' and '.join(pipeline_scenario.NAMES)} are the pipeline scenario "
+                        f"({pipeline_scenario.TASKS} tasks on one connection), "
+                        f"'{pool_scenario.NAME}' the in-app pool scenario, "
+                        f"'{pool_scenario.SHORTCUTS_NAME}' its level of "
+                        f"{pool_scenario.SHORTCUT_USERS} users on a pool of "
+                        f"{pool_scenario.SHORTCUT_POOL_SIZE} through the pool's shortcut methods, "
                         f"'{memory.NAME}' the cursor memory probe")
     p.add_argument("--skip", type=_names(ALL_WORKLOADS), default=[],
                    help="comma-separated workloads to leave out, e.g. pool,cursor_1m")
@@ -85,7 +91,8 @@ def parser() -> argparse.ArgumentParser:
                    help=f"pool scenario: connections per pool "
                         f"(default: {pool_scenario.DEFAULT_POOL_SIZE})")
     p.add_argument("--pin", action="store_true",
-                   help="at concurrency 1, run the client on core 0 and the server on core 1")
+                   help="at concurrency 1 and in the pipeline scenario, run the client on "
+                        "core 0 and the server on core 1")
     p.add_argument("--quick", action="store_true",
                    help=f"smoke run: {QUICK_DURATION:g} s cells at concurrency 10 only")
     p.add_argument("--no-control", dest="aa_control", action="store_false",
@@ -128,17 +135,30 @@ def _list() -> None:
     print("drivers:", ", ".join(ALL_DRIVERS))
     print("workloads:")
     for w in WORKLOADS:
-        print(f"  {w.name:<16} {w.description}")
-    print(f"  {pool_scenario.NAME:<16} in-app pool scenario: web requests of "
+        print(f"  {w.name:<20} {w.description}")
+    pipeline_contenders = ", ".join(pipeline_scenario.CONTENDERS)
+    for variant in pipeline_scenario.VARIANTS.values():
+        print(f"  {variant.name:<20} pipeline scenario: {variant.description}; "
+              f"{pipeline_contenders}")
+    print(f"  {pool_scenario.NAME:<20} in-app pool scenario: web requests of "
           f"{pool_scenario.QUERIES_PER_REQUEST[0]}-{pool_scenario.QUERIES_PER_REQUEST[1]} "
           f"queries, {', '.join(pool_scenario.DEFAULT_CONTENDERS)}")
-    print(f"  {memory.NAME:<16} {memory.CURSOR_1M.description}, once per driver")
+    print(f"  {pool_scenario.SHORTCUTS_NAME:<20} pool scenario level: "
+          f"{pool_scenario.SHORTCUT_USERS} users, pool of {pool_scenario.SHORTCUT_POOL_SIZE}, "
+          f"one pool.fetchrow/fetch/fetchval/execute call per statement (no acquire), "
+          f"{', '.join(pool_scenario.SHORTCUT_CONTENDERS)}")
+    print(f"  {memory.NAME:<20} {memory.CURSOR_1M.description}, once per driver")
 
 
 def describe_plan(cells: list, options: Options) -> str:
     """One line saying what the run will do."""
-    throughput = [c for c in cells if not isinstance(c, (PoolCell, MemoryProbe))]
-    pool = [c for c in cells if isinstance(c, PoolCell)]
+    throughput = [c for c in cells
+                  if not isinstance(c, (PipelineCell, PoolCell, MemoryProbe))]
+    pipeline = [c for c in cells if isinstance(c, PipelineCell)]
+    pool = [c for c in cells
+            if isinstance(c, PoolCell) and c.scenario == pool_scenario.NAME]
+    shortcuts = [c for c in cells
+                 if isinstance(c, PoolCell) and c.scenario == pool_scenario.SHORTCUTS_NAME]
     probes = [c for c in cells if isinstance(c, MemoryProbe)]
     parts = []
     if throughput:
@@ -146,9 +166,18 @@ def describe_plan(cells: list, options: Options) -> str:
                      f"{','.join(map(str, options.concurrency))} x "
                      f"{len(set(c.label for c in throughput))} drivers"
                      + (f" x {options.rounds} rounds" if options.rounds > 1 else ""))
+    if pipeline:
+        parts.append(f"pipeline scenario: {len(pipeline)} cells "
+                     f"({len(set(c.variant for c in pipeline))} variants x "
+                     f"{len(set(c.label for c in pipeline))} contenders)")
     if pool:
         parts.append(f"pool scenario: {len(pool)} cells ({','.join(map(str, options.pool_users))} "
                      f"users x {len(set(c.label for c in pool))} contenders)")
+    if shortcuts:
+        parts.append(f"pool shortcuts: {len(shortcuts)} cells "
+                     f"({pool_scenario.SHORTCUT_USERS} users, pool of "
+                     f"{pool_scenario.SHORTCUT_POOL_SIZE} x "
+                     f"{len(set(c.label for c in shortcuts))} contenders)")
     if probes:
         parts.append(f"memory probe: {len(probes)} drivers")
     return "; ".join(parts) or "nothing to run"
@@ -178,20 +207,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     full = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "machine": report.machine_info(server.description, results.cells, results.pool,
-                                       results.memory),
+        "machine": report.machine_info(server.description, results.cells,
+                                       [*results.pool, *results.pool_shortcuts],
+                                       results.memory, results.pipeline),
         "settings": {"duration": options.duration, "warmup": options.warmup,
                      "rounds": options.rounds,
                      "concurrency": options.concurrency, "pin": options.pin, "quick": args.quick},
         "results": results.cells,
     }
-    if any(isinstance(c, PoolCell) for c in cells):
+    if any(isinstance(c, PipelineCell) for c in cells):
+        full["pipeline"] = {
+            "settings": pipeline_scenario.settings(
+                [v for v in pipeline_scenario.NAMES if v in options.scenarios],
+                options.warmup, options.duration, options.rounds, options.pin),
+            "results": results.pipeline,
+        }
+    if any(isinstance(c, PoolCell) and c.scenario == pool_scenario.NAME for c in cells):
         full["pool"] = {
             "settings": pool_scenario.settings(options.pool_users, options.pool_size,
                                                pool_scenario.DEFAULT_CONNECT_PER,
                                                options.warmup, options.duration,
                                                options.rounds),
             "results": results.pool,
+        }
+    if any(isinstance(c, PoolCell) and c.scenario == pool_scenario.SHORTCUTS_NAME
+           for c in cells):
+        full["pool_shortcuts"] = {
+            "settings": {**pool_scenario.settings([pool_scenario.SHORTCUT_USERS],
+                                                  pool_scenario.SHORTCUT_POOL_SIZE,
+                                                  pool_scenario.DEFAULT_CONNECT_PER,
+                                                  options.warmup, options.duration,
+                                                  options.rounds),
+                         "shortcuts": True},
+            "results": results.pool_shortcuts,
         }
     if any(isinstance(c, MemoryProbe) for c in cells):
         full["memory"] = {"rows": memory.ROWS, "target_mb": memory.TARGET_MB,

@@ -75,6 +75,65 @@ def parse_log(lines: list[str], warmup: float, duration: float) -> tuple[int, li
     return len(inside), inside
 
 
+class PgbenchError(Exception):
+    """pgbench could not run a script (missing, failed, timed out): the cell's n/a."""
+
+
+def run_script(
+    params: dict[str, Any],
+    text: str,
+    concurrency: int,
+    seconds: float | None = None,
+    *,
+    transactions: int | None = None,
+    mode: str = "prepared",
+    log: bool = True,
+    preexec: Callable[[], None] | None = None,
+    timeout: float = 120.0,
+) -> tuple[list[str], float]:
+    """Run the pgbench script `text` and return (per-transaction log lines, CPU seconds).
+
+    It runs for `seconds` (rounded up, `-T`) or `transactions` per client
+    (`-t`), with `-c concurrency -j concurrency` and `-M mode`; the CPU time
+    is pgbench's own (user + system). Raises PgbenchError.
+    """
+    if shutil.which("pgbench") is None:
+        raise PgbenchError("pgbench not found on PATH")
+    workdir = tempfile.mkdtemp(prefix="mypgdriver-pgbench-")
+    try:
+        path = os.path.join(workdir, "script.sql")
+        with open(path, "w") as f:
+            f.write(text)
+        length = (["-t", str(transactions)] if transactions is not None
+                  else ["-T", str(math.ceil(seconds or 1))])
+        cmd = [
+            "pgbench", "-n", "-M", mode, "-f", path, *(["-l"] if log else []),
+            "-c", str(concurrency), "-j", str(concurrency), *length,
+            "-h", str(params["host"]), "-p", str(params["port"]),
+            "-U", params["user"], params["database"],
+        ]
+        env = dict(os.environ)
+        if "password" in params:
+            env["PGPASSWORD"] = params["password"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True,
+                              timeout=timeout, preexec_fn=preexec)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            lines = (proc.stderr or proc.stdout).strip().splitlines()
+            raise PgbenchError("pgbench: " + (lines[-1] if lines else f"exit {proc.returncode}"))
+        lines = []
+        for log_file in glob.glob(os.path.join(workdir, "pgbench_log.*")):
+            with open(log_file) as f:
+                lines.extend(f)
+    except subprocess.TimeoutExpired:
+        raise PgbenchError(f"pgbench timed out after {timeout:.0f} s") from None
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return lines, cpu
+
+
 def run_cell(
     params: dict[str, Any],
     workload: Workload,
@@ -89,43 +148,15 @@ def run_cell(
     text = script(workload)
     if text is None:
         return {"error": "pgbench cannot express this workload"}
-    if shutil.which("pgbench") is None:
-        return {"error": "pgbench not found on PATH"}
-    workdir = tempfile.mkdtemp(prefix="mypgdriver-pgbench-")
     try:
-        path = os.path.join(workdir, "script.sql")
-        with open(path, "w") as f:
-            f.write(text)
-        cmd = [
-            "pgbench", "-n", "-M", "prepared", "-f", path, "-l",
-            "-c", str(concurrency), "-j", str(concurrency),
-            # A second of slack: the window opens only when the first
-            # transaction starts, after pgbench has connected.
-            "-T", str(math.ceil(warmup + duration) + 1),
-            "-h", str(params["host"]), "-p", str(params["port"]),
-            "-U", params["user"], params["database"],
-        ]
-        env = dict(os.environ)
-        if "password" in params:
-            env["PGPASSWORD"] = params["password"]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True,
-                              timeout=timeout, preexec_fn=preexec)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if proc.returncode != 0:
-            lines = (proc.stderr or proc.stdout).strip().splitlines()
-            return {"error": "pgbench: " + (lines[-1] if lines else f"exit {proc.returncode}")}
-        lines: list[str] = []
-        for log in glob.glob(os.path.join(workdir, "pgbench_log.*")):
-            with open(log) as f:
-                lines.extend(f)
-    except subprocess.TimeoutExpired:
-        return {"error": f"pgbench timed out after {timeout:.0f} s"}
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        # A second of slack: the window opens only when the first
+        # transaction starts, after pgbench has connected.
+        lines, cpu = run_script(params, text, concurrency, warmup + duration + 1,
+                                preexec=preexec, timeout=timeout)
+    except PgbenchError as exc:
+        return {"error": str(exc)}
     total = len(lines)
     queries, latencies = parse_log(lines, warmup, duration)
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     result = cell_result(queries=queries, rows=queries * rows_per_query, elapsed=duration,
                          cpu_seconds=cpu * queries / total if total else 0.0, latencies=latencies)
     result["driver_version"] = version()

@@ -12,6 +12,15 @@ A ramp of concurrent users (10, 50, 100 by default) runs on one event loop
 * ``psycopg-pool``: psycopg_pool's AsyncConnectionPool (autocommit, binary
   results, so that each query is a statement of its own as with the others).
 
+One more level, ``pool_shortcuts`` (200 users, a pool of 4), runs the same
+requests through the pool's shortcut methods instead: each query is one
+``pool.fetchrow`` / ``fetch`` / ``fetchval`` / ``execute`` call, which takes a
+connection for that one statement (no ``acquire()`` in the request):
+
+* ``mypgdriver-shortcuts`` and ``asyncpg-shortcuts``; psycopg_pool has no
+  shortcut methods (only ``connection()`` / ``getconn()``), so it has no
+  contender at this level.
+
 Every contender replays the same pre-generated requests (same queries, same
 arguments, same order per user).  Reported per level: requests per second,
 p50/p95/p99 request latency (acquire to release) and client CPU time per
@@ -55,6 +64,16 @@ DEFAULT_CONTENDERS = ("mypgdriver-pool", "mypgdriver-connect", "asyncpg-pool", "
 BASELINE = "asyncpg-pool"
 AA_LABEL = "asyncpg-pool (A/A)"
 
+# The shortcut level: many users on a small pool, one pool shortcut call
+# per statement.
+SHORTCUTS_NAME = "pool_shortcuts"
+SHORTCUT_USERS = 200
+SHORTCUT_POOL_SIZE = 4
+SHORTCUT_CONTENDERS = ("mypgdriver-shortcuts", "asyncpg-shortcuts")
+SHORTCUT_BASELINE = "asyncpg-shortcuts"
+SHORTCUT_AA_LABEL = "asyncpg-shortcuts (A/A)"
+ALL_CONTENDERS = DEFAULT_CONTENDERS + SHORTCUT_CONTENDERS
+
 # Which of the suite's drivers (`--drivers`) each contender belongs to, and
 # which package's version it reports.
 CONTENDER_DRIVERS: Dict[str, str] = {
@@ -62,12 +81,16 @@ CONTENDER_DRIVERS: Dict[str, str] = {
     "mypgdriver-connect": "mypgdriver",
     "asyncpg-pool": "asyncpg",
     "psycopg-pool": "psycopg-async",
+    "mypgdriver-shortcuts": "mypgdriver",
+    "asyncpg-shortcuts": "asyncpg",
 }
 CONTENDER_PACKAGES: Dict[str, str] = {
     "mypgdriver-pool": "mypgdriver",
     "mypgdriver-connect": "mypgdriver",
     "asyncpg-pool": "asyncpg",
     "psycopg-pool": "psycopg_pool",
+    "mypgdriver-shortcuts": "mypgdriver",
+    "asyncpg-shortcuts": "asyncpg",
 }
 
 # One entry per kind of query: (weight, SQL with $n, how to draw its arguments).
@@ -134,6 +157,16 @@ def contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, 
     return pairs
 
 
+def shortcut_contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, str]]:
+    """(contender, label) pairs of the shortcut level, asyncpg's first and last (A/A)."""
+    chosen = [c for c in SHORTCUT_CONTENDERS if CONTENDER_DRIVERS[c] in drivers]
+    chosen.sort(key=lambda c: c != SHORTCUT_BASELINE)
+    pairs = [(c, c) for c in chosen]
+    if aa_control and SHORTCUT_BASELINE in chosen:
+        pairs.append((SHORTCUT_BASELINE, SHORTCUT_AA_LABEL))
+    return pairs
+
+
 # --- contenders -------------------------------------------------------------------
 #
 # Each contender is an object with `open()`, `request(plan)` running one
@@ -173,6 +206,24 @@ class AsyncpgPool(MypgdriverPool):
 
         self.pool = await asyncpg.create_pool(min_size=self.size, max_size=self.size,
                                               **self.params)
+
+
+class MypgdriverShortcuts(MypgdriverPool):
+    """mypgdriver's pool, each statement one shortcut call (`pool.fetchrow(...)`)."""
+
+    name = "mypgdriver-shortcuts"
+
+    async def request(self, plan: Plan) -> None:
+        await run_asyncpg_style(self.pool, plan)
+
+
+class AsyncpgShortcuts(AsyncpgPool):
+    """asyncpg's pool, each statement one shortcut call (`pool.fetchrow(...)`)."""
+
+    name = "asyncpg-shortcuts"
+
+    async def request(self, plan: Plan) -> None:
+        await run_asyncpg_style(self.pool, plan)
 
 
 class MypgdriverConnect:
@@ -250,7 +301,11 @@ class PsycopgPool:
 
 
 async def run_asyncpg_style(con: Any, plan: Plan) -> None:
-    """One request's queries with asyncpg's API (mypgdriver and asyncpg alike)."""
+    """One request's queries with asyncpg's API (mypgdriver and asyncpg alike).
+
+    `con` is a connection, or a pool for the shortcut contenders (a pool has
+    the same four methods, each taking a connection for one statement).
+    """
     for kind, args in plan:
         sql = QUERY_KINDS[kind][1]
         if kind == "lookup":
@@ -273,6 +328,10 @@ def open_contender(name: str, params: Dict[str, Any], pool_size: int, per: str) 
         return PsycopgPool(params, pool_size)
     if name == "mypgdriver-connect":
         return MypgdriverConnect(params, per)
+    if name == "mypgdriver-shortcuts":
+        return MypgdriverShortcuts(params, pool_size)
+    if name == "asyncpg-shortcuts":
+        return AsyncpgShortcuts(params, pool_size)
     raise ValueError(f"unknown contender {name!r}")
 
 
@@ -495,6 +554,12 @@ def settle(psql: Callable[[str], str], timeout: float = 10.0) -> None:
     that autovacuum (off on the benchmark server) would otherwise clean in
     the middle of some later cell.
     """
+    wait_for_other_sessions(psql, timeout)
+    psql(f"VACUUM {TABLE}")
+
+
+def wait_for_other_sessions(psql: Callable[[str], str], timeout: float = 10.0) -> None:
+    """Wait (by at most `timeout` s) until the benchmark user's other sessions have left."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         others = psql(
@@ -504,7 +569,6 @@ def settle(psql: Callable[[str], str], timeout: float = 10.0) -> None:
         if others == "0":
             break
         time.sleep(0.05)
-    psql(f"VACUUM {TABLE}")
 
 
 # --- command line (the scenario on its own) ---------------------------------------------
@@ -536,7 +600,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--levels", type=lambda t: [int(n) for n in _list(t)],
                    default=list(DEFAULT_LEVELS), help="concurrent users per level (10,50,100)")
     p.add_argument("--contenders", type=_list, default=list(DEFAULT_CONTENDERS),
-                   help=f"comma-separated subset of {','.join(DEFAULT_CONTENDERS)}")
+                   help=f"comma-separated subset of {','.join(ALL_CONTENDERS)} "
+                        f"(default: {','.join(DEFAULT_CONTENDERS)})")
     p.add_argument("--pool-size", type=int, default=DEFAULT_POOL_SIZE,
                    help=f"connections per pool ({DEFAULT_POOL_SIZE})")
     p.add_argument("--connect-per", choices=("query", "request"), default=DEFAULT_CONNECT_PER,
@@ -577,7 +642,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from .server import BenchServer
 
     args = parser().parse_args(argv)
-    unknown = [c for c in args.contenders if c not in DEFAULT_CONTENDERS]
+    unknown = [c for c in args.contenders if c not in ALL_CONTENDERS]
     if unknown:
         parser().error(f"unknown contenders: {', '.join(unknown)}")
     plans = make_plans()

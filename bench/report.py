@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from . import pool_scenario
+from . import pipeline_scenario, pool_scenario
 from .runner import AA_LABEL
 from .workloads import CURSOR_BATCH
 
@@ -21,11 +21,13 @@ OVERVIEW_CHART = "rows_per_s.png"
 
 def machine_info(server_description: str, results: Iterable[dict[str, Any]],
                  pool: Iterable[dict[str, Any]] = (),
-                 memory_probes: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
+                 memory_probes: Iterable[dict[str, Any]] = (),
+                 pipeline: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
     """Where the numbers came from: CPU, Python, server and each driver's version.
 
-    Versions come from throughput cells and memory probes (by driver) and
-    from pool cells (by the package providing the pool: psycopg_pool).
+    Versions come from throughput cells and memory probes (by driver), from
+    pool cells (by the package providing the pool: psycopg_pool) and from
+    pipeline cells (by the driver each contender belongs to).
     """
     versions: dict[str, str] = {}
     loops: dict[str, str] = {}
@@ -33,6 +35,12 @@ def machine_info(server_description: str, results: Iterable[dict[str, Any]],
         if "driver_version" in r and r["driver"] != AA_LABEL:
             versions.setdefault(r["driver"], r["driver_version"])
             loops.setdefault(r["driver"], r.get("event_loop", ""))
+    for r in pipeline:
+        driver = pipeline_scenario.CONTENDER_DRIVERS.get(r["contender"])
+        if driver and "driver_version" in r:
+            versions.setdefault(driver, r["driver_version"])
+            if driver != "pgbench":
+                loops.setdefault(driver, r.get("event_loop", ""))
     for r in pool:
         package = pool_scenario.CONTENDER_PACKAGES.get(r["contender"])
         if package and "driver_version" in r:
@@ -187,8 +195,14 @@ def markdown(report: dict[str, Any]) -> str:
             + "; "
             f"concurrency {', '.join(map(str, s['concurrency']))}; "
             f"pinning {'client core 0, server core 1 at c=1' if s['pin'] else 'off'}")
+    if "pipeline" in report:
+        lines.append(f"- Pipeline scenario: "
+                     f"{pipeline_settings_text(report['pipeline']['settings'])}")
     if "pool" in report:
         lines.append(f"- Pool scenario: {pool_settings_text(report['pool']['settings'])}")
+    if "pool_shortcuts" in report:
+        lines.append(f"- Pool shortcuts: "
+                     f"{pool_settings_text(report['pool_shortcuts']['settings'])}")
     if results:
         lines += [
             "",
@@ -206,8 +220,12 @@ def markdown(report: dict[str, Any]) -> str:
             "## Details",
             *_details(results),
         ]
+    if "pipeline" in report:
+        lines += ["", *pipeline_markdown(report["pipeline"])]
     if "pool" in report:
         lines += ["", *pool_markdown(report["pool"], POOL_CHART if POOL_CHART in charts else None)]
+    if "pool_shortcuts" in report:
+        lines += ["", *pool_shortcuts_markdown(report["pool_shortcuts"])]
     if "memory" in report:
         lines += ["", *memory_markdown(report["memory"],
                                        MEMORY_CHART if MEMORY_CHART in charts else None)]
@@ -226,13 +244,16 @@ def pool_settings_text(settings: dict[str, Any]) -> str:
             f"{settings['warmup']:g} s warm-up, then {settings['duration']:g} s measured per cell"
             + (f", {rounds} rounds (requests/s over all, percentiles the median round's)"
                if rounds > 1 else "")
-            + f"; mypgdriver-connect opens a connection per {settings['connect_per']}")
+            + ("; one pool shortcut call per statement" if settings.get("shortcuts") else
+               f"; mypgdriver-connect opens a connection per {settings['connect_per']}"))
 
 
-def _pool_labels(results: list[dict[str, Any]]) -> list[str]:
+def _pool_labels(results: list[dict[str, Any]],
+                 aa_label: str = pool_scenario.AA_LABEL) -> list[str]:
     """Contenders in table order: asyncpg's pool, ours, no pool, the others; no A/A."""
-    rank = {pool_scenario.BASELINE: 0, "mypgdriver-pool": 1, "mypgdriver-connect": 2}
-    seen = dict.fromkeys(r["contender"] for r in results if r["contender"] != pool_scenario.AA_LABEL)
+    rank = {pool_scenario.BASELINE: 0, "mypgdriver-pool": 1, "mypgdriver-connect": 2,
+            pool_scenario.SHORTCUT_BASELINE: 0, "mypgdriver-shortcuts": 1}
+    seen = dict.fromkeys(r["contender"] for r in results if r["contender"] != aa_label)
     return sorted(seen, key=lambda c: rank.get(c, 3))
 
 
@@ -246,26 +267,52 @@ def _pool_levels(results: list[dict[str, Any]]) -> dict[int, dict[str, dict[str,
 
 def pool_markdown(pool: dict[str, Any], chart: str | None = None) -> list[str]:
     """The pool scenario's tables: requests/s per level and contender, then the details."""
-    results = pool["results"]
-    labels = _pool_labels(results)
-    levels = _pool_levels(results)
-    control = any(r["contender"] == pool_scenario.AA_LABEL for r in results)
-    base_name = pool_scenario.BASELINE
-    lines = [
-        "## Pool scenario: requests/s (ratio to asyncpg's pool)",
-        "",
+    control = any(r["contender"] == pool_scenario.AA_LABEL for r in pool["results"])
+    intro = [
         "Simulated web requests: each takes a connection from the pool, runs 4 to 10",
         "small queries (lookups, a short range, a count, a one-row update) and gives it",
         "back; all users run on one event loop. mypgdriver-connect has no pool: it opens",
         f"a connection per {pool['settings']['connect_per']}."
         + (" A/A is asyncpg's pool measured a second time." if control else ""),
+    ]
+    return _pool_tables(pool["results"], pool_scenario.BASELINE, pool_scenario.AA_LABEL,
+                        "Pool scenario", "requests/s (ratio to asyncpg's pool)", intro, chart)
+
+
+def pool_shortcuts_markdown(section: dict[str, Any]) -> list[str]:
+    """The shortcut level's tables, against asyncpg's pool used the same way."""
+    results = section["results"]
+    settings = section["settings"]
+    control = any(r["contender"] == pool_scenario.SHORTCUT_AA_LABEL for r in results)
+    intro = [
+        f"The pool scenario's requests with {', '.join(map(str, settings['levels']))} users on "
+        f"a pool of {settings['pool_size']}, each statement one `pool.fetchrow` / `fetch` /",
+        "`fetchval` / `execute` call: the pool hands out a connection for that one",
+        "statement, and no `acquire()` spans the request. psycopg_pool has no such",
+        "methods, so it has no contender here."
+        + (" A/A is asyncpg's measured a second time." if control else ""),
+    ]
+    return _pool_tables(results, pool_scenario.SHORTCUT_BASELINE,
+                        pool_scenario.SHORTCUT_AA_LABEL, "Pool shortcuts",
+                        "requests/s (ratio to asyncpg's pool)", intro)
+
+
+def _pool_tables(results: list[dict[str, Any]], base_name: str, aa_label: str, name: str,
+                 rate_title: str, intro: list[str], chart: str | None = None) -> list[str]:
+    labels = _pool_labels(results, aa_label)
+    levels = _pool_levels(results)
+    control = any(r["contender"] == aa_label for r in results)
+    lines = [
+        f"## {name}: {rate_title}",
+        "",
+        *intro,
         "",
         _row(["users", *(["A/A"] if control else []), *labels]),
         _row(["---:", *["---:"] * (int(control) + len(labels))]),
     ]
     for users, by_name in levels.items():
         base = by_name.get(base_name, {}).get("requests_per_s")
-        aa = [_ratio(by_name.get(pool_scenario.AA_LABEL, {}).get("requests_per_s"), base)]
+        aa = [_ratio(by_name.get(aa_label, {}).get("requests_per_s"), base)]
         cells = []
         for label in labels:
             r = by_name.get(label)
@@ -280,9 +327,9 @@ def pool_markdown(pool: dict[str, Any], chart: str | None = None) -> list[str]:
         lines.append(_row([str(users), *(aa if control else []), *cells]))
     if chart:
         lines += ["", f"![requests/s and p99 latency per contender]({chart})"]
-    header = ["users", "contender", "requests/s", "vs asyncpg-pool", "p50 ms", "p95 ms",
-              "p99 ms", "p99 vs asyncpg-pool", "CPU µs/request", "failed requests"]
-    lines += ["", "## Pool scenario: latency and client CPU per request", "",
+    header = ["users", "contender", "requests/s", f"vs {base_name}", "p50 ms", "p95 ms",
+              "p99 ms", f"p99 vs {base_name}", "CPU µs/request", "failed requests"]
+    lines += ["", f"## {name}: latency and client CPU per request", "",
               "Latency is one whole request, from asking for a connection to giving it",
               "back. CPU is the client process's CPU time over the window divided by the",
               "requests finished in it.", "",
@@ -290,7 +337,7 @@ def pool_markdown(pool: dict[str, Any], chart: str | None = None) -> list[str]:
     failures = []
     for users, by_name in levels.items():
         base = by_name.get(base_name, {})
-        for label in [*labels, *([pool_scenario.AA_LABEL] if control else [])]:
+        for label in [*labels, *([aa_label] if control else [])]:
             r = by_name.get(label)
             if r is None:
                 continue
@@ -309,6 +356,115 @@ def pool_markdown(pool: dict[str, Any], chart: str | None = None) -> list[str]:
                                 f"the first with {_clip(r['first_error'], 4 * ERROR_WIDTH)}")
     if failures:
         lines += ["", *failures]
+    return lines
+
+
+# -- the pipeline scenario -------------------------------------------------------------
+
+
+def pipeline_settings_text(settings: dict[str, Any]) -> str:
+    """The pipeline scenario's settings in one line of prose."""
+    rounds = settings.get("rounds", 1)
+    return (f"{settings['tasks']} tasks each looping on one query, "
+            f"{settings['batch']} statements per pipeline (psycopg-pipeline, pgbench); "
+            f"{settings['warmup']:g} s warm-up, then {settings['duration']:g} s measured per cell"
+            + (f", {rounds} rounds (queries/s and CPU over all, percentiles the median "
+               f"round's)" if rounds > 1 else "")
+            + f"; pinning {'client core 0, server core 1' if settings.get('pin') else 'off'}")
+
+
+def _pipeline_labels(results: list[dict[str, Any]]) -> list[str]:
+    """Contenders in table order (pipeline_scenario.CONTENDERS), without the A/A control."""
+    order = {c: i for i, c in enumerate(pipeline_scenario.CONTENDERS)}
+    seen = dict.fromkeys(r["contender"] for r in results
+                         if r["contender"] != pipeline_scenario.AA_LABEL)
+    return sorted(seen, key=lambda c: order.get(c, len(order)))
+
+
+def _pipeline_variants(results: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """variant -> contender label -> result."""
+    variants: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in results:
+        variants.setdefault(r["variant"], {})[r["contender"]] = r
+    return variants
+
+
+def _pipeline_matrix(results: list[dict[str, Any]], metric: str, fmt: Callable[[float], str],
+                     with_ratio: bool) -> list[str]:
+    labels = _pipeline_labels(results)
+    aa_label, base_name = pipeline_scenario.AA_LABEL, pipeline_scenario.BASELINE
+    control = any(r["contender"] == aa_label for r in results)
+    lines = [_row(["variant", *(["A/A"] if control else []), *labels]),
+             _row(["---", *["---:"] * (int(control) + len(labels))])]
+    for variant, by_name in _pipeline_variants(results).items():
+        base = by_name.get(base_name, {}).get(metric)
+        aa = [_ratio(by_name.get(aa_label, {}).get(metric), base)] if control else []
+        cells = []
+        for label in labels:
+            r = by_name.get(label)
+            if r is None:
+                cells.append("")
+            elif "error" in r:
+                cells.append(_na(r))
+            elif r.get(metric) is None:
+                cells.append("–")
+            elif with_ratio and base and label != base_name:
+                cells.append(f"{fmt(r[metric])} ({_ratio(r[metric], base)})")
+            else:
+                cells.append(fmt(r[metric]))
+        lines.append(_row([variant, *aa, *cells]))
+    return lines
+
+
+def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
+    """The pipeline scenario's tables: queries/s and CPU per query, then the details."""
+    results = pipeline["results"]
+    tasks, batch = pipeline["settings"]["tasks"], pipeline["settings"]["batch"]
+    base_name, ceiling = pipeline_scenario.BASELINE, pipeline_scenario.CEILING
+    control = any(r["contender"] == pipeline_scenario.AA_LABEL for r in results)
+    lines = [
+        "## Pipeline scenario: queries/s (ratio to asyncpg's pool of 10)",
+        "",
+        f"{tasks} tasks on one event loop, each looping on one query. mypgdriver-1conn and",
+        f"psycopg-1conn share one connection (psycopg's lock runs one query at a time);",
+        "asyncpg cannot share one, so it runs a pool of 10 or of 1. psycopg-pipeline sends",
+        f"batches of {batch} statements in `conn.pipeline()`. pgbench-pipeline is pgbench with",
+        f"{batch} statements per `\\startpipeline` on one connection (`-M prepared`;",
+        "pgbench-pipeline-extended: `-M extended`), pgbench-1conn one statement at a time",
+        "(`-M prepared`): the pipelined ceiling and the round-trip floor."
+        + (" A/A is asyncpg's pool of 10 measured a second time." if control else ""),
+        "",
+        *_pipeline_matrix(results, "queries_per_s", si, with_ratio=True),
+        "",
+        "## Pipeline scenario: client CPU µs per query (lower is better)",
+        "",
+        *_pipeline_matrix(results, "cpu_per_query_us", lambda v: f"{v:.1f}", with_ratio=False),
+    ]
+    header = ["variant", "contender", "connections", "queries/s", f"vs {base_name}",
+              f"vs {ceiling}", "p50 ms", "p99 ms", "CPU µs/query", "most in flight"]
+    lines += ["", "## Pipeline scenario: details", "",
+              "Latency is one query, from the call to its result (for psycopg-pipeline from",
+              "the start of its batch); pgbench logs one line per transaction, a whole",
+              "pipeline, so only its one-statement floor has a per-query latency. Most in",
+              "flight is the deepest mypgdriver's pipeline got (`get_pipeline_stats()`).", "",
+              _row(header), _row(["---", "---", *["---:"] * (len(header) - 2)])]
+    labels = _pipeline_labels(results)
+    for variant, by_name in _pipeline_variants(results).items():
+        base = by_name.get(base_name, {}).get("queries_per_s")
+        top = by_name.get(ceiling, {}).get("queries_per_s")
+        for label in [*labels, *([pipeline_scenario.AA_LABEL] if control else [])]:
+            r = by_name.get(label)
+            if r is None:
+                continue
+            if "error" in r:
+                lines.append(_row([variant, label, _na(r)] + [""] * (len(header) - 3)))
+                continue
+            lines.append(_row([
+                variant, label, str(r.get("connections", "–")), si(r["queries_per_s"]),
+                _ratio(r["queries_per_s"], base), _ratio(r["queries_per_s"], top),
+                ms(r.get("latency_p50_ms")), ms(r.get("latency_p99_ms")),
+                f"{r['cpu_per_query_us']:.1f}", str(r.get("max_in_flight", "–")),
+            ]))
     return lines
 
 

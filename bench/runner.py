@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
-from . import memory, pgbench, pool_scenario
+from . import memory, pgbench, pipeline_scenario, pool_scenario
 from .server import REPO_ROOT, BenchServer
 from .stats import combine_rounds
 from .workloads import BY_NAME, Workload
@@ -48,21 +48,48 @@ class Cell:
 
 @dataclass(frozen=True)
 class PoolCell:
-    """One contender of the pool scenario at one number of concurrent users (one round)."""
+    """One contender of the pool scenario at one number of concurrent users (one round).
+
+    `scenario` is pool_scenario.NAME for the levels of `--pool-users`, or
+    pool_scenario.SHORTCUTS_NAME for the shortcut level, which has its own
+    pool size (`pool_size`; None means `--pool-size`).
+    """
 
     users: int
     contender: str
     label: str
     round: int = 1
     rounds: int = 1
+    pool_size: int | None = None
+    scenario: str = pool_scenario.NAME
 
     def title(self) -> str:
-        title = f"{pool_scenario.NAME} users={self.users} {self.label}"
+        size = f" pool={self.pool_size}" if self.pool_size is not None else ""
+        title = f"{self.scenario} users={self.users}{size} {self.label}"
         return f"{title} (round {self.round}/{self.rounds})" if self.rounds > 1 else title
 
     @property
     def key(self) -> tuple[int, str]:
         return self.users, self.label
+
+
+@dataclass(frozen=True)
+class PipelineCell:
+    """One contender of the pipeline scenario on one variant (one round)."""
+
+    variant: str
+    contender: str
+    label: str
+    round: int = 1
+    rounds: int = 1
+
+    def title(self) -> str:
+        title = f"{self.variant} {self.label}"
+        return f"{title} (round {self.round}/{self.rounds})" if self.rounds > 1 else title
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.variant, self.label
 
 
 @dataclass(frozen=True)
@@ -75,10 +102,11 @@ class MemoryProbe:
         return f"{memory.NAME} {self.driver} (peak RSS)"
 
 
-Job = Union[Cell, PoolCell, MemoryProbe]
+Job = Union[Cell, PipelineCell, PoolCell, MemoryProbe]
 
 # Scenarios that are not throughput cells, selectable by name like workloads.
-SCENARIOS = (pool_scenario.NAME, memory.NAME)
+SCENARIOS = (*pipeline_scenario.NAMES, pool_scenario.NAME, pool_scenario.SHORTCUTS_NAME,
+             memory.NAME)
 
 # Seconds a memory probe is expected to take, for the time-left estimate
 # only: 1M rows at 0.5-2M rows/s.
@@ -112,9 +140,10 @@ def plan(options: Options) -> list[Job]:
     baseline), the others, then asyncpg again as the A/A control, so the
     control also sees whatever drift happened while the others ran. Rounds
     interleave the drivers (all of round 1, then all of round 2, ...) rather
-    than measuring one driver's rounds back to back. Then the pool scenario,
-    level by level in the same order (asyncpg's pool first and last), and
-    the memory probes, one per driver.
+    than measuring one driver's rounds back to back. Then the pipeline
+    scenario, variant by variant in the same order (asyncpg's pool of 10
+    first and last), the pool scenario, level by level (asyncpg's pool first
+    and last), its shortcut level, and the memory probes, one per driver.
     """
     order = sorted(options.drivers, key=lambda d: d != "asyncpg")
     cells: list[Job] = []
@@ -126,12 +155,24 @@ def plan(options: Options) -> list[Job]:
                     cells.append(Cell(workload, concurrency, driver, driver, r, rounds))
                 if options.aa_control and "asyncpg" in options.drivers:
                     cells.append(Cell(workload, concurrency, "asyncpg", AA_LABEL, r, rounds))
+    for variant in pipeline_scenario.NAMES:
+        if variant in options.scenarios:
+            contenders = pipeline_scenario.contenders_for(options.drivers, options.aa_control)
+            for r in range(1, rounds + 1):
+                cells += [PipelineCell(variant, contender, label, r, rounds)
+                          for contender, label in contenders]
     if pool_scenario.NAME in options.scenarios:
         contenders = pool_scenario.contenders_for(options.drivers, options.aa_control)
         for users in options.pool_users:
             for r in range(1, rounds + 1):
                 cells += [PoolCell(users, contender, label, r, rounds)
                           for contender, label in contenders]
+    if pool_scenario.SHORTCUTS_NAME in options.scenarios:
+        contenders = pool_scenario.shortcut_contenders_for(options.drivers, options.aa_control)
+        for r in range(1, rounds + 1):
+            cells += [PoolCell(pool_scenario.SHORTCUT_USERS, contender, label, r, rounds,
+                               pool_scenario.SHORTCUT_POOL_SIZE, pool_scenario.SHORTCUTS_NAME)
+                      for contender, label in contenders]
     if memory.NAME in options.scenarios:
         cells += [MemoryProbe(driver) for driver in memory.probe_drivers(order)]
     return cells
@@ -147,11 +188,14 @@ class RunResults:
 
     rounds: dict[tuple[str, int, str], list[dict[str, Any]]] = field(default_factory=dict)
     pool_rounds: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
+    shortcut_rounds: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
+    pipeline_rounds: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     memory: list[dict[str, Any]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return (sum(map(len, self.rounds.values())) + sum(map(len, self.pool_rounds.values()))
-                + len(self.memory))
+                + sum(map(len, self.shortcut_rounds.values()))
+                + sum(map(len, self.pipeline_rounds.values())) + len(self.memory))
 
     @property
     def cells(self) -> list[dict[str, Any]]:
@@ -164,10 +208,24 @@ class RunResults:
         return [{"users": users, "contender": label, **_combine_pool_rounds(users, label, results)}
                 for (users, label), results in self.pool_rounds.items()]
 
+    @property
+    def pool_shortcuts(self) -> list[dict[str, Any]]:
+        return [{"users": users, "contender": label, **_combine_pool_rounds(users, label, results)}
+                for (users, label), results in self.shortcut_rounds.items()]
+
+    @property
+    def pipeline(self) -> list[dict[str, Any]]:
+        return [{"variant": variant, "contender": label, **combine_rounds(results)}
+                for (variant, label), results in self.pipeline_rounds.items()]
+
     def add(self, job: Job, result: dict[str, Any]) -> None:
         """File `result` under its job, with the keys that say which job it was."""
         if isinstance(job, PoolCell):
-            self.pool_rounds.setdefault(job.key, []).append(result)
+            rounds = (self.shortcut_rounds if job.scenario == pool_scenario.SHORTCUTS_NAME
+                      else self.pool_rounds)
+            rounds.setdefault(job.key, []).append(result)
+        elif isinstance(job, PipelineCell):
+            self.pipeline_rounds.setdefault(job.key, []).append(result)
         elif isinstance(job, MemoryProbe):
             self.memory.append({"driver": job.driver, **result})
         else:
@@ -221,6 +279,11 @@ def outcome(cell: Job, result: dict[str, Any]) -> str:
     """One line saying how a job went, for the progress output."""
     if "error" in result:
         return f"n/a ({result['error']})"
+    if isinstance(cell, PipelineCell):
+        p99 = result.get("latency_p99_ms")
+        return (f"{result['queries_per_s']:,.0f} queries/s, "
+                f"{result['cpu_per_query_us']:,.1f} µs CPU/query"
+                + (f", p99 {p99:,.2f} ms" if p99 is not None else ""))
     if isinstance(cell, PoolCell):
         errors = f", {result['errors']} failed requests" if result["errors"] else ""
         return (f"{result['requests_per_s']:,.0f} requests/s, p99 "
@@ -239,7 +302,11 @@ def _minutes(seconds: float) -> str:
 
 
 def _pinning(options: Options, concurrency: int) -> tuple[set[int] | None, set[int] | None]:
-    """(client cpus, server cpus) for a cell: pinned apart at c=1 with --pin."""
+    """(client cpus, server cpus) for a cell: pinned apart at c=1 with --pin.
+
+    Pipeline cells (one client process, one connection for most contenders)
+    ask with concurrency 1: --pin pins them apart too.
+    """
     if options.pin and concurrency == 1:
         return {0}, {1}
     return None, None
@@ -335,6 +402,8 @@ class Runner:
         """Run one job of any kind and return its result."""
         if isinstance(job, PoolCell):
             return self.run_pool_cell(job)
+        if isinstance(job, PipelineCell):
+            return self.run_pipeline_cell(job)
         if isinstance(job, MemoryProbe):
             return self.run_memory_probe(job)
         return self.run_cell(job)
@@ -352,13 +421,44 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - a broken setup is this cell's n/a
             return {"error": f"setup failed: {exc}"}
         spec = {"scenario": pool_scenario.NAME, "contender": cell.contender,
-                "users": cell.users, "pool_size": o.pool_size,
+                "users": cell.users,
+                "pool_size": o.pool_size if cell.pool_size is None else cell.pool_size,
                 "connect_per": pool_scenario.DEFAULT_CONNECT_PER,
                 "warmup": o.warmup, "duration": o.duration, "params": self.server.params}
         result = pool_scenario.verify(
             run_worker(spec, None, o.warmup + o.duration + CELL_GRACE))
         if "error" in result:
             self.server.terminate_other_backends()
+        return result
+
+    def run_pipeline_cell(self, cell: PipelineCell) -> dict[str, Any]:
+        """One contender of the pipeline scenario: a worker process, or pgbench here."""
+        o = self.options
+        variant = pipeline_scenario.VARIANTS[cell.variant]
+        client_cpus, server_cpus = _pinning(o, 1)
+        self._pin_server(server_cpus)
+        try:
+            pool_scenario.wait_for_other_sessions(self.server.psql)
+            for sql in variant.teardown + variant.setup:
+                self.server.psql(sql)
+        except Exception as exc:  # noqa: BLE001 - a broken setup is this cell's n/a
+            return {"error": f"setup failed: {exc}"}
+        timeout = o.warmup + o.duration + CELL_GRACE
+        if cell.contender in pipeline_scenario.PGBENCH:
+            preexec = (lambda: os.sched_setaffinity(0, client_cpus)) if client_cpus else None
+            result = pipeline_scenario.run_pgbench_cell(
+                self.server.params, variant, cell.contender, o.warmup, o.duration, preexec,
+                timeout)
+        else:
+            spec = {"scenario": pipeline_scenario.SCENARIO, "variant": variant.name,
+                    "contender": cell.contender, "tasks": pipeline_scenario.TASKS,
+                    "warmup": o.warmup, "duration": o.duration, "params": self.server.params}
+            result = run_worker(spec, client_cpus, timeout)
+        result = pipeline_scenario.verify(result, variant)
+        if "error" in result:
+            self.server.terminate_other_backends()
+        for sql in variant.teardown:
+            self.server.psql(sql)
         return result
 
     def run_memory_probe(self, probe: MemoryProbe) -> dict[str, Any]:

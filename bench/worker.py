@@ -5,8 +5,9 @@ duration, params, expected_rows}), runs the workload on `concurrency`
 connections (tasks on one event loop for async drivers, threads for sync
 ones), and prints one JSON line with the results, or with `error` set.
 A spec with `scenario` set runs that instead: "pool" (one contender at one
-level of the pool scenario, `bench.pool_scenario.run_spec`) or "cursor_1m"
-(the memory probe, `bench.memory.run_probe`).
+level of the pool scenario, `bench.pool_scenario.run_spec`), "pipeline" (one
+Python contender of the pipeline scenario, `bench.pipeline_scenario.run_spec`)
+or "cursor_1m" (the memory probe, `bench.memory.run_probe`).
 A separate process per cell keeps drivers from disturbing each other
 (imports, memory, a crash) and makes the process's CPU time the driver's.
 """
@@ -23,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import drivers, memory, pool_scenario
+from . import drivers, memory, pipeline_scenario, pool_scenario
 from .stats import cell_result
 from .workloads import BY_NAME
 
@@ -240,12 +241,14 @@ def describe_error(exc: BaseException) -> str:
 
 
 def run(spec: dict[str, Any], result: dict[str, Any]) -> None:
-    """Run what `spec` asks for: a throughput cell, a pool cell or a memory probe."""
+    """Run what `spec` asks for: a throughput, pool or pipeline cell, or a memory probe."""
     scenario = spec.get("scenario")
     if scenario is None:
         run_cell(spec, result)
     elif scenario == pool_scenario.NAME:
         pool_scenario.run_spec(spec, result)
+    elif scenario == pipeline_scenario.SCENARIO:
+        pipeline_scenario.run_spec(spec, result)
     elif scenario == memory.NAME:
         memory.run_probe(spec, result)
     else:

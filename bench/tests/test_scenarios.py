@@ -21,16 +21,20 @@ def _options(argv: list[str]) -> Options:
     return cli.options_from(cli.parser().parse_args(argv))
 
 
-def test_defaults_run_the_pool_scenario_and_the_memory_probe():
+ALL_SCENARIOS = ["pipeline_oneplusone", "pipeline_lookup5", "pool", "pool_shortcuts",
+                 "cursor_1m"]
+
+
+def test_defaults_run_the_pipeline_and_pool_scenarios_and_the_memory_probe():
     o = _options([])
     assert o.workloads == [w.name for w in WORKLOADS]
-    assert o.scenarios == ["pool", "cursor_1m"]
+    assert o.scenarios == ALL_SCENARIOS
     assert (o.pool_users, o.pool_size) == ([10, 50, 100], 10)
 
 
-def test_quick_keeps_every_pool_level_and_the_probe():
+def test_quick_keeps_every_pool_level_the_pipelines_and_the_probe():
     o = _options(["--quick"])
-    assert o.scenarios == ["pool", "cursor_1m"]
+    assert o.scenarios == ALL_SCENARIOS
     assert o.pool_users == [10, 50, 100]
     assert (o.duration, o.warmup) == (cli.QUICK_DURATION, cli.QUICK_WARMUP)
 
@@ -41,8 +45,8 @@ def test_workloads_pool_selects_the_pool_scenario_alone():
 
 
 def test_skip_leaves_out_workloads_and_scenarios():
-    o = _options(["--skip", "pool,cursor_stream"])
-    assert o.scenarios == ["cursor_1m"]
+    o = _options(["--skip", "pool,cursor_stream,pipeline_lookup5"])
+    assert o.scenarios == ["pipeline_oneplusone", "pool_shortcuts", "cursor_1m"]
     assert "cursor_stream" not in o.workloads
     assert len(o.workloads) == len(WORKLOADS) - 1
 

@@ -77,3 +77,30 @@ def test_pool_scenario_and_memory_probe_run_and_are_saved(tmp_path):
     assert "| users | A/A | asyncpg-pool |" in proc.stdout
     assert "| asyncpg | " in proc.stdout
     assert "## Memory: 1,000,000 rows through a cursor" in proc.stdout
+
+
+def test_pipeline_scenario_and_shortcut_level_run_and_are_saved(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--drivers", "asyncpg,pgbench",
+         "--workloads", "pipeline_lookup5,pool_shortcuts", "--duration", "0.3",
+         "--warmup", "0.1", "--no-control", "--output", str(tmp_path)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "latest" / "results.json").read_text())
+    assert report["results"] == []
+    cells = {r["contender"]: r for r in report["pipeline"]["results"]}
+    assert sorted(cells) == ["asyncpg-pool1", "asyncpg-pool10", "pgbench-1conn",
+                             "pgbench-pipeline", "pgbench-pipeline-extended"]
+    for name, cell in cells.items():
+        assert "error" not in cell, (name, cell)
+        assert cell["variant"] == "pipeline_lookup5"
+        assert cell["queries"] > 0 and cell["rows"] == 5 * cell["queries"]
+    assert cells["asyncpg-pool10"]["connections"] == 10
+    assert cells["pgbench-pipeline"]["queries"] % 100 == 0
+    (shortcuts,) = report["pool_shortcuts"]["results"]
+    assert (shortcuts["users"], shortcuts["contender"]) == (200, "asyncpg-shortcuts")
+    assert "error" not in shortcuts and shortcuts["requests"] > 0
+    assert report["pool_shortcuts"]["settings"]["pool_size"] == 4
+    assert "## Pipeline scenario: queries/s (ratio to asyncpg's pool of 10)" in proc.stdout
+    assert "## Pool shortcuts: requests/s (ratio to asyncpg's pool)" in proc.stdout
