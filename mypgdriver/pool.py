@@ -1146,74 +1146,40 @@ class Pool:
 
     async def execute(self, query: str, *args: Any, timeout: Optional[float] = None) -> str:
         """Run a command on a pooled connection; see :meth:`Connection.execute`."""
-        entry = self._lend(query)
-        if entry is None:
-            entry = await self._lend_after_wait(query)
-            if entry is None:
-                async with self.acquire() as con:
-                    return await con.execute(query, *args, timeout=timeout)
-        try:
-            return await entry.con.execute(query, *args, timeout=timeout)
-        finally:
-            await self._return_lent(entry)
+        return await self._shortcut('execute', query, *args, timeout=timeout)
 
     async def executemany(self, command: str, args: Any, *,
                           timeout: Optional[float] = None) -> None:
         """Run a command for each argument sequence; see ``Connection.executemany``."""
-        entry = self._lend(command)
-        if entry is None:
-            entry = await self._lend_after_wait(command)
-            if entry is None:
-                async with self.acquire() as con:
-                    return await con.executemany(command, args, timeout=timeout)
-        try:
-            return await entry.con.executemany(command, args, timeout=timeout)
-        finally:
-            await self._return_lent(entry)
+        return await self._shortcut('executemany', command, args, timeout=timeout)
 
     async def fetch(self, query: str, *args: Any, timeout: Optional[float] = None,
                     record_class: Optional[type] = None) -> List[Any]:
         """Run a query on a pooled connection and return all rows."""
-        entry = self._lend(query)
-        if entry is None:
-            entry = await self._lend_after_wait(query)
-            if entry is None:
-                async with self.acquire() as con:
-                    return await con.fetch(query, *args, timeout=timeout,
-                                           record_class=record_class)
-        try:
-            return await entry.con.fetch(query, *args, timeout=timeout,
-                                         record_class=record_class)
-        finally:
-            await self._return_lent(entry)
+        return await self._shortcut('fetch', query, *args, timeout=timeout,
+                                    record_class=record_class)
 
     async def fetchrow(self, query: str, *args: Any, timeout: Optional[float] = None,
                        record_class: Optional[type] = None) -> Any:
         """Run a query on a pooled connection and return its first row (or None)."""
-        entry = self._lend(query)
-        if entry is None:
-            entry = await self._lend_after_wait(query)
-            if entry is None:
-                async with self.acquire() as con:
-                    return await con.fetchrow(query, *args, timeout=timeout,
-                                              record_class=record_class)
-        try:
-            return await entry.con.fetchrow(query, *args, timeout=timeout,
-                                            record_class=record_class)
-        finally:
-            await self._return_lent(entry)
+        return await self._shortcut('fetchrow', query, *args, timeout=timeout,
+                                    record_class=record_class)
 
     async def fetchval(self, query: str, *args: Any, column: Union[int, str] = 0,
                        timeout: Optional[float] = None) -> Any:
         """Run a query on a pooled connection and return one value of its first row."""
+        return await self._shortcut('fetchval', query, *args, column=column, timeout=timeout)
+
+    async def _shortcut(self, method: str, query: str, *args: Any, **kwargs: Any) -> Any:
+        """Run Connection.`method` on a lent connection (shared), or an acquired one."""
         entry = self._lend(query)
         if entry is None:
             entry = await self._lend_after_wait(query)
             if entry is None:
                 async with self.acquire() as con:
-                    return await con.fetchval(query, *args, column=column, timeout=timeout)
+                    return await getattr(con, method)(query, *args, **kwargs)
         try:
-            return await entry.con.fetchval(query, *args, column=column, timeout=timeout)
+            return await getattr(entry.con, method)(query, *args, **kwargs)
         finally:
             await self._return_lent(entry)
 

@@ -437,9 +437,8 @@ class Session:
             fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class,
                                      True)
             if fut is None:
-                timeout = await self.sync_holding(state, timeout)
-                fut = proto.bind_execute(state, args, limit, timeout, want_status,
-                                         record_class)
+                fut = await self.bind_after_turn(state, args, limit, timeout, want_status,
+                                                 record_class)
             try:
                 return await fut
             except asyncio.CancelledError:
@@ -450,9 +449,17 @@ class Session:
                 raise
             # The one retry after a schema change: prepare afresh and run once more.
             state = await self.prepare_state(query, self.time_left(deadline))
-            timeout = await self.sync_holding(state, self.time_left(deadline))
-            return await self.wait(proto.bind_execute(
-                state, args, limit, timeout, want_status, record_class))
+            return await self.wait(await self.bind_after_turn(
+                state, args, limit, self.time_left(deadline), want_status, record_class))
+
+    async def bind_after_turn(self, state, args, limit: int, timeout, want: int, record_class):
+        """Wait for the caller's turn (keeping `state` open), then send Bind/Execute; its Future.
+
+        The slow half of the hot paths (execute(), run_prepared()), whose
+        bind_execute(..., check_turn=True) returned None.
+        """
+        timeout = await self.sync_holding(state, timeout)
+        return self.protocol.bind_execute(state, args, limit, timeout, want, record_class)
 
     async def sync_holding(self, state, timeout: Optional[float]) -> Optional[float]:
         """sync() when the caller is about to run `state`: it is not closed meanwhile.
@@ -523,9 +530,7 @@ class Session:
         want = WANT_BOTH if has_rows else WANT_STATUS
         fut = proto.bind_execute(state, args, limit, timeout, want, record_class, True)
         if fut is None:
-            # Not our turn yet (see execute()).
-            timeout = await self.sync_holding(state, timeout)
-            fut = proto.bind_execute(state, args, limit, timeout, want, record_class)
+            fut = await self.bind_after_turn(state, args, limit, timeout, want, record_class)
         try:
             result = await fut
         except asyncio.CancelledError:
@@ -545,8 +550,7 @@ class Session:
         """Bind and execute `state` once: rows, tag or (rows, tag) as `want` says."""
         if record_class is None:
             record_class = self.record_class
-        timeout = await self.sync_holding(state, timeout)
-        return await self.wait(self.protocol.bind_execute(
+        return await self.wait(await self.bind_after_turn(
             state, args, limit, timeout, want, record_class))
 
     # --- executemany / fetchmany ---------------------------------------------------------------

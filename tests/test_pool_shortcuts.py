@@ -2,35 +2,14 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 
-import mypgdriver
 from mypgdriver import exceptions
 from mypgdriver.pool import _may_share, create_pool
+from tests.test_pool import app_name, observer, pool_kwargs  # noqa: F401  (fixtures)
 
-_apps = itertools.count(1)
-
-
-@pytest.fixture
-def app_name() -> str:
-    return f"mypg_shortcuts_{next(_apps)}"
-
-
-@pytest.fixture
-def pool_kwargs(connect_kwargs: dict[str, Any], app_name: str) -> dict[str, Any]:
-    return dict(connect_kwargs, server_settings={"application_name": app_name})
-
-
-@pytest.fixture
-async def observer(connect_kwargs: dict[str, Any]) -> AsyncIterator[Any]:
-    con = await mypgdriver.connect(**connect_kwargs)
-    try:
-        yield con
-    finally:
-        await con.close()
 
 
 async def _backends(observer: Any, app_name: str) -> int:
