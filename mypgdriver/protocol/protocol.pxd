@@ -19,6 +19,9 @@ cdef class BaseProtocol(CoreProtocol):
         object cancel_gate          # a public cancel() in flight: the next operation waits
         object drain_waiter         # set while the transport asks us to stop writing
         bint writing_paused
+        list out_pending            # messages held for one write at the loop's next turn
+        Py_ssize_t out_pending_size
+        bint flush_scheduled
         bint sync_sent              # executemany: Sync already written
         public object copy_ready    # Future: CopyInResponse arrived (True) or not (False)
         readonly long op_seq        # operations sent so far
@@ -43,3 +46,4 @@ cdef class BaseProtocol(CoreProtocol):
     cdef _finish_resync(self)
     cdef _wake_copy_and_drain(self)
     cdef _interrupt_stream(self, int reason)
+    cdef int _flush_out(self) except -1

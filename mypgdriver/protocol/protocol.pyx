@@ -50,6 +50,9 @@ WANT_BOTH = C_WANT_BOTH
 
 #: The default depth limit of a connection's pipeline (connect(max_pipeline=)).
 DEFAULT_MAX_PIPELINE = 256
+# Messages held back behind operations in flight (see _write) are written
+# as soon as they add up to this many bytes.
+cdef Py_ssize_t OUT_PENDING_LIMIT = 65536
 
 
 cdef class BaseProtocol(CoreProtocol):
@@ -63,6 +66,9 @@ cdef class BaseProtocol(CoreProtocol):
         self.cancel_done = True
         self.drain_waiter = None
         self.writing_paused = False
+        self.out_pending = None
+        self.out_pending_size = 0
+        self.flush_scheduled = False
         self.copy_ready = None
         self.lost_handled = False
         self.stream_task = None
@@ -433,10 +439,52 @@ cdef class BaseProtocol(CoreProtocol):
     # --- hooks from CoreProtocol ---
 
     cdef int _write(self, object data) except -1:
+        # A message for an idle connection goes out at once (the latency of
+        # a lone query).  Behind operations in flight the server is busy
+        # anyway: messages written in the same turn of the event loop (the
+        # tasks a batch of results woke) are joined and sent with one write
+        # at the loop's next turn, so the server reads them together instead
+        # of being woken once per query.  COPY data and big batches are not
+        # held beyond OUT_PENDING_LIMIT bytes.
         if self.transport is None:
             raise exceptions.ConnectionDoesNotExistError('connection is not open')
-        self.transport.write(data)
+        if self.out_pending is None:
+            if self.cur is None:
+                self.transport.write(data)
+                return 0
+            self.out_pending = [data]
+            self.out_pending_size = len(data)
+            if not self.flush_scheduled:
+                self.flush_scheduled = True
+                self.loop.call_soon(self._flush_scheduled)
+        else:
+            self.out_pending.append(data)
+            self.out_pending_size += len(data)
+        if self.out_pending_size >= OUT_PENDING_LIMIT:
+            self._flush_out()
         return 0
+
+    cdef int _flush_out(self) except -1:
+        # Everything held back goes to the transport, in order.
+        pending = self.out_pending
+        if pending is None:
+            return 0
+        self.out_pending = None
+        self.out_pending_size = 0
+        if self.transport is None or self.state == STATE_CLOSED:
+            return 0
+        if len(pending) == 1:
+            self.transport.write(pending[0])
+        else:
+            self.transport.write(b''.join(pending))
+        return 0
+
+    def _flush_scheduled(self):
+        self.flush_scheduled = False
+        try:
+            self._flush_out()
+        except Exception as e:
+            self._fatal(e)
 
     cdef int _on_result(self) except -1:
         # ReadyForQuery: the head operation is answered.
@@ -580,6 +628,8 @@ cdef class BaseProtocol(CoreProtocol):
             return
         if self.cancel_request is None or not self.backend_pid:
             return
+        # op's own messages go out before the CancelRequest can arrive.
+        self._flush_out()
         self.resync_waiter = self.loop.create_future()
         self.cancel_target = op
         self.cancel_done = False
@@ -815,6 +865,7 @@ cdef class BaseProtocol(CoreProtocol):
         if self.state != STATE_CLOSED:
             try:
                 self._send_terminate()
+                self._flush_out()
             except Exception:
                 pass
         self.state = STATE_CLOSED
