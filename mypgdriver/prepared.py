@@ -6,7 +6,8 @@ from typing import Any, Optional
 
 from mypgdriver import exceptions
 from mypgdriver.cursor import CursorFactory, check_prefetch
-from mypgdriver.protocol.protocol import WANT_BOTH, WANT_STATUS
+from mypgdriver.protocol.coreproto import StatusSink
+from mypgdriver.protocol.protocol import WANT_ROWS
 from mypgdriver.session import check_timeout
 from mypgdriver.types import Attribute, Type
 
@@ -26,7 +27,7 @@ class PreparedStatement:
     """
 
     __slots__ = ('_connection', '_session', '_checkout', '_query', '_state', '_record_class',
-                 '_last_status', '_fixed_name', '__weakref__')
+                 '_status', '_fixed_name', '__weakref__')
 
     def __init__(self, connection, session, query: str, state, record_class: Optional[type],
                  fixed_name: bool) -> None:
@@ -36,7 +37,7 @@ class PreparedStatement:
         self._query = query
         self._state = state
         self._record_class = record_class
-        self._last_status: Optional[str] = None
+        self._status = StatusSink()    # the protocol leaves each run's status tag here
         self._fixed_name = fixed_name
         session.attach_statement(state)
 
@@ -63,7 +64,7 @@ class PreparedStatement:
     def get_statusmsg(self) -> Optional[str]:
         """The status tag of the last run, e.g. ``'SELECT 5'`` (None before the first run)."""
         self._check_usable('get_statusmsg')
-        return self._last_status
+        return self._status.status
 
     def get_parameters(self) -> tuple:
         """The type of each parameter, as a tuple of :class:`~mypgdriver.types.Type`."""
@@ -158,14 +159,8 @@ class PreparedStatement:
         """The one retry after a schema change: re-prepare, then run once more (the session's call)."""
         session = self._session
         await self._reprepare(deadline)
-        state = self._state
-        if not state.has_rows:
-            self._last_status = await session.run_state(
-                state, args, limit, session.time_left(deadline), WANT_STATUS, None)
-            return []
-        rows, self._last_status = await session.run_state(
-            state, args, limit, session.time_left(deadline), WANT_BOTH, self._record_class)
-        return rows
+        return await session.run_state(self._state, args, limit, session.time_left(deadline),
+                                       WANT_ROWS, self._record_class, self._status)
 
     async def _reprepare(self, deadline):
         """Replace the statement after a schema change (outside a transaction); the new state."""

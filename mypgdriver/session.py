@@ -42,7 +42,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from mypgdriver import exceptions
 from mypgdriver.codecs import introspection
 from mypgdriver.codecs.registry import CodecRegistry
-from mypgdriver.protocol.protocol import WANT_BOTH, WANT_STATUS, check_record_class
+from mypgdriver.protocol.protocol import WANT_ROWS, WANT_STATUS, check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.protocol.statement import (
     StatementState, missing_statement_types, resolve_statement_codecs)
@@ -452,14 +452,16 @@ class Session:
             return await self.wait(await self.bind_after_turn(
                 state, args, limit, self.time_left(deadline), want_status, record_class))
 
-    async def bind_after_turn(self, state, args, limit: int, timeout, want: int, record_class):
+    async def bind_after_turn(self, state, args, limit: int, timeout, want: int, record_class,
+                              sink=None):
         """Wait for the caller's turn (keeping `state` open), then send Bind/Execute; its Future.
 
         The slow half of the hot paths (execute(), run_prepared()), whose
         bind_execute(..., check_turn=True) returned None.
         """
         timeout = await self.sync_holding(state, timeout)
-        return self.protocol.bind_execute(state, args, limit, timeout, want, record_class)
+        return self.protocol.bind_execute(state, args, limit, timeout, want, record_class, False,
+                                          sink)
 
     async def sync_holding(self, state, timeout: Optional[float]) -> Optional[float]:
         """sync() when the caller is about to run `state`: it is not closed meanwhile.
@@ -525,12 +527,13 @@ class Session:
         if state.codecs_generation != self.codecs.generation:
             await self.refresh_codecs(state, timeout)
             timeout = self.time_left(deadline)
-        has_rows = state.has_rows
-        # A statement returning rows gives (rows, tag); a command its tag.
-        want = WANT_BOTH if has_rows else WANT_STATUS
-        fut = proto.bind_execute(state, args, limit, timeout, want, record_class, True)
+        # The status tag goes to the statement's sink (get_statusmsg()).
+        sink = stmt._status
+        fut = proto.bind_execute(state, args, limit, timeout, WANT_ROWS, record_class, True,
+                                 sink)
         if fut is None:
-            fut = await self.bind_after_turn(state, args, limit, timeout, want, record_class)
+            fut = await self.bind_after_turn(state, args, limit, timeout, WANT_ROWS,
+                                             record_class, sink)
         try:
             result = await fut
         except asyncio.CancelledError:
@@ -540,18 +543,15 @@ class Session:
             if not self.may_retry_after(e, state.query):
                 raise
             return await stmt.run_again(args, limit, deadline)
-        if has_rows:
-            rows, stmt._last_status = result
-            return rows
-        stmt._last_status = result
-        return []
+        return result
 
-    async def run_state(self, state, args, limit: int, timeout, want: int, record_class):
-        """Bind and execute `state` once: rows, tag or (rows, tag) as `want` says."""
+    async def run_state(self, state, args, limit: int, timeout, want: int, record_class,
+                        sink=None):
+        """Bind and execute `state` once: rows or tag as `want` says (and the tag to `sink`)."""
         if record_class is None:
             record_class = self.record_class
         return await self.wait(await self.bind_after_turn(
-            state, args, limit, timeout, want, record_class))
+            state, args, limit, timeout, want, record_class, sink))
 
     # --- executemany / fetchmany ---------------------------------------------------------------
 

@@ -19,6 +19,11 @@ cdef enum ProtocolState:
     STATE_COPY_IN_WAIT = 11  # COPY FROM STDIN sent, CopyInResponse not yet received
 
 
+cdef class StatusSink:
+    cdef:
+        public object status          # the last successful run's status tag, or None
+
+
 cdef class Operation:
     # One request in flight: what to do with its messages when it reaches the
     # head of the queue, and (opaque to the state machine) what its caller
@@ -31,6 +36,7 @@ cdef class Operation:
         type record_class
         bint collecting_rows          # DataRows are decoded and kept
         int want                      # bind/execute: rows, status tag, or both
+        StatusSink status_sink        # bind/execute: also gets the status tag (or None)
         str query_text                # simple query text, for server errors
         object copy_out_sink
         bint exclusive                # nothing else may be in flight with it

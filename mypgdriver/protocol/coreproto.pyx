@@ -97,6 +97,18 @@ cdef class Operation:
     pass
 
 
+@cython.final
+cdef class StatusSink:
+    """Where a bind/execute operation also leaves its status tag (a PreparedStatement's).
+
+    A C slot that the protocol writes when the operation succeeds: cheaper
+    than giving the caller a (rows, tag) tuple on every run.
+    """
+
+    def __init__(self):
+        self.status = None
+
+
 cdef class CoreProtocol:
 
     def __cinit__(self, *args, **kwargs):

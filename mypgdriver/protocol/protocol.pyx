@@ -14,9 +14,10 @@ import collections
 import socket
 
 from cpython.bytes cimport PyBytes_GET_SIZE
+from cpython.ref cimport Py_REFCNT
 from libc.stdint cimport int32_t
 from mypgdriver.protocol.coreproto cimport (
-    CoreProtocol, Operation, ProtocolState, STATE_PREPARE, STATE_BIND_EXECUTE,
+    CoreProtocol, Operation, StatusSink, ProtocolState, STATE_PREPARE, STATE_BIND_EXECUTE,
     STATE_CLOSE_STATEMENTS, STATE_NEW, STATE_STARTUP, STATE_IDLE, STATE_CLOSED, STATE_COPY_IN,
     STATE_COPY_IN_WAIT, STATE_BIND_EXECUTE_MANY, STATE_SIMPLE_QUERY)
 from mypgdriver.protocol.statement cimport StatementState
@@ -42,11 +43,9 @@ cdef enum OpKind:
 cdef enum Want:
     C_WANT_ROWS = 0
     C_WANT_STATUS = 1
-    C_WANT_BOTH = 2     # (rows, status tag)
 
 WANT_ROWS = C_WANT_ROWS
 WANT_STATUS = C_WANT_STATUS
-WANT_BOTH = C_WANT_BOTH
 
 #: The default depth limit of a connection's pipeline (connect(max_pipeline=)).
 DEFAULT_MAX_PIPELINE = 256
@@ -76,6 +75,7 @@ cdef class BaseProtocol(CoreProtocol):
         self.cancel_gate = None
         self.max_pipeline = DEFAULT_MAX_PIPELINE
         self.turn_waiters = collections.deque()
+        self.n_turn_waiters = 0
         self.reserved = 0
         self.exclusive = False
 
@@ -190,8 +190,8 @@ cdef class BaseProtocol(CoreProtocol):
             nxt = op.next
             op.next = None
             op = nxt
-        while self.turn_waiters:
-            fut = self.turn_waiters.popleft()[0]
+        while self.n_turn_waiters:
+            fut = self._pop_waiter()[0]
             if not fut.done():
                 fut.set_exception(exc)
         self.reserved = 0
@@ -257,7 +257,7 @@ cdef class BaseProtocol(CoreProtocol):
 
     def may_send(self):
         """True when a caller may send an operation now, without waiting for its turn."""
-        return not self.turn_waiters and self._admits(False)
+        return not self.n_turn_waiters and self._admits(False)
 
     def turn(self, bint exclusive=False, bint first=False):
         """Ask to send: None if the caller may send now, else a Future to await first.
@@ -271,7 +271,7 @@ cdef class BaseProtocol(CoreProtocol):
         if self.state == STATE_CLOSED:
             raise exceptions.ConnectionDoesNotExistError(
                 'cannot perform operation: connection is closed')
-        if (first or not self.turn_waiters) and self._admits(exclusive):
+        if (first or not self.n_turn_waiters) and self._admits(exclusive):
             if exclusive:
                 self.exclusive = True
             return None
@@ -280,6 +280,7 @@ cdef class BaseProtocol(CoreProtocol):
             self.turn_waiters.appendleft([fut, exclusive])
         else:
             self.turn_waiters.append([fut, exclusive])
+        self.n_turn_waiters += 1
         return fut
 
     def took_turn(self, bint exclusive):
@@ -307,16 +308,20 @@ cdef class BaseProtocol(CoreProtocol):
             self.exclusive = False
             self._wake_turns()
 
+    cdef object _pop_waiter(self):
+        self.n_turn_waiters -= 1
+        return self.turn_waiters.popleft()
+
     cdef _wake_turns(self):
         cdef bint excl
-        while self.turn_waiters:
+        while self.n_turn_waiters:
             fut, excl = self.turn_waiters[0]
             if fut.done():
-                self.turn_waiters.popleft()
+                self._pop_waiter()
                 continue
             if self.state == STATE_CLOSED or not self._admits(excl):
                 break
-            self.turn_waiters.popleft()
+            self._pop_waiter()
             if excl:
                 self.exclusive = True
             else:
@@ -386,7 +391,11 @@ cdef class BaseProtocol(CoreProtocol):
                 raise ValueError('timeout must be a number of seconds, not NaN')
             if delay <= 0:
                 raise asyncio.TimeoutError()
-        op = Operation.__new__(Operation)
+        op = self.spare_op
+        if op is not None:
+            self.spare_op = None
+        else:
+            op = Operation.__new__(Operation)
         op.kind = kind
         op.recv_state = <ProtocolState>recv_state
         op.exclusive = exclusive
@@ -508,12 +517,12 @@ cdef class BaseProtocol(CoreProtocol):
         elif self.result_error is not None:
             waiter.set_exception(self.result_error)
         elif op.kind == OP_BIND_EXECUTE:
+            if op.status_sink is not None:
+                op.status_sink.status = self.result_status
             if op.want == C_WANT_ROWS:
                 waiter.set_result(self._take_rows())
-            elif op.want == C_WANT_STATUS:
-                waiter.set_result(self.result_status)
             else:
-                waiter.set_result((self._take_rows(), self.result_status))
+                waiter.set_result(self.result_status)
         elif op.kind == OP_PORTAL:
             # A cursor step's result: the rows, and whether the portal has
             # more (PortalSuspended).
@@ -533,9 +542,26 @@ cdef class BaseProtocol(CoreProtocol):
             self._finish_resync()
         if self.cur is not None and self.cur.abandoned:
             self._maybe_cancel(self.cur)
-        if self.turn_waiters:
+        if self.n_turn_waiters:
             self._wake_turns()
+        if Py_REFCNT(op) == 1:
+            # Nothing but this function refers to it any more (no caller's
+            # abandon, timer or cancel can reach it): the next _make_op
+            # reuses it instead of allocating.
+            self._recycle_op(op)
         return 0
+
+    cdef _recycle_op(self, Operation op):
+        op.statement = None
+        op.record_class = None
+        op.collecting_rows = False
+        op.want = 0
+        op.status_sink = None
+        op.query_text = None
+        op.copy_out_sink = None
+        op.abandoned = False
+        op.seq = 0
+        self.spare_op = op
 
     cdef int _on_copy_in_ready(self) except -1:
         if self.copy_ready is not None and not self.copy_ready.done():
@@ -672,19 +698,22 @@ cdef class BaseProtocol(CoreProtocol):
         return self._start_op(op)
 
     def bind_execute(self, StatementState st, args, int32_t limit=0, timeout=None,
-                     int want=C_WANT_ROWS, record_class=None, bint check_turn=False):
+                     int want=C_WANT_ROWS, record_class=None, bint check_turn=False,
+                     StatusSink sink=None):
         """Bind `args`, execute, and give the rows, the status tag, or both (`want`).
 
         With `check_turn`, returns None instead (sending nothing) when the
         caller may not send now (may_send() is false): the hot path's
-        admission check without a separate call.
+        admission check without a separate call.  A `sink` also receives the
+        status tag when the operation succeeds.
         """
-        if check_turn and (self.turn_waiters or not self._admits(False)):
+        if check_turn and (self.n_turn_waiters or not self._admits(False)):
             return None
         if record_class is not Record and record_class is not None:
             check_record_class(record_class)
         cdef Operation op = self._make_op(OP_BIND_EXECUTE, STATE_BIND_EXECUTE, timeout, False)
         op.want = want
+        op.status_sink = sink
         op.statement = st
         op.collecting_rows = True
         op.record_class = record_class if record_class is not None else Record
@@ -784,7 +813,7 @@ cdef class BaseProtocol(CoreProtocol):
             self._advance()
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
-            if self.turn_waiters:
+            if self.n_turn_waiters:
                 self._wake_turns()
             return
         # Marked sent only once written: if the write fails, the caller's
