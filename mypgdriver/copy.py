@@ -640,11 +640,11 @@ class CopyMixin:
         stream = _CopyOutStream(proto)
         fut = proto.copy_out(query, stream.feed, session.time_left(deadline))
         fut.add_done_callback(stream.wake)
-        # The output runs in this task, so a timeout or cancel() must reach
-        # it here: the protocol cancels the task it was registered as the
-        # stream (as for COPY IN), and an output stuck in an await is
-        # interrupted on time.  Whatever the exit, the output is not running
-        # any more when this returns, and is not called again.
+        # The output runs in this task, so this task is the operation's
+        # stream (as for COPY IN): on a timeout or cancel() the protocol
+        # cancels it, and an output stuck in an await is interrupted on time.
+        # Whatever the exit, the output is not running any more when this
+        # returns, and is not called again.
         proto.begin_stream()
         try:
             while True:
