@@ -371,6 +371,33 @@ async def _read_chunks(loop, file) -> AsyncIterable:
         yield data
 
 
+async def _finish_in_executor(loop, function: Callable, *args: Any) -> Any:
+    """Run `function` in the default executor and wait until it has returned.
+
+    A thread cannot be interrupted: if the caller is cancelled meanwhile,
+    the cancellation is raised only once the call is over, so that nothing
+    writes to the output after the COPY has ended.
+    """
+    job = loop.run_in_executor(None, function, *args)
+    interrupted: Optional[BaseException] = None
+    while not job.done():
+        try:
+            await asyncio.wait([job])
+        except asyncio.CancelledError as exc:
+            interrupted = exc
+    if interrupted is not None:
+        if not job.cancelled():
+            job.exception()     # retrieved: the cancellation wins
+        raise interrupted
+    return job.result()
+
+
+def _uncancel_current_task() -> None:
+    task = asyncio.current_task()
+    if task is not None and hasattr(task, 'uncancel'):
+        task.uncancel()
+
+
 async def _iterate(iterable: Iterable) -> AsyncIterable:
     for item in iterable:
         yield item
@@ -590,7 +617,7 @@ class CopyMixin:
                     await result
         else:
             async def writer(data: bytes) -> None:
-                await loop.run_in_executor(None, write, data)
+                await _finish_in_executor(loop, write, data)
         try:
             return await self._copy_out_stream(query, writer, deadline)
         finally:
@@ -613,6 +640,12 @@ class CopyMixin:
         stream = _CopyOutStream(proto)
         fut = proto.copy_out(query, stream.feed, session.time_left(deadline))
         fut.add_done_callback(stream.wake)
+        # The output runs in this task, so this task is the operation's
+        # stream (as for COPY IN): on a timeout or cancel() the protocol
+        # cancels it, and an output stuck in an await is interrupted on time.
+        # Whatever the exit, the output is not running any more when this
+        # returns, and is not called again.
+        proto.begin_stream()
         try:
             while True:
                 if stream.chunks:
@@ -624,13 +657,20 @@ class CopyMixin:
                 else:
                     stream.waiter = self._loop.create_future()
                     await stream.waiter
-        except BaseException:
+        except BaseException as exc:
+            replacement = session.stream_interrupted(exc, fut)
+            if replacement is not None:
+                raise replacement from None
             # The output failed, or we were cancelled: stop the COPY; the
             # protocol drains what is left before the next operation.
-            self._session.abandon(fut)
+            session.abandon(fut)
             raise
         finally:
             stream.resume()
+        if proto.end_stream():
+            # The output swallowed the cancellation that interrupted it: the
+            # operation's own outcome (its timeout or cancel error) follows.
+            _uncancel_current_task()
         return fut.result()
 
     async def _copy_in(self, query: str, source: Any, deadline: Optional[float]) -> str:

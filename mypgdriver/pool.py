@@ -176,6 +176,14 @@ class PoolConnectionProxy:
 
     Each query method called through the proxy counts toward ``max_queries``.
 
+    Methods are called with exactly the arguments given to the proxy, never
+    with added defaults: a ``connection_class`` whose ``fetchval(self,
+    query)`` takes no ``column`` or ``timeout`` works through the proxy too.
+
+    A proxy whose connection was closed because the pool's ``setup``
+    callback failed answers ``is_closed()`` with True; its other methods
+    raise :exc:`~mypgdriver.exceptions.InterfaceError`.
+
     **A connection that died while idle.**  The pool checks ``is_closed()``
     before handing a connection out, but the server may have dropped it just
     before (its goodbye not yet read).  So if the *first* ``execute``,
@@ -191,7 +199,8 @@ class PoolConnectionProxy:
     """
 
     _is_connection_proxy = True
-    __slots__ = ('_con', '_entry', '_pool', '_timeout', '_ops', '_active', '__weakref__')
+    __slots__ = ('_con', '_entry', '_pool', '_timeout', '_ops', '_active', '_closed_by_setup',
+                 '__weakref__')
 
     def __init__(self, pool: 'Pool', entry: _PooledConnection,
                  timeout: Optional[float]) -> None:
@@ -201,6 +210,7 @@ class PoolConnectionProxy:
         self._timeout = timeout
         self._ops = 0  # operations started through this proxy
         self._active = 0  # operations running right now
+        self._closed_by_setup = False
 
     def __repr__(self) -> str:
         if self._con is None:
@@ -211,7 +221,7 @@ class PoolConnectionProxy:
         # Only reached for names not defined on the proxy itself.
         con = self._con
         if con is None:
-            raise _released_error(name)
+            raise self._detached_error(name)
         value = getattr(con, name)
         if inspect.ismethod(value) and value.__self__ is con:
             return self._wrap_method(name, value)
@@ -232,14 +242,30 @@ class PoolConnectionProxy:
         def call(*args: Any, **kwargs: Any) -> Any:
             con = self._con
             if con is None:
-                raise _released_error(name)
+                raise self._detached_error(name)
             return getattr(con, name)(*args, **kwargs)
         return call
+
+    def is_closed(self) -> bool:
+        """True if the connection is closed; see :meth:`Connection.is_closed`."""
+        con = self._con
+        if con is None:
+            if self._closed_by_setup:
+                return True
+            raise _released_error('is_closed')
+        return con.is_closed()
+
+    def _detached_error(self, name: str) -> exceptions.InterfaceError:
+        if self._closed_by_setup:
+            return exceptions.InterfaceError(
+                f'cannot call Connection.{name}(): the connection was closed because the '
+                f"pool's setup callback failed")
+        return _released_error(name)
 
     def _begin(self, name: str) -> Connection:
         con = self._con
         if con is None:
-            raise _released_error(name)
+            raise self._detached_error(name)
         self._ops += 1
         self._active += 1
         self._entry.queries += 1
@@ -262,56 +288,51 @@ class PoolConnectionProxy:
     # __getattr__) because they are the hot path, and because they are the
     # calls the first-call retry applies to.
 
-    async def execute(self, query: str, *args: Any, timeout: Optional[float] = None) -> str:
+    async def execute(self, query: str, *args: Any, **kwargs: Any) -> str:
         """Run a command; see :meth:`Connection.execute`."""
         con = self._begin('execute')
         try:
             try:
-                return await con.execute(query, *args, timeout=timeout)
+                return await con.execute(query, *args, **kwargs)
             except _CONNECTION_LOST_ERRORS as e:
                 con = await self._retry_target(con, e)
-                return await con.execute(query, *args, timeout=timeout)
+                return await con.execute(query, *args, **kwargs)
         finally:
             self._active -= 1
 
-    async def fetch(self, query: str, *args: Any, timeout: Optional[float] = None,
-                    record_class: Optional[type] = None) -> List[Any]:
+    async def fetch(self, query: str, *args: Any, **kwargs: Any) -> List[Any]:
         """Run a query and return all rows; see :meth:`Connection.fetch`."""
         con = self._begin('fetch')
         try:
             try:
-                return await con.fetch(query, *args, timeout=timeout, record_class=record_class)
+                return await con.fetch(query, *args, **kwargs)
             except _CONNECTION_LOST_ERRORS as e:
                 con = await self._retry_target(con, e)
-                return await con.fetch(query, *args, timeout=timeout, record_class=record_class)
+                return await con.fetch(query, *args, **kwargs)
         finally:
             self._active -= 1
 
-    async def fetchrow(self, query: str, *args: Any, timeout: Optional[float] = None,
-                       record_class: Optional[type] = None) -> Any:
+    async def fetchrow(self, query: str, *args: Any, **kwargs: Any) -> Any:
         """Run a query and return its first row; see :meth:`Connection.fetchrow`."""
         con = self._begin('fetchrow')
         try:
             try:
-                return await con.fetchrow(query, *args, timeout=timeout,
-                                          record_class=record_class)
+                return await con.fetchrow(query, *args, **kwargs)
             except _CONNECTION_LOST_ERRORS as e:
                 con = await self._retry_target(con, e)
-                return await con.fetchrow(query, *args, timeout=timeout,
-                                          record_class=record_class)
+                return await con.fetchrow(query, *args, **kwargs)
         finally:
             self._active -= 1
 
-    async def fetchval(self, query: str, *args: Any, column: Union[int, str] = 0,
-                       timeout: Optional[float] = None) -> Any:
+    async def fetchval(self, query: str, *args: Any, **kwargs: Any) -> Any:
         """Run a query and return one value of its first row; see :meth:`Connection.fetchval`."""
         con = self._begin('fetchval')
         try:
             try:
-                return await con.fetchval(query, *args, column=column, timeout=timeout)
+                return await con.fetchval(query, *args, **kwargs)
             except _CONNECTION_LOST_ERRORS as e:
                 con = await self._retry_target(con, e)
-                return await con.fetchval(query, *args, column=column, timeout=timeout)
+                return await con.fetchval(query, *args, **kwargs)
         finally:
             self._active -= 1
 
@@ -385,6 +406,9 @@ class Pool:
         self._reset = reset
         self._connection_class = connection_class
         self._record_class = record_class
+        # Shortcut methods that the connection class overrides: they run on
+        # a connection of their own (see _shortcut).
+        self._overridden_shortcuts = _overridden_shortcuts(connection_class)
 
         self._initialized = False
         self._initializing = False
@@ -741,6 +765,9 @@ class Pool:
                     f'expected the pool connect callback to return an instance of '
                     f'{self._connection_class.__module__}.{self._connection_class.__qualname__}, '
                     f'got {bad.__module__}.{bad.__qualname__}')
+            if type(con) is not self._connection_class:
+                # A subclass from the connect callback may override more.
+                self._overridden_shortcuts |= _overridden_shortcuts(type(con))
             if self._init is not None:
                 try:
                     await self._init(con)
@@ -774,7 +801,9 @@ class Pool:
             await self._setup(proxy)
         except BaseException:
             # The state setup left the connection in is unknown: do not reuse it.
+            # The proxy setup holds answers is_closed() from now on (as asyncpg's does).
             proxy._detach()
+            proxy._closed_by_setup = True
             entry.proxy = None
             self._discard(entry, graceful=not entry.con.is_closed())
             raise
@@ -851,6 +880,8 @@ class Pool:
         if entry.queries >= self._max_queries or entry.generation != self._generation:
             self._discard(entry, graceful=True)
             return
+        if con.is_in_transaction():
+            self._report_open_transaction(con)
         try:
             if self._reset is None:
                 await _default_reset(con, timeout)
@@ -878,6 +909,18 @@ class Pool:
             self._discard(entry, graceful=True)
             return
         self._make_available(entry)
+
+    def _report_open_transaction(self, con: Connection) -> None:
+        # Through the loop's exception handler, as asyncpg reports it: a
+        # connection given back inside a transaction is a bug of its user
+        # (a missing COMMIT or ROLLBACK), and its writes are about to be lost.
+        loop = self._loop
+        assert loop is not None
+        loop.call_exception_handler({
+            'message': 'pool: a connection was released inside an open transaction, '
+                       'which is rolled back',
+            'connection': con,
+        })
 
     async def _custom_reset(self, con: Connection) -> None:
         assert self._reset is not None
@@ -1171,7 +1214,16 @@ class Pool:
         return await self._shortcut('fetchval', query, *args, column=column, timeout=timeout)
 
     async def _shortcut(self, method: str, query: str, *args: Any, **kwargs: Any) -> Any:
-        """Run Connection.`method` on a lent connection (shared), or an acquired one."""
+        """Run Connection.`method` on a lent connection (shared), or an acquired one.
+
+        A method the connection class overrides may do anything (open a
+        transaction, change settings, run several statements), so it gets a
+        connection of its own through acquire(), with `self` the connection as
+        in asyncpg, and never shares it.
+        """
+        if method in self._overridden_shortcuts:
+            async with self.acquire() as con:
+                return await getattr(con, method)(query, *args, **kwargs)
         entry = self._lend(query)
         if entry is None:
             entry = await self._lend_after_wait(query)
@@ -1413,6 +1465,16 @@ def _may_share(query: str) -> bool:
 
 
 _UPDATE_SET = re.compile(r'\b(update\b[^;]*?)\bset\b', re.IGNORECASE)
+
+
+#: The methods behind the pool's shareable shortcuts (Pool.execute, ...).
+_SHORTCUT_METHODS = ('execute', 'executemany', 'fetch', 'fetchrow', 'fetchval')
+
+
+def _overridden_shortcuts(connection_class: Type[Connection]) -> frozenset:
+    """The shortcut methods that `connection_class` defines differently from Connection."""
+    return frozenset(name for name in _SHORTCUT_METHODS
+                     if getattr(connection_class, name) is not getattr(Connection, name))
 
 
 def _shared_load(entry: _PooledConnection) -> int:

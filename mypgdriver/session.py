@@ -603,39 +603,13 @@ class Session:
 
     async def _executemany_stream(self, state, args, timeout, return_rows, record_class):
         proto = self.protocol
-        batch_size = 1000
         fut = proto.executemany_start(state, timeout, return_rows, record_class)
         proto.begin_stream()
         try:
-            base = 0
             if hasattr(args, '__aiter__'):
-                batch = []
-                async for row in args:
-                    batch.append(row)
-                    if len(batch) >= batch_size:
-                        proto.executemany_write(state, batch, base)
-                        base += len(batch)
-                        batch = []
-                        if proto.executemany_failed():
-                            break
-                        drain = proto.get_drain_waiter()
-                        if drain is not None:
-                            await drain
-                if batch:
-                    proto.executemany_write(state, batch, base)
+                await self._executemany_feed_async(state, args)
             else:
-                iterator = iter(args)
-                while True:
-                    batch = list(itertools.islice(iterator, batch_size))
-                    if not batch:
-                        break
-                    proto.executemany_write(state, batch, base)
-                    base += len(batch)
-                    if proto.executemany_failed():
-                        break
-                    drain = proto.get_drain_waiter()
-                    if drain is not None:
-                        await drain
+                await self._executemany_feed(state, args)
             proto.end_stream()
             proto.executemany_finish(False)
         except asyncio.CancelledError as exc:
@@ -646,16 +620,76 @@ class Session:
                 raise replacement from None
             proto.abandon(fut)
             raise
-        except BaseException:
+        except BaseException as exc:
             # Bad input (DataError naming the row) or a failing iterator:
             # make the server roll back what was already sent, then re-raise.
             self.abort_stream(lambda: proto.executemany_finish(True))
             try:
                 await self.wait(fut)
-            except Exception:
-                pass
+            except Exception as server_error:
+                # A row sent earlier failed on the server first: that error
+                # comes first in row order, and is the one raised.
+                if isinstance(exc, Exception) and not _is_pipeline_abort(server_error):
+                    raise
             raise
         return await self.wait(fut)
+
+    # The feeders send the rows batch by batch.  Once the server reported an
+    # error it skips everything up to Sync, so they stop reading the
+    # arguments: a generator is not run to its end, and neither its later
+    # rows nor its own exception can hide the server's error.  When the
+    # arguments fail, the rows read before the failing one are sent all the
+    # same, so that an error of theirs on the server comes first, in row
+    # order (see _executemany_stream).
+
+    async def _executemany_feed(self, state, args) -> None:
+        proto = self.protocol
+        iterator = iter(args)
+        base = 0
+        while not proto.executemany_failed():
+            batch: list = []
+            try:
+                # extend() keeps the rows read before an exception (a list
+                # built by list(islice()) would be lost with it).
+                batch.extend(itertools.islice(iterator, _EXECUTEMANY_BATCH))
+            except Exception:
+                if batch:
+                    proto.executemany_write(state, batch, base)
+                raise
+            if batch:
+                proto.executemany_write(state, batch, base)
+            if len(batch) < _EXECUTEMANY_BATCH:
+                return      # the arguments are exhausted
+            base += len(batch)
+            # Yield to the loop between batches even when the socket takes
+            # everything, so that the server's answers are read (and an
+            # error noticed) while the rows are being produced.
+            drain = proto.get_drain_waiter()
+            await (drain if drain is not None else asyncio.sleep(0))
+
+    async def _executemany_feed_async(self, state, args) -> None:
+        proto = self.protocol
+        rows = args.__aiter__()
+        base = 0
+        batch: list = []
+        while not proto.executemany_failed():
+            try:
+                row = await rows.__anext__()
+            except StopAsyncIteration:
+                break
+            except Exception:
+                if batch:
+                    proto.executemany_write(state, batch, base)
+                raise
+            batch.append(row)
+            if len(batch) >= _EXECUTEMANY_BATCH:
+                proto.executemany_write(state, batch, base)
+                base += len(batch)
+                batch = []
+                drain = proto.get_drain_waiter()
+                await (drain if drain is not None else asyncio.sleep(0))
+        if batch:
+            proto.executemany_write(state, batch, base)
 
     def abort_stream(self, finish: Callable[[], None]) -> None:
         """End a stream we fed from user data after a failure on our side.
@@ -975,6 +1009,20 @@ class Session:
         if top_level and proto.xact_status != 'I':
             raise exceptions.InterfaceError('the transaction block could not be ended')
         return status, ours, tag, error, statement
+
+
+# Rows of executemany() encoded and sent at a time.
+_EXECUTEMANY_BATCH = 1000
+
+# The portal that executemany_finish(abort=True) executes so that the server
+# fails the pipeline (coreproto's _finish_many); it does not exist.
+_ABORT_PORTAL = '__mypgdriver_abort_pipeline__'
+
+
+def _is_pipeline_abort(error: BaseException) -> bool:
+    """True if `error` is the server's answer to our own abort of a pipeline."""
+    return (isinstance(error, exceptions.InvalidCursorNameError)
+            and _ABORT_PORTAL in str(error))
 
 
 def _retrieve(fut: asyncio.Future) -> None:

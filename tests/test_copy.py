@@ -9,6 +9,9 @@ import decimal
 import io
 import ipaddress
 import pathlib
+import sys
+import threading
+import time
 import tracemalloc
 import uuid
 
@@ -393,6 +396,118 @@ async def test_copy_out_timeout(conn):
         await conn.copy_from_query('SELECT generate_series(1, 1000), pg_sleep(0.001)',
                                    output=stuck, timeout=0.3)
     await _assert_usable(conn)
+
+
+# Rows at once (the output is called within milliseconds), then one a millisecond.
+_FAST_THEN_SLOW = ('SELECT g, CASE WHEN g > 20000 THEN pg_sleep(0.001) END '
+                   'FROM generate_series(1, 1000000) g')
+
+
+class _OutputProbe:
+    """An async output that records its calls and whether one is running."""
+
+    def __init__(self, delay: float | None, swallow_cancel: bool = False) -> None:
+        self.delay = delay              # None: never returns by itself
+        self.swallow_cancel = swallow_cancel
+        self.calls = 0
+        self.running = 0
+
+    async def __call__(self, data: bytes) -> None:
+        self.calls += 1
+        self.running += 1
+        try:
+            if self.delay is None:
+                await asyncio.Event().wait()
+            else:
+                await asyncio.sleep(self.delay)
+        except asyncio.CancelledError:
+            if not self.swallow_cancel:
+                raise
+        finally:
+            self.running -= 1
+
+
+async def _assert_copy_ended_on_server(conn, observer) -> None:
+    await _assert_usable(conn)
+    assert await observer.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND query LIKE 'COPY%' "
+        "AND state <> 'idle'", conn.get_server_pid()) == 0
+
+
+@pytest.fixture
+async def observer(connect_kwargs):
+    import mypgdriver
+    con = await mypgdriver.connect(**connect_kwargs)
+    yield con
+    await con.close()
+
+
+@pytest.mark.parametrize('swallow_cancel', [False, True])
+async def test_copy_out_timeout_stops_a_slow_output_on_time(conn, observer, swallow_cancel):
+    # The timeout lands at many points: before any data, while the output
+    # waits, between calls; the output is slower than the timeout or never
+    # returns.  Every time: TimeoutError on time, the output no longer
+    # running when it is raised and never called again.
+    loop = asyncio.get_running_loop()
+    for delay in (None, 0.5, 0.05, 0.01, 0.001, 0):
+        for timeout in (0.001, 0.02, 0.06, 0.15):
+            output = _OutputProbe(delay, swallow_cancel)
+            started = loop.time()
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(conn.copy_from_query(
+                    _FAST_THEN_SLOW, output=output, timeout=timeout), 10)
+            elapsed = loop.time() - started
+            assert elapsed < timeout + 2.0, (delay, timeout, elapsed)
+            assert output.running == 0, (delay, timeout)
+            calls = output.calls
+            if sys.version_info >= (3, 11):
+                assert asyncio.current_task().cancelling() == 0
+            await asyncio.sleep(0.02)
+            assert (output.calls, output.running) == (calls, 0), (delay, timeout)
+            await _assert_copy_ended_on_server(conn, observer)
+
+
+async def test_copy_out_cancel_stops_a_stuck_output(conn, observer):
+    for pause in (0, 0.01, 0.05):
+        output = _OutputProbe(None)
+        task = asyncio.ensure_future(conn.copy_from_query(
+            'SELECT g FROM generate_series(1, 1000000) g', output=output))
+        while output.calls == 0:
+            await asyncio.sleep(0.001)
+        await asyncio.sleep(pause)
+        await conn.cancel()
+        with pytest.raises(exceptions.QueryCanceledError):
+            await asyncio.wait_for(task, 10)
+        assert (output.calls, output.running) == (1, 0)
+        await _assert_copy_ended_on_server(conn, observer)
+
+
+async def test_copy_out_timeout_waits_for_a_blocking_write_to_return(conn, observer):
+    # A file-like output's write() runs in a thread, which cannot be
+    # interrupted: the TimeoutError comes once the write in progress returned.
+    class SlowFile:
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+            self.calls = self.running = 0
+
+        def write(self, data: bytes) -> None:
+            with self.lock:
+                self.calls += 1
+                self.running += 1
+            time.sleep(0.03)
+            with self.lock:
+                self.running -= 1
+
+    for timeout in (0.01, 0.05, 0.1):
+        out = SlowFile()
+        with pytest.raises(asyncio.TimeoutError):
+            await conn.copy_from_query(_FAST_THEN_SLOW, output=out, timeout=timeout)
+        with out.lock:
+            assert out.running == 0
+            calls = out.calls
+        time.sleep(0.05)
+        assert (out.calls, out.running) == (calls, 0)
+        await _assert_copy_ended_on_server(conn, observer)
 
 
 # --- sources --------------------------------------------------------------------------
