@@ -8,6 +8,7 @@ kept: arrays decode to nested lists, as in asyncpg.
 """
 
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.object cimport Py_TYPE
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int32_t, uint32_t
 from cpython.float cimport PyFloat_FromDouble
@@ -190,12 +191,36 @@ cdef enum ElementFlags:
     CONTAINERS_ARE_ELEMENTS = 2
 
 
+cdef extern from "Python.h":
+    # The type slots behind __len__ and __iter__ (only these fields are used).
+    ctypedef struct PySequenceMethods:
+        void *sq_length
+    ctypedef struct PyMappingMethods:
+        void *mp_length
+    ctypedef struct TypeSlots "PyTypeObject":
+        void *tp_iter
+        PySequenceMethods *tp_as_sequence
+        PyMappingMethods *tp_as_mapping
+
+
+cdef inline bint may_be_sized_iterable(object value):
+    # A look at two type slots, so that the elements of an array (ints,
+    # floats, Decimals, dates...) are told from containers without the cost
+    # of an ABC isinstance() per element.
+    cdef TypeSlots *t = <TypeSlots *>Py_TYPE(value)
+    if t.tp_iter == NULL:
+        return False
+    return (t.tp_as_sequence != NULL and t.tp_as_sequence.sq_length != NULL) or (
+        t.tp_as_mapping != NULL and t.tp_as_mapping.mp_length != NULL)
+
+
 cdef inline bint is_sized_iterable(object value):
     # What asyncpg takes for an array: anything with a length that can be
     # iterated (sets, dict views, deques, ranges, custom classes).  Iterators
     # and generators have no length and are refused: the dimensions must be
     # known before the elements are written.
-    return isinstance(value, _Sized) and isinstance(value, _Iterable)
+    return (may_be_sized_iterable(value) and isinstance(value, _Sized)
+            and isinstance(value, _Iterable))
 
 
 cdef inline bint is_array_value(object value):
@@ -222,8 +247,9 @@ cdef inline bint is_subarray(object value, int flags):
         return True
     if t is tuple:
         return not (flags & TUPLES_ARE_ELEMENTS)
-    if t is str or t is bytes or isinstance(
-            value, (str, bytes, bytearray, memoryview, _Mapping, _Path)):
+    if t is str or t is bytes or not may_be_sized_iterable(value):
+        return False
+    if isinstance(value, (str, bytes, bytearray, memoryview, _Mapping, _Path)):
         return False
     if isinstance(value, (tuple, _Record)):
         return not (flags & TUPLES_ARE_ELEMENTS)
