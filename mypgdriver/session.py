@@ -819,11 +819,29 @@ class Session:
         # Chunks keep the query's estimated cost under jit_above_cost (see
         # introspection.py); one query covers every realistic statement.
         for start in range(0, len(oids), introspection.MAX_OIDS_PER_QUERY):
-            rows.extend(await self.execute(
+            rows.extend(await self.fetch_catalog(
                 self.introspection_query,
-                (oids[start:start + introspection.MAX_OIDS_PER_QUERY],), 0, timeout,
-                False, Record, False))
+                (oids[start:start + introspection.MAX_OIDS_PER_QUERY],), timeout))
         self.codecs.add_types(introspection.rows_to_type_info(rows))
+
+    async def fetch_catalog(self, query: str, args: tuple, timeout) -> list:
+        """Rows of one of the driver's own catalog queries, read with built-in codecs only.
+
+        set_type_codec() changes how the application's values look, never
+        how the driver reads pg_type: a user codec on oid or text would
+        otherwise garble the type information itself.  The statement is
+        prepared and cached like any other; its codecs are then re-picked
+        from the built-in table.  Not logged, like the rest of introspection.
+        """
+        timeout = self.command_timeout if timeout is None else check_timeout(timeout)
+        deadline = self.deadline(timeout)
+        state = self.stmt_cache.get(query)
+        if state is None:
+            state = await self.prepare_state(query, timeout)
+            timeout = self.time_left(deadline)
+        if state.codecs_generation != introspection.CATALOG_CODECS.generation:
+            resolve_statement_codecs(state, introspection.CATALOG_CODECS)
+        return await self.run_state(state, args, 0, timeout, WANT_ROWS, Record)
 
     async def refresh_codecs(self, state, timeout) -> None:
         """Re-pick the codecs of a held statement after the registry changed."""

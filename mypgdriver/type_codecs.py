@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from mypgdriver import exceptions
-from mypgdriver.codecs import base, pg_types
+from mypgdriver.codecs import base, introspection, pg_types, registry
 from mypgdriver.codecs.usercodec import make_user_codec
 
 
@@ -43,46 +43,62 @@ class TypeCodecsMixin:
 
     async def set_builtin_type_codec(self, typename: str, *, schema: str = 'public',
                                      codec_name: str, format: str | None = None) -> None:
-        """Exchange values of the type as if it were the built-in type `codec_name`.
+        """Exchange values of the type with one of the driver's own codecs (asyncpg semantics).
 
-        For extension types that are wire-compatible with a built-in one
-        (e.g. a type whose binary form is that of ``text`` or ``int4``).
+        `codec_name` is a built-in type (``'int4'``, ``'integer'``,
+        ``'pg_catalog.text'``), for an extension type whose wire form is that
+        type's, or ``'pg_contrib.hstore'``: hstore values as :class:`dict`
+        (``str`` keys, ``str`` or ``None`` values).
         """
         self._session.check_open()
         info = await self._type_info_by_name(typename, schema)
-        name = codec_name.split('.')[-1]
-        builtin_oid = pg_types.BY_NAME.get(name)
-        builtin = base.builtin_codecs().get(builtin_oid) if builtin_oid is not None else None
-        if builtin is None:
-            raise ValueError(f'unknown built-in codec {codec_name!r}')
-        if format is not None and format != ('binary' if builtin.format == base.FORMAT_BINARY_PY
-                                              else 'text'):
-            raise ValueError(f'the built-in codec {codec_name!r} does not support format {format!r}')
+        builtin = await self._builtin_codec_named(codec_name)
+        builtin_format = 'binary' if builtin.format == base.FORMAT_BINARY_PY else 'text'
+        if format is not None and format != builtin_format:
+            raise exceptions.ClientConfigurationError(
+                f'the built-in codec {codec_name!r} exchanges values in {builtin_format} '
+                f'format, not {format!r}')
         codec = base.clone_codec(builtin, info.oid, info.name, info.schema, builtin.kind)
         self._session.codecs.set_override(info.oid, codec)
         self._session.stmt_cache.clear()
 
-    async def _type_info_by_name(self, typename: str, schema: str):
-        rows = await self.fetch(
-            'SELECT t.oid FROM pg_catalog.pg_type t '
-            'JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace '
-            'WHERE t.typname = $1 AND n.nspname = $2', typename, schema)
-        if rows:
-            oid = rows[0][0]
-        else:
-            oid = None
-            if schema == 'public':
-                # Standard SQL spellings ('character varying', 'int') exist
-                # only as regtype input, resolved through the search path.
-                # Other schemas must match exactly: a bare name could pick a
-                # type from somewhere else.
-                try:
-                    oid = await self.fetchval(
-                        'SELECT pg_catalog.to_regtype($1)::pg_catalog.oid', typename)
-                except exceptions.PostgresSyntaxError:
-                    oid = None
+    async def _builtin_codec_named(self, codec_name: str):
+        prefix, _, name = codec_name.rpartition('.')
+        if prefix == 'pg_contrib':
+            codec = registry.CONTRIB_CODECS.get(name)
+        elif prefix in ('', 'pg_catalog'):
+            oid = pg_types.BY_NAME.get(name)
             if oid is None:
-                raise ValueError(f'unknown type: {schema}.{typename}')
+                # SQL spellings ('integer', 'double precision'), from the catalog.
+                oid = await self._type_oid_by_name(name, 'pg_catalog')
+            codec = base.builtin_codecs().get(oid)
+        else:
+            codec = None
+        if codec is None:
+            raise exceptions.ClientConfigurationError(
+                f'unknown built-in codec {codec_name!r} (expected a built-in type name such '
+                f'as \'int4\' or \'text\', or one of: '
+                f'{", ".join("pg_contrib." + n for n in sorted(registry.CONTRIB_CODECS))})')
+        return codec
+
+    async def _type_oid_by_name(self, typename: str, schema: str):
+        """The OID of the type `typename` in `schema`, or None.
+
+        Looked up in the catalog, with the driver's own codecs only (see
+        Session.fetch_catalog), by a query that cannot fail: an error would
+        abort the application's transaction.  See introspection.TYPE_BY_NAME
+        for how names match.
+        """
+        key, aliased = introspection.sql_type_spelling(typename)
+        rows = await self._session.fetch_catalog(
+            introspection.TYPE_BY_NAME, (typename, schema, key, aliased, schema == 'public'),
+            None)
+        return rows[0][0] if rows else None
+
+    async def _type_info_by_name(self, typename: str, schema: str):
+        oid = await self._type_oid_by_name(typename, schema)
+        if oid is None:
+            raise ValueError(f'unknown type: {schema}.{typename}')
         info = self._session.codecs.type_info(oid)
         if info is None:
             await self._session.introspect_types([oid], None)

@@ -496,9 +496,74 @@ async def test_str_and_bytes_are_elements_not_sub_arrays(db) -> None:
     assert await db.fetchval("SELECT $1::bytea[]", [[b'ab'], [b'cd']]) == [[b'ab'], [b'cd']]
 
 
+class SizedIterable:
+    """Neither a Sequence nor a Set: only __len__ and __iter__ (asyncpg takes it)."""
+
+    def __init__(self, items: list, claimed_len: int | None = None) -> None:
+        self._items = list(items)
+        self._len = len(self._items) if claimed_len is None else claimed_len
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self):
+        return iter(self._items)
+
+
 async def test_sized_iterables_are_accepted_as_arrays_like_asyncpg(db) -> None:
     assert await db.fetchval("SELECT $1::int4[]", {7}) == [7]
+    assert await db.fetchval("SELECT $1::int4[]", frozenset([9])) == [9]
     assert await db.fetchval("SELECT $1::int4[]", {8: 'x'}.keys()) == [8]
+    assert await db.fetchval("SELECT $1::text[]", {8: 'x'}.values()) == ['x']
+    assert await db.fetchval("SELECT $1::int4[]", collections.deque([1, 2])) == [1, 2]
+    assert await db.fetchval("SELECT $1::int4[]", SizedIterable([1, None, 3])) == [1, None, 3]
+    assert await db.fetchval("SELECT $1::int4[]", SizedIterable([])) == []
+
+
+async def test_custom_sized_iterables_nest_as_dimensions(db) -> None:
+    grid = SizedIterable([SizedIterable([1, 2]), SizedIterable([3, 4])])
+    assert await db.fetchval("SELECT $1::int4[]::text", grid) == '{{1,2},{3,4}}'
+    assert await db.fetchval("SELECT $1::text[]", [SizedIterable(['a', 'b'])]) == [['a', 'b']]
+    # Text-format arrays (money has no binary codec) take the same shapes.
+    await db.execute("SET lc_monetary = 'C'")
+    assert await db.fetchval("SELECT $1::money[]::text", SizedIterable(['1.5', '2'])) == \
+        '{$1.50,$2.00}'
+
+
+async def test_named_tuples_and_records_are_arrays_at_the_top_level(db) -> None:
+    pair = collections.namedtuple('pair', 'a b')
+    assert await db.fetchval("SELECT $1::int4[]", pair(1, 2)) == [1, 2]
+    record = await db.fetchrow("SELECT 5 AS a, 6 AS b")
+    assert await db.fetchval("SELECT $1::int4[]", record) == [5, 6]
+
+
+async def test_iterable_whose_length_lies_is_data_error(db) -> None:
+    for claimed in (1, 3):
+        with pytest.raises(exceptions.DataError,
+                           match=r'yielded a different number of items than its len\(\)'):
+            await db.fetchval("SELECT $1::int4[]", SizedIterable([1, 2], claimed_len=claimed))
+        with pytest.raises(exceptions.DataError, match='different number of items'):
+            await db.fetchval("SELECT $1::money[]", SizedIterable(['1', '2'], claimed_len=claimed))
+    assert await db.fetchval("SELECT 3") == 3
+
+
+async def test_paths_and_polygons_are_elements_not_sub_arrays(db) -> None:
+    # Path is iterable and sized, but it is a value (asyncpg fails here).
+    path = Path((0, 0), (1, 1), is_closed=False)
+    polygon = Polygon((0, 0), (1, 0), (1, 1))
+    assert await db.fetchval("SELECT $1::path[]::text", [path]) == '{"[(0,0),(1,1)]"}'
+    assert await db.fetchval("SELECT $1::polygon[]::text", [polygon]) == \
+        '{"((0,0),(1,0),(1,1))"}'
+
+
+async def test_user_codec_values_that_are_containers_stay_elements(db) -> None:
+    # An encoder may take any container (a numpy vector, say); only lists,
+    # tuples, sequences and sets are dimensions around it.
+    await db.set_type_codec(
+        'int4', schema='pg_catalog', format='text',
+        encoder=lambda v: str(sum(v)) if isinstance(v, SizedIterable) else str(v), decoder=int)
+    assert await db.fetchval("SELECT $1::int4[]", [SizedIterable([1, 2]), 4]) == [3, 4]
+    assert await db.fetchval("SELECT $1::int4[]", [[SizedIterable([5])], [6]]) == [[5], [6]]
 
 
 @pytest.mark.parametrize('pgtype, arg, text', [
@@ -689,6 +754,11 @@ ASYNCPG_QUERIES: list[tuple[str, tuple]] = [
     ("SELECT $1::int4[]", (range(4),)),
     ("SELECT $1::int4[]", ((1, 2),)),
     ("SELECT $1::int4[]", (IntSequence([1, 2]),)),
+    ("SELECT $1::int4[]", (SizedIterable([1, 2]),)),
+    ("SELECT $1::int4[]", (SizedIterable([SizedIterable([1]), SizedIterable([2])]),)),
+    ("SELECT $1::int4[]", ({3: 'x'}.keys(),)),
+    ("SELECT $1::int4[]", (frozenset([4]),)),
+    ("SELECT $1::money[]", (SizedIterable(['1.5']),)),
 ]
 
 
@@ -709,7 +779,8 @@ async def test_same_errors_as_asyncpg_for_bad_array_arguments(db, connect_kwargs
     asyncpg = pytest.importorskip('asyncpg')
     other = await asyncpg.connect(**connect_kwargs)
     try:
-        for arg in ('abc', b'abc', 5, [[1, 2], [3]], [1, [2]], nested(7, 1), [1, 'x']):
+        for arg in ('abc', b'abc', 5, [[1, 2], [3]], [1, [2]], nested(7, 1), [1, 'x'],
+                    {1: 2}, (x for x in [1]), iter([1])):
             with pytest.raises(asyncpg.DataError):
                 await other.fetchval("SELECT $1::int4[]", arg)
             with pytest.raises(exceptions.DataError):

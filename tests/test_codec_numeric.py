@@ -239,23 +239,72 @@ async def test_numeric_column_insert_and_select(conn) -> None:
     assert str(rows[0][1]) == "2.5000"
 
 
+# --- text arguments (as asyncpg takes them) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("0.001", "0.001"), ("1.50", "1.50"), ("-0.00", "0.00"), ("+5", "5"), ("1e3", "1000"),
+        ("1e-20", "0.00000000000000000001"), ("2.5E+2", "250"), (" 7.25 ", "7.25"),
+        ("1_000.5", "1000.5"), ("NaN", "NaN"), ("nan", "NaN"),
+        ("123456789012345678901234567890.123456789", "123456789012345678901234567890.123456789"),
+    ],
+)
+async def test_str_argument_keeps_its_scale(conn, text: str, expected: str) -> None:
+    got, as_text = await conn.fetchrow("SELECT $1::numeric, $1::numeric::text", text)
+    assert as_text == expected
+    assert_exact(got, Decimal(expected))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Infinity", "Infinity"), ("-Infinity", "-Infinity"), ("inf", "Infinity")])
+async def test_str_infinity_argument(conn, server_version: int, text: str,
+                                     expected: str) -> None:
+    if server_version < 140000:
+        pytest.skip("numeric has no infinity before PostgreSQL 14")
+    assert await conn.fetchval("SELECT $1::numeric::text", text) == expected
+
+
+async def test_str_subclass_and_array_of_str(conn) -> None:
+    class Amount(str):
+        pass
+
+    assert_exact(await conn.fetchval("SELECT $1::numeric", Amount("2.50")), Decimal("2.50"))
+    got = await conn.fetchval("SELECT $1::numeric[]", ["0.001", Decimal("1.0"), 2, None])
+    assert [str(v) if v is not None else None for v in got] == ["0.001", "1.0", "2", None]
+
+
+async def test_str_argument_ignores_a_lenient_decimal_context(conn) -> None:
+    # With InvalidOperation untrapped, Decimal('abc') would quietly be NaN.
+    with decimal.localcontext() as ctx:
+        ctx.traps[decimal.InvalidOperation] = False
+        with pytest.raises(exceptions.DataError, match="not a valid number"):
+            await conn.fetchval("SELECT $1::numeric", "abc")
+
+
 # --- bad input ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "value, reason",
     [
-        ("1.5", "expected Decimal, int or float, got str"),
-        (b"1.5", "expected Decimal, int or float, got bytes"),
-        ([1], "expected Decimal, int or float, got list"),
-        (object(), "expected Decimal, int or float, got object"),
+        ("abc", "not a valid number"),
+        ("", "not a valid number"),
+        ("1.5\x00", "not a valid number"),
+        ("1,5", "not a valid number"),
+        ("sNaN", "signaling NaN"),
+        (b"1.5", "expected Decimal, int, float or str, got bytes"),
+        ([1], "expected Decimal, int, float or str, got list"),
+        (object(), "expected Decimal, int, float or str, got object"),
         (Decimal("sNaN"), "signaling NaN"),
         (Decimal("1E-16384"), "16384 digits after the decimal point, numeric allows at most 16383"),
         (Decimal("0E-20000"), "20000 digits after the decimal point"),
         (Decimal(f"1E+{MAX_INT_DIGITS}"), "value too large for numeric"),
         (10 ** MAX_INT_DIGITS * 7, "value too large for numeric"),
     ],
-    ids=["str", "bytes", "list", "object", "snan", "scale", "zero-scale", "weight", "big-int"],
+    ids=["str-word", "str-empty", "str-nul", "str-comma", "str-snan", "bytes", "list", "object",
+         "snan", "scale", "zero-scale", "weight", "big-int"],
 )
 async def test_bad_argument_raises_data_error(conn, value: Any, reason: str) -> None:
     with pytest.raises(exceptions.DataError) as info:
@@ -270,7 +319,7 @@ async def test_bad_argument_raises_data_error(conn, value: Any, reason: str) -> 
 
 async def test_bad_second_argument_is_named(conn) -> None:
     with pytest.raises(exceptions.DataError, match=r"\$2"):
-        await conn.fetchval("SELECT $1::numeric + $2::numeric", 1, "2")
+        await conn.fetchval("SELECT $1::numeric + $2::numeric", 1, "two")
     assert await conn.fetchval("SELECT 1::numeric") == 1
 
 

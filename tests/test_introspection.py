@@ -393,6 +393,62 @@ async def test_introspection_error_leaves_connection_usable(tap, tconn, conn) ->
     assert await tconn.fetchval("SELECT 'sad'::itest.mood") == 'sad'
 
 
+# --- the driver's own queries ignore the user's codecs -----------------------------------------
+
+
+def _garble(value: Any) -> str:
+    raise AssertionError(f'a user codec was called for {value!r}')
+
+
+@pytest.mark.parametrize('typename', ['oid', 'text', '"char"', 'name'])
+async def test_user_codecs_do_not_reach_introspection(conn, schema, typename) -> None:
+    # The catalog query has oid, text, "char", oid[] and text[] columns and an
+    # oid[] argument; a user codec on any of them must not change what the
+    # driver reads (asyncpg: ignore_custom_codec).
+    await conn.set_type_codec(typename, schema='pg_catalog', format='text',
+                              encoder=_garble, decoder=_garble)
+    value = await conn.fetchval("SELECT ROW(7, NULL)::itest.pair")
+    assert_record(value, ['a', 'b'], (7, None))
+    assert await conn.fetchval("SELECT 'happy'::itest.mood_d") == 'happy'
+    assert await conn.fetchval("SELECT '[2,5)'::itest.posrange") == Range(2, 5)
+
+
+async def test_text_codec_does_not_leak_into_composite_field_names(conn, schema) -> None:
+    await conn.set_type_codec('text', schema='pg_catalog', format='text',
+                              encoder=lambda s: s.lower(), decoder=lambda s: f'<{s}>')
+    value = await conn.fetchval("SELECT ROW(1, 'x')::itest.pair")
+    assert_record(value, ['a', 'b'], (1, '<x>'))
+    # A composite with a text[] field: the names stay plain too.
+    nested = await conn.fetchval("SELECT ROW(ARRAY['happy']::itest.mood_d[], NULL)::itest.inner_t")
+    assert_record(nested, ['moods', 'r'], (['happy'], None))
+
+
+async def test_oid_codec_does_not_break_introspection_or_type_lookup(conn, schema) -> None:
+    await conn.set_type_codec('oid', schema='pg_catalog', format='text',
+                              encoder=lambda v: str(int(v, 16)), decoder=lambda s: hex(int(s)))
+    # Introspection (oid[] argument, oid columns) and set_type_codec's own
+    # lookup by name both still work, and the user's codec still applies.
+    check_outer(await conn.fetchval("SELECT $1::itest.outer_t", OUTER_ARG))
+    await conn.set_type_codec('pair', schema='itest', format='tuple',
+                              encoder=lambda p: p, decoder=lambda t: ('pair',) + tuple(t))
+    assert await conn.fetchval("SELECT ROW(1, 'a')::itest.pair") == ('pair', 1, 'a')
+    await conn.reset_type_codec('pair', schema='itest')
+    assert await conn.fetchval("SELECT 26::oid") == '0x1a'
+    assert await conn.fetchval("SELECT $1::oid::int", '0x1a') == 26
+
+
+async def test_type_lookup_by_name_ignores_a_text_codec(conn, schema) -> None:
+    # The name is sent as text: a user's text encoder must not rewrite it.
+    await conn.set_type_codec('text', schema='pg_catalog', format='text',
+                              encoder=lambda s: s.upper(), decoder=str)
+    await conn.set_type_codec('name', schema='pg_catalog', format='text',
+                              encoder=lambda s: s.upper(), decoder=str)
+    await conn.set_type_codec('mood', schema='itest', format='text',
+                              encoder=str, decoder=lambda s: s * 2)
+    assert await conn.fetchval("SELECT 'sad'::itest.mood") == 'sadsad'
+
+
+# --- the query's cost on the server ----------------------------------------------------------
 # --- the query's cost on the server ----------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ kept: arrays decode to nested lists, as in asyncpg.
 """
 
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.object cimport Py_TYPE
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int32_t, uint32_t
 from cpython.float cimport PyFloat_FromDouble
@@ -19,9 +20,11 @@ from mypgdriver.codecs.base cimport (
     FORMAT_BINARY)
 
 from collections.abc import (
-    Mapping as _Mapping, Sequence as _Sequence, Set as _Set, ValuesView as _ValuesView)
+    Iterable as _Iterable, Mapping as _Mapping, Sequence as _Sequence, Set as _Set,
+    Sized as _Sized, ValuesView as _ValuesView)
 
 from mypgdriver.protocol.record import Record as _Record
+from mypgdriver.types import Path as _Path
 
 # PostgreSQL's MAXDIM.
 cdef int MAX_DIMS = 6
@@ -179,31 +182,89 @@ cdef object array_decode(Codec codec, Frame *frame):
                         leaf_kind(codec.element_codec))
 
 
-cdef inline bint is_subarray(object value, bint tuples_are_elements):
-    # Lists are always dimensions.  Plain tuples are dimensions too, unless the
-    # element type takes tuples as values (composites, ranges, geometry, tid),
-    # where a tuple is one element.  Tuple subclasses (Point, Box...),
-    # str/bytes and mappings never are; other sized iterables (sets, dict
-    # views, custom sequences) are, as in asyncpg.
+cdef enum ElementFlags:
+    # What an element value may look like, so that it is not taken for a
+    # dimension: tuples (composites, ranges, geometry, tid) ...
+    TUPLES_ARE_ELEMENTS = 1
+    # ... or any container (a set_type_codec() encoder takes whatever the
+    # application has: a numpy vector for pgvector, say).
+    CONTAINERS_ARE_ELEMENTS = 2
+
+
+cdef extern from "Python.h":
+    # The type slots behind __len__ and __iter__ (only these fields are used).
+    ctypedef struct PySequenceMethods:
+        void *sq_length
+    ctypedef struct PyMappingMethods:
+        void *mp_length
+    ctypedef struct TypeSlots "PyTypeObject":
+        void *tp_iter
+        PySequenceMethods *tp_as_sequence
+        PyMappingMethods *tp_as_mapping
+
+
+cdef inline bint may_be_sized_iterable(object value):
+    # A look at two type slots, so that the elements of an array (ints,
+    # floats, Decimals, dates...) are told from containers without the cost
+    # of an ABC isinstance() per element.
+    cdef TypeSlots *t = <TypeSlots *>Py_TYPE(value)
+    if t.tp_iter == NULL:
+        return False
+    return (t.tp_as_sequence != NULL and t.tp_as_sequence.sq_length != NULL) or (
+        t.tp_as_mapping != NULL and t.tp_as_mapping.mp_length != NULL)
+
+
+cdef inline bint is_sized_iterable(object value):
+    # What asyncpg takes for an array: anything with a length that can be
+    # iterated (sets, dict views, deques, ranges, custom classes).  Iterators
+    # and generators have no length and are refused: the dimensions must be
+    # known before the elements are written.
+    return (may_be_sized_iterable(value) and isinstance(value, _Sized)
+            and isinstance(value, _Iterable))
+
+
+cdef inline bint is_array_value(object value):
+    # The whole argument of an array parameter: lists, tuples (subclasses
+    # and Records too) and other sized iterables, but never text, bytes or
+    # a mapping (a dict would bind its keys, a str its characters).
+    cdef type t = type(value)
+    if t is list or t is tuple:
+        return True
+    if t is str or t is bytes or isinstance(
+            value, (str, bytes, bytearray, memoryview, _Mapping)):
+        return False
+    return is_sized_iterable(value)
+
+
+cdef inline bint is_subarray(object value, int flags):
+    # Inside an array, a value is either a dimension or an element.  Lists
+    # are always dimensions; tuples too, unless the element type takes tuples
+    # as values.  Text, bytes, mappings and the driver's Path and Polygon
+    # (geometry values, though iterable) never are; other sized iterables
+    # are, as in asyncpg, unless the element codec is the user's own.
     cdef type t = type(value)
     if t is list:
         return True
     if t is tuple:
-        return not tuples_are_elements
-    if t is str or t is bytes or t is bytearray or t is memoryview or isinstance(value, tuple):
+        return not (flags & TUPLES_ARE_ELEMENTS)
+    if t is str or t is bytes or not may_be_sized_iterable(value):
         return False
-    if isinstance(value, (str, bytes, bytearray, _Mapping, _Record)):
+    if isinstance(value, (str, bytes, bytearray, memoryview, _Mapping, _Path)):
         return False
-    # Sets and dict key/value views: unordered, but sized, as asyncpg takes them.
-    return isinstance(value, (_Sequence, _Set, _ValuesView))
+    if isinstance(value, (tuple, _Record)):
+        return not (flags & TUPLES_ARE_ELEMENTS)
+    if flags & CONTAINERS_ARE_ELEMENTS:
+        # The rule before sized iterables were taken: sequences and sets.
+        return isinstance(value, (_Sequence, _Set, _ValuesView))
+    return is_sized_iterable(value)
 
 
-cdef bint all_subarrays_empty(object value, bint tuples_are_elements):
+cdef bint all_subarrays_empty(object value, int flags):
     # True when `value` holds nothing but (nested) empty sub-arrays.
     for item in value:
-        if not is_subarray(item, tuples_are_elements):
+        if not is_subarray(item, flags):
             return False
-        if len(item) and not all_subarrays_empty(item, tuples_are_elements):
+        if len(item) and not all_subarrays_empty(item, flags):
             return False
     return True
 
@@ -212,62 +273,83 @@ cdef bint all_subarrays_empty(object value, bint tuples_are_elements):
 cdef set TUPLE_VALUED_ELEMENTS = {600, 601, 603, 628, 718, 27}
 
 
-cdef inline bint takes_tuple_values(Codec elem):
-    return elem.kind == 'composite' or elem.kind == 'range' or elem.oid in TUPLE_VALUED_ELEMENTS
+cdef inline int element_flags(Codec elem):
+    cdef int flags = 0
+    if elem.kind == 'composite' or elem.kind == 'range' or elem.oid in TUPLE_VALUED_ELEMENTS:
+        flags |= TUPLES_ARE_ELEMENTS
+    if elem.py_encoder is not None:
+        flags |= CONTAINERS_ARE_ELEMENTS
+    return flags
+
+
+cdef int raise_length_changed(Codec codec, object value, Py_ssize_t expected) except -1:
+    # A custom iterable whose __len__ and iteration disagree: the dimension
+    # written in the header would not match the elements that follow.
+    raise_encode_error(
+        codec, value,
+        f'{type(value).__name__} yielded a different number of items than its '
+        f'len() of {expected}')
 
 
 cdef int encode_level(Codec codec, Codec elem, WriteBuffer buf, object value, list dims,
-                      int level, bint tuples_are_elements, bint *has_null) except -1:
+                      int level, int flags, bint *has_null) except -1:
     cdef Py_ssize_t off
     cdef int ndim = len(dims)
-    if len(value) != dims[level]:
+    cdef Py_ssize_t expected = dims[level], count = 0
+    if len(value) != expected:
         raise_encode_error(
             codec, value,
             'multi-dimensional arrays must have sub-arrays of matching length '
-            f'(expected {dims[level]} elements at depth {level + 1}, got {len(value)})')
+            f'(expected {expected} elements at depth {level + 1}, got {len(value)})')
     for item in value:
+        count += 1
+        if count > expected:
+            raise_length_changed(codec, value, expected)
         if level + 1 < ndim:
-            if not is_subarray(item, tuples_are_elements):
+            if not is_subarray(item, flags):
                 raise_encode_error(
                     codec, value,
                     f'expected a sub-array at depth {level + 2}, got {type(item).__name__}')
-            encode_level(codec, elem, buf, item, dims, level + 1, tuples_are_elements, has_null)
+            encode_level(codec, elem, buf, item, dims, level + 1, flags, has_null)
         elif item is None:
             has_null[0] = True
             buf.write_int32(-1)
         else:
-            if is_subarray(item, tuples_are_elements):
+            if is_subarray(item, flags):
                 raise_encode_error(
                     codec, value,
                     'multi-dimensional arrays must have sub-arrays of matching depth')
             off = buf.reserve_length()
             elem.c_encode(elem, buf, item)
             buf.patch_length(off, <int32_t>(buf.length - off - 4))
+    if count != expected:
+        raise_length_changed(codec, value, expected)
     return 0
 
 
-cdef list array_dimensions(Codec codec, object value, bint tuples_are_elements):
+cdef list array_dimensions(Codec codec, object value, int flags):
     """The length of each dimension, probed along the first elements.
 
     Whether the rest matches is checked while encoding (ragged arrays).
     """
     cdef list dims = []
     cdef object probe
-    if not (type(value) is list or type(value) is tuple or is_subarray(value, False)):
+    if not is_array_value(value):
         raise_encode_error(
-            codec, value, f'a sequence is required for an array (got type {type(value).__name__})')
+            codec, value,
+            f'an array must be a list, a tuple or another sized iterable '
+            f'(got type {type(value).__name__})')
     probe = value
     while True:
         dims.append(len(probe))
         if len(probe) == 0 or len(dims) > MAX_DIMS:
             break
         probe = next(iter(probe))
-        if not is_subarray(probe, tuples_are_elements):
+        if not is_subarray(probe, flags):
             break
     if len(dims) > MAX_DIMS:
         raise_encode_error(codec, value, f'too many dimensions (PostgreSQL allows {MAX_DIMS})')
-    if dims[len(dims) - 1] == 0 and len(dims) > 1 and not all_subarrays_empty(
-            value, tuples_are_elements):
+    if dims[len(dims) - 1] == 0 and len(dims) > 1 and not all_subarrays_empty(value, flags):
         # [[], [1]]: the probe went down an empty branch; the value is not
         # the empty array, it is ragged.
         raise_encode_error(
@@ -279,11 +361,10 @@ cdef list array_dimensions(Codec codec, object value, bint tuples_are_elements):
 
 cdef int array_encode(Codec codec, WriteBuffer buf, object value) except -1:
     cdef Codec elem = codec.element_codec
-    # Composites and ranges take tuples as values ((1, 'a'), (lo, hi)).
-    cdef bint tuples_are_elements = takes_tuple_values(elem)
+    cdef int flags = element_flags(elem)
     cdef bint has_null = False
     cdef Py_ssize_t nulls_at
-    cdef list dims = array_dimensions(codec, value, tuples_are_elements)
+    cdef list dims = array_dimensions(codec, value, flags)
     if dims[len(dims) - 1] == 0:
         # An empty (sub-)array makes the whole value the empty array.
         buf.write_int32(0)
@@ -297,7 +378,7 @@ cdef int array_encode(Codec codec, WriteBuffer buf, object value) except -1:
     for d in dims:
         buf.write_int32(<int32_t>d)
         buf.write_int32(1)
-    encode_level(codec, elem, buf, value, dims, 0, tuples_are_elements, &has_null)
+    encode_level(codec, elem, buf, value, dims, 0, flags, &has_null)
     if has_null:
         buf.patch_length(nulls_at, 1)
     return 0
@@ -423,38 +504,45 @@ cdef int write_text_element(Codec codec, Codec elem, WriteBuffer buf, object ite
 
 
 cdef int encode_text_level(Codec codec, Codec elem, WriteBuffer buf, object value, list dims,
-                           int level) except -1:
+                           int level, int flags) except -1:
     cdef bint first = True
     cdef char delim = ord(codec.element_delimiter[0]) if codec.element_delimiter else b','
-    if len(value) != dims[level]:
+    cdef Py_ssize_t expected = dims[level], count = 0
+    if len(value) != expected:
         raise_encode_error(
             codec, value,
             'multi-dimensional arrays must have sub-arrays of matching length '
-            f'(expected {dims[level]} elements at depth {level + 1}, got {len(value)})')
+            f'(expected {expected} elements at depth {level + 1}, got {len(value)})')
     buf.write_byte(b'{')
     for item in value:
+        count += 1
+        if count > expected:
+            raise_length_changed(codec, value, expected)
         if not first:
             buf.write_byte(delim)
         first = False
         if level + 1 < len(dims):
-            if not is_subarray(item, False):
+            if not is_subarray(item, flags):
                 raise_encode_error(
                     codec, value,
                     f'expected a sub-array at depth {level + 2}, got {type(item).__name__}')
-            encode_text_level(codec, elem, buf, item, dims, level + 1)
+            encode_text_level(codec, elem, buf, item, dims, level + 1, flags)
         else:
-            if item is not None and is_subarray(item, False):
+            if item is not None and is_subarray(item, flags):
                 raise_encode_error(
                     codec, value, 'multi-dimensional arrays must have sub-arrays of matching depth')
             write_text_element(codec, elem, buf, item)
+    if count != expected:
+        raise_length_changed(codec, value, expected)
     return buf.write_byte(b'}')
 
 
 cdef int text_array_encode(Codec codec, WriteBuffer buf, object value) except -1:
-    cdef list dims = array_dimensions(codec, value, False)
+    cdef int flags = element_flags(codec.element_codec)
+    cdef list dims = array_dimensions(codec, value, flags)
     if dims[len(dims) - 1] == 0:
         return buf.write_raw(b'{}', 2)
-    return encode_text_level(codec, codec.element_codec, buf, value, dims, 0)
+    return encode_text_level(codec, codec.element_codec, buf, value, dims, 0, flags)
 
 
 def make_text_array_codec(uint32_t oid, str name, str schema, Codec element, str delimiter=','):

@@ -3,9 +3,14 @@
 
 from cpython.exc cimport PyErr_Clear
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport memchr
 from mypgdriver.protocol.buffer cimport Frame, WriteBuffer
 
 from mypgdriver.exceptions import DataError, ProtocolError
+
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
 
 
 cdef dict BUILTIN_CODECS = {}
@@ -105,15 +110,20 @@ cdef object text_decode(Codec codec, Frame *frame):
 
 
 cdef int text_encode(Codec codec, WriteBuffer buf, object value) except -1:
-    if type(value) is not str and not isinstance(value, str):
+    cdef Py_ssize_t n
+    cdef const char *p
+    if not isinstance(value, str):
         raise_encode_error(
             codec, value,
             f'expected str, got {type(value).__name__} (no binary codec for '
             f'type {codec.name}; pass its text representation)')
-    if '\x00' in value:
+    # Not WriteBuffer.write_str_utf8(): its `str` argument is checked for the
+    # exact type, and str subclasses (SQLAlchemy's quoted names, enum-like
+    # classes) are valid text too.
+    p = PyUnicode_AsUTF8AndSize(value, &n)
+    if memchr(p, 0, <size_t>n) != NULL:
         raise_encode_error(codec, value, 'string contains a NUL character')
-    buf.write_str_utf8(value)
-    return 0
+    return buf.write_raw(p, n)
 
 
 cdef Codec text_fallback_codec(uint32_t oid, str name):

@@ -13,7 +13,15 @@ resolved in one round trip.  Built-in types never get here.
 """
 from __future__ import annotations
 
-from mypgdriver.codecs.registry import TypeInfo
+from mypgdriver.codecs.registry import CodecRegistry, TypeInfo
+
+# The codecs of the driver's own catalog queries: built-in ones only, so that
+# set_type_codec() on oid, text or "char" never changes what the driver
+# reads about types (asyncpg's ignore_custom_codec).  Its generation (-1) is
+# one that no connection's registry reaches, which marks a statement whose
+# codecs came from here.
+CATALOG_CODECS = CodecRegistry()
+CATALOG_CODECS.generation = -1
 
 # With DISTINCT, the estimated cost grows about 1,400 per input OID (measured
 # on PostgreSQL 15: 1 OID 9.9K, 7 OIDs 22.7K, 30 OIDs 71K, 100 OIDs 140K);
@@ -58,11 +66,57 @@ JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
 LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid
 """
 
-_TYPE_BY_NAME = """
-SELECT t.oid FROM pg_catalog.pg_type t
+# A type by name, for set_type_codec() and friends: $1 the name as given,
+# $2 the schema, $3 its SQL spelling (sql_type_spelling()), $4 true when the
+# name is an SQL alias ('int', 'char'), $5 true to fall back to the types on
+# search_path (the default schema, 'public').  The SQL spellings are what
+# format_type() prints ('smallint', 'double precision', 'character varying',
+# 'timestamp with time zone'), so the server's own catalog resolves them,
+# and nothing here can raise an error (to_regtype() raises on a syntax
+# error, which would abort the application's transaction).  Ranking: the
+# asked schema first, then the exact name (unless it is an alias: 'char' is
+# character, as in a cast, not "char"), then the spelling.
+TYPE_BY_NAME = """
+SELECT t.oid
+FROM pg_catalog.pg_type t
 JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
-WHERE t.typname = $1 AND n.nspname = $2
+WHERE (n.nspname = $2 OR ($5 AND pg_catalog.pg_type_is_visible(t.oid)))
+  AND (t.typname = $1 OR t.typname = $3 OR pg_catalog.format_type(t.oid, NULL) = $3)
+ORDER BY n.nspname = $2 DESC, (t.typname = $1 AND NOT $4) DESC,
+         pg_catalog.format_type(t.oid, NULL) = $3 DESC, t.oid
+LIMIT 1
 """
+
+# Type names of PostgreSQL's grammar that format_type() never prints
+# (PostgreSQL docs, "Data Types", Table 8.1, and the asyncpg spellings of
+# the time zone types), mapped to the names it does print.
+_SQL_ALIASES = {
+    'int': 'integer',
+    'dec': 'numeric',
+    'decimal': 'numeric',
+    'float': 'double precision',
+    'char': 'character',
+    'char varying': 'character varying',
+    'national character': 'character',
+    'national character varying': 'character varying',
+    'time with timezone': 'time with time zone',
+    'time without timezone': 'time without time zone',
+    'timestamp with timezone': 'timestamp with time zone',
+    'timestamp without timezone': 'timestamp without time zone',
+}
+
+
+def sql_type_spelling(typename: str) -> tuple[str, bool]:
+    """How format_type() would print `typename`, and whether it is an alias.
+
+    Unquoted names fold to lower case and single spaces, as the server reads
+    them; a name with double quotes is taken as written ('"char"').
+    """
+    if '"' in typename:
+        return typename.strip(), False
+    key = ' '.join(typename.lower().split())
+    alias = _SQL_ALIASES.get(key)
+    return (alias, True) if alias is not None else (key, False)
 
 
 def introspection_query(server_version_num: int) -> str:
@@ -77,10 +131,6 @@ def introspection_query(server_version_num: int) -> str:
         col = '0::pg_catalog.oid'
     return _QUERY.format(dependencies=_DEPENDENCIES.format(multirange_dep=dep),
                          multirange_col=col)
-
-
-def type_by_name_query() -> str:
-    return _TYPE_BY_NAME
 
 
 def _char(value) -> str:

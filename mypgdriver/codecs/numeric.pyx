@@ -10,6 +10,9 @@ keeps '1.500' distinct from '1.5'.
 A decoded Decimal always has exponent -dscale, so it prints exactly like the
 server's own text rendering: numeric 10000 becomes Decimal('10000'), not
 Decimal('1E+4') (asyncpg returns the latter; the two compare equal).
+
+Arguments may be Decimal, int, float or, as asyncpg takes them, str: text
+is read by decimal.Decimal, so '0.001' keeps its scale.
 """
 
 from cpython.long cimport PyLong_AsLong
@@ -21,7 +24,7 @@ from libc.stdio cimport snprintf
 from mypgdriver.protocol.buffer cimport Frame, WriteBuffer, frame_read, unpack_uint16, unpack_int16
 from mypgdriver.codecs.base cimport Codec, register_builtin, raise_encode_error, raise_decode_error
 
-from decimal import Decimal
+from decimal import Context, Decimal, InvalidOperation
 
 
 cdef enum:
@@ -269,6 +272,27 @@ cdef int encode_decimal(Codec codec, WriteBuffer buf, object value) except -1:
             PyMem_Free(groups)
 
 
+# Parsing strings must raise on bad input whatever the caller's decimal
+# context says: with InvalidOperation untrapped, Decimal('abc') would be NaN.
+# The context is only consulted for that signal; the value is never rounded.
+_STRICT_CONTEXT = Context(traps=[InvalidOperation])
+
+
+cdef object parse_decimal_str(Codec codec, object value):
+    """A numeric argument given as text ('0.001', 'NaN', '-Infinity'), scale kept.
+
+    What decimal.Decimal() reads, as in asyncpg: surrounding whitespace,
+    exponents, underscores between digits and 'inf'/'nan' in any case.
+    """
+    try:
+        return Decimal(value, _STRICT_CONTEXT)
+    except InvalidOperation:
+        pass
+    raise_encode_error(
+        codec, value, 'not a valid number (expected text such as "1.50", "-2e-3", '
+        '"NaN" or "Infinity")')
+
+
 cdef int numeric_encode(Codec codec, WriteBuffer buf, object value) except -1:
     cdef int64_t small_int
     if isinstance(value, Decimal):
@@ -284,16 +308,17 @@ cdef int numeric_encode(Codec codec, WriteBuffer buf, object value) except -1:
         # 0.1 -> 0.1000000000000000055511151231257827021181583404541015625.
         # Pass Decimal(repr(f)) for the shortest decimal that reads back as f.
         return encode_decimal(codec, buf, Decimal(value))
-    if isinstance(value, (str, bytes, bytearray)):
+    if isinstance(value, str):
+        return encode_decimal(codec, buf, parse_decimal_str(codec, value))
+    if isinstance(value, (bytes, bytearray)):
         raise_encode_error(
             codec, value,
-            f'expected Decimal, int or float, got {type(value).__name__} '
-            f'(convert it with decimal.Decimal() first)')
+            f'expected Decimal, int, float or str, got {type(value).__name__}')
     if hasattr(type(value), '__index__'):
         # Integer-like objects such as numpy.int64.
         return numeric_encode(codec, buf, value.__index__())
     raise_encode_error(
-        codec, value, f'expected Decimal, int or float, got {type(value).__name__}')
+        codec, value, f'expected Decimal, int, float or str, got {type(value).__name__}')
 
 
 register_builtin(1700, 'numeric', numeric_decode, numeric_encode)

@@ -25,6 +25,11 @@ _NOT_CODEC_FAMILIES = {'base', 'registry', 'introspection', 'pg_types'}
 # a module exposes CONTAINER_KINDS = {typtype: factory(registry, info, depth)}.
 CONTAINER_FACTORIES: dict = {}
 
+# Codecs for extension types, which have no fixed OID: a module exposes
+# CONTRIB_CODECS = {name: Codec}, attached to a type's OID on request
+# (set_builtin_type_codec(codec_name='pg_contrib.<name>')).
+CONTRIB_CODECS: dict = {}
+
 
 def _load_codec_modules() -> None:
     # Every compiled module in this package registers its built-in codecs
@@ -33,6 +38,7 @@ def _load_codec_modules() -> None:
         if info.name not in _NOT_CODEC_FAMILIES and not info.name.startswith('_'):
             module = importlib.import_module(f'mypgdriver.codecs.{info.name}')
             CONTAINER_FACTORIES.update(getattr(module, 'CONTAINER_KINDS', {}))
+            CONTRIB_CODECS.update(getattr(module, 'CONTRIB_CODECS', {}))
 
 
 _load_codec_modules()

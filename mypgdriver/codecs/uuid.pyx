@@ -111,9 +111,10 @@ cdef inline int hex_value(unsigned char c) noexcept:
     return -1
 
 
-cdef int parse_uuid_str(Codec codec, str value, char *out) except -1:
+cdef int parse_uuid_str(Codec codec, object value, char *out) except -1:
     """Parse what uuid.UUID(str) accepts: 32 hex digits, hyphens anywhere,
-    optionally in braces or after 'urn:uuid:'."""
+    optionally in braces or after 'urn:uuid:'.  `value` is a str or a subclass
+    (typed `object`: Cython checks a `str` argument for the exact type)."""
     cdef Py_ssize_t n, i, start = 0, ndigits = 0
     cdef const char *s = PyUnicode_AsUTF8AndSize(value, &n)
     cdef int hi = -1, d
