@@ -56,13 +56,16 @@ async def connect(dsn: Optional[str] = None, *,
                         ('max_cacheable_statement_size', max_cacheable_statement_size),
                         ('max_cached_statement_lifetime', max_cached_statement_lifetime)):
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-            raise exceptions.InterfaceError(f'{name} must be a non-negative number, got {value!r}')
+            # asyncpg raises ValueError: ClientConfigurationError is one.
+            raise exceptions.ClientConfigurationError(
+                f'{name} must be a non-negative number, got {value!r}')
     if isinstance(max_pipeline, bool) or not isinstance(max_pipeline, int) or max_pipeline < 1:
         raise exceptions.InterfaceError(
             f'max_pipeline must be a positive integer, got {max_pipeline!r}')
     if command_timeout is not None and (
-            not isinstance(command_timeout, (int, float)) or command_timeout <= 0):
-        raise exceptions.InterfaceError(
+            not isinstance(command_timeout, (int, float)) or isinstance(command_timeout, bool)
+            or command_timeout <= 0):
+        raise exceptions.ClientConfigurationError(
             f'command_timeout must be a positive number, got {command_timeout!r}')
 
     if callable(password):
