@@ -208,6 +208,7 @@ async def test_prefer_retries_without_tls_when_tls_is_refused(tls_cluster):
 TLS_1_1_ONLY = {"ssl_min_protocol_version": "TLSv1.1", "ssl_max_protocol_version": "TLSv1.1"}
 
 
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated")
 async def test_prefer_retries_without_tls_when_the_handshake_fails(tls_cluster):
     # libpq and asyncpg then connect in plain text.
     d = dsn(tls_cluster, sslmode="prefer", **TLS_1_1_ONLY)
@@ -216,6 +217,7 @@ async def test_prefer_retries_without_tls_when_the_handshake_fails(tls_cluster):
         await mypgdriver.connect(dsn(tls_cluster, sslmode="require", **TLS_1_1_ONLY), timeout=10)
 
 
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated")
 async def test_failed_handshake_is_reported_over_the_fallbacks_hba_rejection(tls_cluster):
     d = dsn(tls_cluster, user=SSLONLY_USER, sslmode="prefer", **TLS_1_1_ONLY)
     with pytest.raises(ssl.SSLError) as info:
