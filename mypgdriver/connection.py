@@ -28,6 +28,10 @@ __all__ = ('Connection', 'ConnectionConfig', 'LoggedQuery', 'PipelineStats')
 
 _connection_ids = itertools.count(1)
 
+#: How long close() without a timeout waits for the calls in flight to be
+#: cancelled on the server before it drops the connection under them.
+CLOSE_CANCEL_GRACE = 5.0
+
 
 class PipelineStats(NamedTuple):
     """How deep a connection's pipeline is (Connection.get_pipeline_stats())."""
@@ -373,18 +377,42 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
     # --- closing ---
 
     async def close(self, *, timeout: Optional[float] = None) -> None:
-        """Close the connection gracefully (Terminate, then close the socket)."""
+        """Close the connection gracefully (Terminate, then close the socket).
+
+        As in asyncpg, what runs is cancelled first: a call in flight raises
+        the server's :exc:`~mypgdriver.exceptions.QueryCanceledError` (or
+        returns, if it finished first), and a call still waiting for its
+        turn raises :exc:`~mypgdriver.exceptions.InterfaceError`.  If that
+        takes longer than `timeout`, the connection is aborted and
+        :exc:`TimeoutError` raised; without a timeout, it is aborted after
+        CLOSE_CANCEL_GRACE seconds (a stalled server must not make close()
+        hang).  Termination listeners are scheduled before this returns.
+        """
         check_timeout(timeout)
         session = self._session
         if session.is_closed():
             session.closed = True
             return
         session.closed = True
+        if self._protocol.is_busy():
+            grace = CLOSE_CANCEL_GRACE if timeout is None else timeout
+            try:
+                await asyncio.wait_for(self._protocol.cancel_all(), grace)
+            except asyncio.TimeoutError:
+                self.terminate()
+                if timeout is not None:
+                    raise
+                return
+            except BaseException:
+                self.terminate()
+                raise
         self._protocol.terminate()
+        self._dispatch_connection_lost(None)
 
     def terminate(self) -> None:
         """Close the connection at once, without waiting for anything."""
         self._session.terminate()
+        self._dispatch_connection_lost(None)
 
 
 def _forward(ref: 'weakref.ref[Connection]', method: str, *args: Any) -> None:

@@ -9,6 +9,7 @@ import asyncio
 import inspect
 import random
 import socket
+import ssl
 from typing import Optional
 
 from mypgdriver import exceptions, tls
@@ -56,13 +57,16 @@ async def connect(dsn: Optional[str] = None, *,
                         ('max_cacheable_statement_size', max_cacheable_statement_size),
                         ('max_cached_statement_lifetime', max_cached_statement_lifetime)):
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-            raise exceptions.InterfaceError(f'{name} must be a non-negative number, got {value!r}')
+            # asyncpg raises ValueError: ClientConfigurationError is one.
+            raise exceptions.ClientConfigurationError(
+                f'{name} must be a non-negative number, got {value!r}')
     if isinstance(max_pipeline, bool) or not isinstance(max_pipeline, int) or max_pipeline < 1:
         raise exceptions.InterfaceError(
             f'max_pipeline must be a positive integer, got {max_pipeline!r}')
     if command_timeout is not None and (
-            not isinstance(command_timeout, (int, float)) or command_timeout <= 0):
-        raise exceptions.InterfaceError(
+            not isinstance(command_timeout, (int, float)) or isinstance(command_timeout, bool)
+            or command_timeout <= 0):
+        raise exceptions.ClientConfigurationError(
             f'command_timeout must be a positive number, got {command_timeout!r}')
 
     if callable(password):
@@ -254,20 +258,44 @@ async def _connect_host(loop, hostspec: HostSpec, params: ConnectParams, config,
                         connection_class) -> Connection:
     startup = _startup_parameters(params)
     mode = params.sslmode if params.ssl is None else 'require'
-    # libpq's two-attempt modes: 'allow' tries plain text, then TLS; 'prefer'
-    # tries TLS, then plain text when the server refuses the TLS session
-    # (e.g. only hostnossl lines match the user).
     if mode in ('allow', 'prefer') and not hostspec.is_unix_socket:
-        first_tls = mode == 'prefer'
-        try:
-            return await _startup(loop, hostspec, params, config, connection_class, startup,
-                                  use_tls=first_tls)
-        except exceptions.InvalidAuthorizationSpecificationError:
-            pass
-        return await _startup(loop, hostspec, params, config, connection_class, startup,
-                              use_tls=not first_tls)
+        return await _startup_with_fallback(loop, hostspec, params, config, connection_class,
+                                            startup, first_tls=mode == 'prefer')
     return await _startup(loop, hostspec, params, config, connection_class, startup,
                           use_tls=mode != 'disable')
+
+
+async def _startup_with_fallback(loop, hostspec, params, config, connection_class, startup,
+                                 *, first_tls: bool):
+    # libpq's two-attempt modes: 'allow' tries plain text, then TLS; 'prefer'
+    # tries TLS, then plain text.  As in libpq (and asyncpg), any error the
+    # server sends during the first startup makes the second attempt (only
+    # pg_hba.conf knows which transport a role may use), and so does a TLS
+    # handshake that fails under 'prefer'.  A malformed answer to the
+    # SSLRequest does not: that is not a PostgreSQL server to trust.
+    retry_after = (exceptions.PostgresError, ssl.SSLError) if first_tls else (
+        exceptions.PostgresError,)
+    try:
+        return await _startup(loop, hostspec, params, config, connection_class, startup,
+                              use_tls=first_tls)
+    except retry_after as first_error:
+        try:
+            return await _startup(loop, hostspec, params, config, connection_class, startup,
+                                  use_tls=not first_tls)
+        except exceptions.PostgresError as second_error:
+            # Report the more relevant failure, as libpq lists both: the
+            # other transport's pg_hba.conf rejection ("no encryption")
+            # must not hide why the first attempt failed ("password
+            # authentication failed").  The other one stays chained.
+            if _is_hba_rejection(second_error) and not _is_hba_rejection(first_error):
+                raise first_error
+            raise
+
+
+def _is_hba_rejection(error: BaseException) -> bool:
+    # SQLSTATE 28000 itself: no pg_hba.conf line admits this transport (a
+    # wrong password is its subclass InvalidPasswordError, 28P01).
+    return type(error) is exceptions.InvalidAuthorizationSpecificationError
 
 
 async def _startup(loop, hostspec, params, config, connection_class, startup, *, use_tls):

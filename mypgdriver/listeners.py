@@ -2,9 +2,11 @@
 
 The protocol reports these events from inside its message loop.  Callbacks
 never run there: each one is scheduled on the event loop (``call_soon``, in
-arrival order), so a slow, failing or re-entrant callback cannot disturb
-the connection.  A callback may be a plain function or a coroutine function;
-an awaitable it returns runs as a task.  Exceptions are passed to the
+arrival order; a coroutine function is started as a task), so a slow,
+failing or re-entrant callback cannot disturb the connection.  A callback
+may be a plain function or a coroutine function; an awaitable it returns
+runs as a task.  Termination listeners are scheduled when the connection is
+lost, or by close() and terminate() before they return, as in asyncpg.  Exceptions are passed to the
 loop's exception handler, as for any other unhandled callback error.
 """
 from __future__ import annotations
@@ -32,14 +34,29 @@ def _check_callback(callback: Any) -> None:
             f'expected a callable or an async def function, got {callback!r}')
 
 
+def _schedule(loop: asyncio.AbstractEventLoop, kind: str, callback: Callable,
+              args: tuple) -> None:
+    # A coroutine function is started as a task at once: calling it runs
+    # none of its code, and its first step then runs in the same loop
+    # iteration as the plain callbacks scheduled with it (as in asyncpg).
+    if inspect.iscoroutinefunction(callback):
+        _track(loop, kind, callback, asyncio.ensure_future(callback(*args), loop=loop))
+    else:
+        loop.call_soon(_run_callback, loop, kind, callback, args)
+
+
+def _track(loop: asyncio.AbstractEventLoop, kind: str, callback: Callable,
+           task: asyncio.Future) -> None:
+    _running_callbacks.add(task)
+    task.add_done_callback(lambda t: _callback_done(loop, kind, callback, t))
+
+
 def _run_callback(loop: asyncio.AbstractEventLoop, kind: str, callback: Callable,
                   args: tuple) -> None:
     try:
         result = callback(*args)
         if inspect.isawaitable(result):
-            task = asyncio.ensure_future(result, loop=loop)
-            _running_callbacks.add(task)
-            task.add_done_callback(lambda t: _callback_done(loop, kind, callback, t))
+            _track(loop, kind, callback, asyncio.ensure_future(result, loop=loop))
     except Exception as exc:
         _report(loop, kind, callback, exc)
 
@@ -175,15 +192,14 @@ class ListenersMixin:
 
     def _dispatch_notice(self, message: exceptions.PostgresLogMessage) -> None:
         for callback, sender in self._log_listeners.items():
-            self._loop.call_soon(_run_callback, self._loop, 'log listener', callback,
-                                 (sender, message))
+            _schedule(self._loop, 'log listener', callback, (sender, message))
 
     def _dispatch_notification(self, pid: int, channel: str, payload: str) -> None:
         callbacks = self._listeners.get(channel)
         if callbacks:
             for callback, sender in callbacks.items():
-                self._loop.call_soon(_run_callback, self._loop, 'notification listener',
-                                     callback, (sender, pid, channel, payload))
+                _schedule(self._loop, 'notification listener', callback,
+                          (sender, pid, channel, payload))
 
     def _dispatch_connection_lost(self, exc: BaseException | None) -> None:
         callbacks = list(self._termination_listeners.items())
@@ -192,5 +208,4 @@ class ListenersMixin:
         self._listeners.clear()
         self._log_listeners.clear()
         for callback, sender in callbacks:
-            self._loop.call_soon(_run_callback, self._loop, 'termination listener',
-                                 callback, (sender,))
+            _schedule(self._loop, 'termination listener', callback, (sender,))

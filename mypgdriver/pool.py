@@ -78,7 +78,8 @@ _TRANSIENT_CONNECT_ERRORS: Tuple[Type[BaseException], ...] = (
 )
 
 # What a query raises when the connection was already dead: the socket was
-# found closed, or the server's goodbye (FATAL 57P01/57P02) was read.
+# found closed, or the server's goodbye (FATAL 57P01/57P02) was read (it is
+# then the cause of the ConnectionDoesNotExistError raised).
 _CONNECTION_LOST_ERRORS: Tuple[Type[BaseException], ...] = (
     exceptions.ConnectionDoesNotExistError,
     exceptions.AdminShutdownError,
@@ -188,8 +189,8 @@ class PoolConnectionProxy:
     before handing a connection out, but the server may have dropped it just
     before (its goodbye not yet read).  So if the *first* ``execute``,
     ``fetch``, ``fetchrow`` or ``fetchval`` after acquire fails with
-    ``ConnectionDoesNotExistError`` (or the server's ``AdminShutdownError`` /
-    ``CrashShutdownError``) and the connection is closed, the proxy replaces
+    ``ConnectionDoesNotExistError`` (whose cause may be the server's
+    ``AdminShutdownError``) and the connection is closed, the proxy replaces
     it with a new one (running ``setup`` again) and repeats that call once.
     The first call is the only one where this is safe to do without
     knowing the application: no session state of its own exists yet.  The

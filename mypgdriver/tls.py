@@ -129,14 +129,18 @@ async def open_negotiated(loop, host: str, port: int, ctx: ssl.SSLContext,
     returned for the startup to continue on.
     """
     transport, neg = await loop.create_connection(lambda: _SSLRequestProtocol(loop), host, port)
+    # An answer other than 'S' or 'N' fails the connection attempt with a
+    # ConnectionError, as in libpq and asyncpg, for every sslmode: no
+    # fallback to plain text with a peer that does not speak the protocol.
     try:
         answer = await neg.answer
         if answer == b'S':
             if neg.extra:
                 # Bytes after 'S' would be read as if they had come through
                 # TLS (CVE-2021-23222): refuse.
-                raise exceptions.ProtocolError(
-                    'server sent unencrypted data after accepting SSL')
+                raise ConnectionError(
+                    f'PostgreSQL server at "{host}:{port}" sent unencrypted data after '
+                    f'accepting SSL')
             tls_transport = await loop.start_tls(
                 transport, neg, ctx, server_hostname=server_hostname)
             return tls_transport, True
@@ -146,8 +150,16 @@ async def open_negotiated(loop, host: str, port: int, ctx: ssl.SSLContext,
                     f'PostgreSQL server at "{host}:{port}" rejected SSL upgrade, '
                     f'but SSL was required')
             return transport, False
-        raise exceptions.ProtocolError(
-            f'unexpected answer {answer!r} to SSLRequest (is this a PostgreSQL server?)')
+        if answer == b'E':
+            # A server that failed before reading the request (fork failure,
+            # a very old server).  Its text came unencrypted and unauthenticated
+            # before TLS, so it is not shown (CVE-2024-10977).
+            raise ConnectionError(
+                f'PostgreSQL server at "{host}:{port}" sent an error response to the '
+                f'SSLRequest; check the server log for details')
+        raise ConnectionError(
+            f'PostgreSQL server at "{host}:{port}" sent an invalid answer {answer!r} to '
+            f'the SSLRequest (is this a PostgreSQL server?)')
     except BaseException:
         transport.abort()
         raise

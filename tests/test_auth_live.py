@@ -211,6 +211,48 @@ async def test_missing_password_raises_clear_error(address, role, password, meth
         f"'{role}', but no password was provided")
 
 
+def _returns_none():
+    return None
+
+
+async def _async_returns_none():
+    return None
+
+
+@pytest.mark.parametrize("password", [None, _returns_none, _async_returns_none],
+                         ids=["absent", "callable", "async-callable"])
+@pytest.mark.parametrize("role,method", [(r, m) for r, _, m in PASSWORD_ROLES], ids=ROLE_IDS)
+async def test_no_password_is_an_invalid_password_error_as_in_asyncpg(cluster, role, method,
+                                                                      password):
+    # asyncpg reports the server's InvalidPasswordError; ours is found before
+    # sending, says why, and is an InterfaceError too.
+    with pytest.raises(exceptions.InvalidPasswordError) as info:
+        await _current_user(user=role, password=password, host=cluster.host, port=cluster.port)
+    assert type(info.value) is exceptions.PasswordRequiredError
+    assert isinstance(info.value, exceptions.InterfaceError)
+    assert info.value.sqlstate == "28P01"
+    assert info.value.message == str(info.value) == (
+        f"the server requested {METHOD_NAMES[method]} authentication for user "
+        f"'{role}', but no password was provided")
+
+
+async def test_md5_unavailable_is_an_internal_client_error(cluster, monkeypatch):
+    # A FIPS build of OpenSSL makes hashlib.md5() raise ValueError; asyncpg
+    # reports that as InternalClientError, and so do we (not a bare ValueError).
+    def refuse_md5(*args, **kwargs):
+        raise ValueError("[digital envelope routines] unsupported")
+
+    monkeypatch.setattr("hashlib.md5", refuse_md5)
+    with pytest.raises(exceptions.InternalClientError) as info:
+        await _current_user(user="mypg_md5", password="md5-pässword",
+                            host=cluster.host, port=cluster.port)
+    assert type(info.value) is exceptions.InternalClientError
+    assert type(info.value.__cause__) is ValueError
+    assert str(info.value) == (
+        "the server requested md5 authentication, but this Python cannot compute MD5 "
+        "([digital envelope routines] unsupported); use scram-sha-256 on the server")
+
+
 async def test_unsupported_method_raises_error_naming_it(cluster, gss_role):
     with pytest.raises(exceptions.InterfaceError, match="GSSAPI") as info:
         await _current_user(user=gss_role, password="unused", host=cluster.host, port=cluster.port)

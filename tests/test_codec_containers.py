@@ -39,6 +39,7 @@ CREATE TYPE ctest.outer_t AS (
 CREATE TYPE ctest.with_acl AS (a int4, acl aclitem);
 CREATE TYPE ctest.doc AS (id int4, body json);
 CREATE TYPE ctest.floatrange AS RANGE (subtype = float8);
+CREATE TYPE ctest.moneyrange AS RANGE (subtype = money);
 CREATE DOMAIN ctest.small_range AS int4range;
 CREATE TABLE ctest.items (id int4, name text, gone int4, price numeric);
 ALTER TABLE ctest.items DROP COLUMN gone;
@@ -297,9 +298,16 @@ async def test_anonymous_record_field_of_unknown_type_is_clear_error(db) -> None
     assert await db.fetchval("SELECT ROW(1, 'sad'::ctest.mood)") == (1, 'sad')
 
 
-async def test_anonymous_record_argument_is_rejected(db) -> None:
-    with pytest.raises(exceptions.DataError, match='anonymous composite') as info:
-        await db.fetchval("SELECT $1::record", (1, 2))
+@pytest.mark.parametrize("query, arg", [("SELECT $1::record", (1, 2)),
+                                        ("SELECT $1::record[]", [(1, 'a')])])
+async def test_anonymous_record_argument_is_rejected(db, query: str, arg: Any) -> None:
+    # asyncpg: UnsupportedClientFeatureError; ours is also the DataError of
+    # every argument that cannot be encoded.
+    with pytest.raises(exceptions.UnsupportedClientFeatureError,
+                       match=r'^invalid input for query argument \$1: .*anonymous composite') as info:
+        await db.fetchval(query, arg)
+    assert type(info.value) is exceptions.UnsupportedArgumentError
+    assert isinstance(info.value, exceptions.DataError)
     assert type(info.value.__cause__) is exceptions.UnsupportedClientFeatureError
     assert await db.fetchval("SELECT 7") == 7
 
@@ -397,6 +405,24 @@ async def test_bad_range_argument_is_data_error(db, arg: Any, message: str) -> N
         await db.fetchval("SELECT $1::int4range", arg)
     assert str(info.value).startswith("invalid input for query argument $1: ")
     assert message in str(info.value)
+    assert await db.fetchval("SELECT 8") == 8
+
+
+async def test_range_of_a_text_only_subtype_moves_as_text(db) -> None:
+    # money has no binary codec, so neither has the range: its values are
+    # str both ways (asyncpg refuses the type altogether).
+    assert await db.fetchval("SELECT '[1,2)'::ctest.moneyrange") == '[$1.00,$2.00)'
+    assert await db.fetchval("SELECT $1::ctest.moneyrange", '[1,3)') == '[$1.00,$3.00)'
+
+
+@pytest.mark.parametrize("arg", [Range('1', '2'), ('1', '2')])
+async def test_range_object_for_a_text_only_range_is_unsupported(db, arg: Any) -> None:
+    with pytest.raises(exceptions.UnsupportedClientFeatureError,
+                       match=r'^invalid input for query argument \$1: .*cannot be sent as range '
+                             r'type moneyrange') as info:
+        await db.fetchval("SELECT $1::ctest.moneyrange", arg)
+    assert type(info.value) is exceptions.UnsupportedArgumentError
+    assert isinstance(info.value, exceptions.DataError)
     assert await db.fetchval("SELECT 8") == 8
 
 

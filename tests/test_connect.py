@@ -458,3 +458,18 @@ async def test_connection_and_record_subclasses_are_used(connect_kwargs):
         assert row["one"] == 1
     finally:
         await conn.close()
+
+
+@pytest.mark.parametrize("option, value", [
+    ("command_timeout", -1), ("command_timeout", 0), ("command_timeout", "abc"),
+    ("command_timeout", True),
+    ("statement_cache_size", -1), ("statement_cache_size", "abc"),
+    ("max_cacheable_statement_size", -1), ("max_cached_statement_lifetime", -1),
+])
+async def test_bad_cache_size_or_command_timeout_is_a_value_error(connect_kwargs, option, value):
+    # asyncpg raises ValueError; ClientConfigurationError is one (and an InterfaceError).
+    with pytest.raises(ValueError) as info:
+        await mypgdriver.connect(**connect_kwargs, **{option: value})
+    assert type(info.value) is exceptions.ClientConfigurationError
+    assert isinstance(info.value, exceptions.InterfaceError)
+    assert str(info.value).startswith(f"{option} must be a ")

@@ -354,19 +354,25 @@ async def test_operation_after_server_ended_session(connect_kwargs, conn):
         await victim.fetchval("SELECT 1")
 
 
-async def test_server_ending_session_during_query_raises_the_servers_error(
+async def test_server_ending_session_during_query_raises_a_connection_error(
         connect_kwargs, conn):
     # The server says why it ends the session (57P01 admin_shutdown) before
-    # closing; the driver reports exactly that, as issue 6 specifies, and the
-    # connection is closed afterwards.
+    # closing; as in asyncpg, the call raises ConnectionDoesNotExistError (so
+    # that handlers of connection errors see it) with the server's error as
+    # its cause, and the connection is closed afterwards.
     victim = await mypgdriver.connect(**connect_kwargs)
     running = asyncio.ensure_future(victim.fetchval("SELECT pg_sleep(5)"))
     await asyncio.sleep(0.1)
     await conn.fetchval("SELECT pg_terminate_backend($1)", victim.get_server_pid())
     try:
-        with pytest.raises(exceptions.AdminShutdownError,
-                           match="terminating connection due to administrator command"):
+        with pytest.raises(exceptions.ConnectionDoesNotExistError,
+                           match="^connection was closed in the middle of operation: "
+                                 "terminating connection due to administrator command$") as info:
             await asyncio.wait_for(running, 3)
+        assert type(info.value) is exceptions.ConnectionDoesNotExistError
+        assert type(info.value.__cause__) is exceptions.AdminShutdownError
+        assert info.value.__cause__.sqlstate == "57P01"
+        assert isinstance(info.value, exceptions.PostgresConnectionError)
         assert victim.is_closed()
         with pytest.raises((exceptions.InterfaceError, exceptions.ConnectionDoesNotExistError)):
             await victim.fetchval("SELECT 1")

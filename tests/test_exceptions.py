@@ -204,12 +204,16 @@ ALL_ATTRIBUTES = {
     'server_source_function': '_bt_check_unique',
 }
 
+# as_dict() names the W field 'context', as asyncpg does.
+ALL_AS_DICT = {('context' if name == 'where' else name): value
+               for name, value in ALL_ATTRIBUTES.items()}
+
 
 def test_every_field_code_fills_its_attribute():
     error = make_server_error(ALL_FIELDS, query='INSERT INTO items VALUES (1)')
     for name, value in ALL_ATTRIBUTES.items():
         assert getattr(error, name) == value, name
-    assert error.as_dict() == ALL_ATTRIBUTES
+    assert error.as_dict() == ALL_AS_DICT
     assert error.query == 'INSERT INTO items VALUES (1)'
     assert error.context == 'PL/pgSQL function f() line 3'
 
@@ -258,11 +262,18 @@ def test_str_matches_asyncpg():
     assert repr(make_server_error(ALL_FIELDS)) == repr(theirs)
 
 
+def test_as_dict_matches_asyncpg():
+    asyncpg_exceptions = pytest.importorskip('asyncpg.exceptions')
+    theirs = asyncpg_exceptions.PostgresError.new(ALL_FIELDS)
+    assert make_server_error(ALL_FIELDS).as_dict() == theirs.as_dict()
+    assert list(make_server_error(ALL_FIELDS).as_dict()) == list(theirs.as_dict())
+
+
 def test_errors_survive_pickling():
     error = make_server_error(ALL_FIELDS, query='q')
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is exc.UniqueViolationError
-    assert copy.as_dict() == ALL_ATTRIBUTES
+    assert copy.as_dict() == ALL_AS_DICT
     assert copy.query == 'q'
     assert str(copy) == str(error)
 
@@ -284,7 +295,7 @@ def test_notice_fields_and_str():
     assert notice.query == 'DO $$ ... $$'
     assert notice.as_dict() == {
         'severity': 'NOTICE', 'severity_en': 'NOTICE', 'sqlstate': '00000', 'message': 'hello',
-        'where': 'PL/pgSQL function inline_code_block line 1 at RAISE'}
+        'context': 'PL/pgSQL function inline_code_block line 1 at RAISE'}
 
 
 def test_warning_notice_is_a_python_warning_with_message_args():

@@ -240,6 +240,22 @@ async def test_log_listener_server_warning_and_async_callback(conn):
     assert seen[0][1].message == 'there is no transaction in progress'
 
 
+async def test_log_message_as_dict_uses_asyncpgs_keys(conn):
+    got = Collector()
+    conn.add_log_listener(got)
+    await conn.execute("""DO $$ BEGIN
+        RAISE NOTICE 'n' USING DETAIL = 'd', HINT = 'h', TABLE = 't', CONSTRAINT = 'k';
+    END $$""")
+    (_, notice), = await got.wait_for(1)
+    fields = notice.as_dict()
+    assert list(fields)[:6] == ['severity', 'severity_en', 'sqlstate', 'message', 'detail',
+                                'hint']
+    assert fields['context'] == 'PL/pgSQL function inline_code_block line 2 at RAISE'
+    assert 'where' not in fields
+    assert (fields['table_name'], fields['constraint_name']) == ('t', 'k')
+    assert notice.where == notice.context == fields['context']
+
+
 async def test_remove_log_listener(conn):
     got = Collector()
     conn.add_log_listener(got)
@@ -301,3 +317,46 @@ async def test_termination_listener_when_the_server_ends_the_session(conn, other
         conn.add_log_listener(Collector())
     with pytest.raises(exceptions.InterfaceError):
         await conn.add_listener('late', Collector())
+
+
+def _recording_listener(kind: str) -> tuple[list[str], Any]:
+    """A plain or async termination listener that appends 'listener' to the list returned."""
+    events: list[str] = []
+    if kind == 'async':
+        async def listener(connection):
+            events.append('listener')
+    else:
+        def listener(connection):
+            events.append('listener')
+    return events, listener
+
+
+@pytest.mark.parametrize('kind', ['plain', 'async'])
+@pytest.mark.parametrize('how', ['close', 'terminate'])
+async def test_termination_listener_runs_on_the_first_tick_after_closing(
+        connect_kwargs, how, kind):
+    # asyncpg schedules termination listeners inside close()/terminate():
+    # they have run by the caller's first await after it.
+    conn = await mypgdriver.connect(**connect_kwargs)
+    events, listener = _recording_listener(kind)
+    conn.add_termination_listener(listener)
+    if how == 'close':
+        await conn.close()
+    else:
+        conn.terminate()
+    events.append('returned')
+    await asyncio.sleep(0)
+    events.append('first tick')
+    assert events == ['returned', 'listener', 'first tick']
+
+
+async def test_termination_listener_runs_before_the_terminated_query_fails(conn, other):
+    events: list = []
+    conn.add_termination_listener(lambda connection: events.append('listener'))
+    pending = asyncio.ensure_future(conn.fetchval('SELECT pg_sleep(30)'))
+    pending.add_done_callback(lambda fut: events.append('query failed'))
+    await asyncio.sleep(0.2)
+    assert await other.fetchval('SELECT pg_terminate_backend($1)', conn.get_server_pid())
+    with pytest.raises(exceptions.ConnectionDoesNotExistError):
+        await asyncio.wait_for(pending, 5)
+    assert events == ['listener', 'query failed']

@@ -71,6 +71,19 @@ async def fails_promptly(call, exc_class: type[BaseException], bound: float = PR
     return info.value
 
 
+def assert_ended_by_server(err: BaseException, sqlstate: str = "57P01") -> None:
+    """`err` is asyncpg's report of a session the server ended mid-call.
+
+    A ConnectionDoesNotExistError (what retry handlers catch), whose cause is
+    the server's FATAL error.
+    """
+    assert type(err) is exceptions.ConnectionDoesNotExistError, repr(err)
+    cause = err.__cause__
+    assert type(cause) is exceptions.AdminShutdownError, repr(cause)
+    assert cause.sqlstate == sqlstate
+    assert str(err) == f"connection was closed in the middle of operation: {cause.message}"
+
+
 async def later_calls_fail(conn: Any) -> None:
     """Every kind of call on a lost connection fails at once with ConnectionDoesNotExistError."""
     assert conn.is_closed()
@@ -144,8 +157,9 @@ async def test_terminated_busy_connection(connect_kwargs, monitor):
     pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
     await asyncio.sleep(0.2)
     assert await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
-    err = await fails_promptly(pending, exceptions.AdminShutdownError)
-    assert err.sqlstate == "57P01"
+    err = await fails_promptly(pending, exceptions.ConnectionDoesNotExistError)
+    assert_ended_by_server(err)
+    assert err.__cause__.message == "terminating connection due to administrator command"
     assert conn.is_closed()
     if recorder:
         await recorder.wait_called(conn)
@@ -158,7 +172,8 @@ async def test_terminated_connection_inside_transaction(connect_kwargs, monitor)
     pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
     await asyncio.sleep(0.2)
     await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
-    await fails_promptly(pending, exceptions.AdminShutdownError)
+    assert_ended_by_server(
+        await fails_promptly(pending, exceptions.ConnectionDoesNotExistError))
     await later_calls_fail(conn)
 
 
@@ -168,7 +183,8 @@ async def test_terminated_during_executemany(connect_kwargs, monitor):
         "SELECT pg_sleep(0.05) WHERE $1::int IS NOT NULL", [(i,) for i in range(200)]))
     await asyncio.sleep(0.3)
     await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
-    await fails_promptly(pending, exceptions.AdminShutdownError)
+    assert_ended_by_server(
+        await fails_promptly(pending, exceptions.ConnectionDoesNotExistError))
     await later_calls_fail(conn)
 
 
@@ -198,9 +214,10 @@ async def test_lost_inside_transaction_block_raises_the_servers_error(connect_kw
         pytest.skip("Connection.transaction() not implemented yet")
     conn = await mypgdriver.connect(**connect_kwargs)
     # On a loaded machine the query may reach the server after the backend
-    # exited (the socket is reset, the FATAL message lost): both outcomes are
-    # allowed by issue 6; what matters is that the block re-raises it.
-    with pytest.raises((exceptions.AdminShutdownError, exceptions.ConnectionDoesNotExistError)):
+    # exited (the socket is reset, the FATAL message lost); with or without
+    # the server's message as its cause, the error is a connection error, and
+    # what matters is that the block re-raises it.
+    with pytest.raises(exceptions.ConnectionDoesNotExistError):
         async with conn.transaction():
             pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
             await asyncio.sleep(0.2)
@@ -228,7 +245,7 @@ async def test_lost_during_cursor_fetch(connect_kwargs, monitor):
         pytest.skip("Connection.cursor() not implemented yet")
     conn = await mypgdriver.connect(**connect_kwargs)
     seen = 0
-    with pytest.raises(exceptions.AdminShutdownError):
+    with pytest.raises(exceptions.ConnectionDoesNotExistError) as info:
         async with conn.transaction():
             async for _ in conn.cursor("SELECT g, pg_sleep(CASE WHEN g = 150 THEN 30 ELSE 0 END) "
                                        "FROM generate_series(1, 1000) g", prefetch=100):
@@ -238,6 +255,7 @@ async def test_lost_during_cursor_fetch(connect_kwargs, monitor):
                     asyncio.get_running_loop().call_later(0.3, asyncio.ensure_future, monitor.fetchval(
                         "SELECT pg_terminate_backend($1)", conn.get_server_pid()))
     assert seen == 100
+    assert_ended_by_server(info.value)
     await later_calls_fail(conn)
 
 
@@ -257,8 +275,13 @@ async def test_cursor_on_lost_connection_raises_connection_does_not_exist(connec
 
 # --- closing from our side while a call is pending ---------------------------------------
 
-@pytest.mark.parametrize("how", ["close", "terminate"])
-async def test_closing_fails_the_pending_call(connect_kwargs, how):
+@pytest.mark.parametrize("how, outcome", [
+    # As in asyncpg: close() cancels the running query on the server first,
+    # terminate() drops the connection under it.
+    ("close", exceptions.QueryCanceledError),
+    ("terminate", exceptions.ConnectionDoesNotExistError),
+])
+async def test_closing_fails_the_pending_call(connect_kwargs, how, outcome):
     conn = await mypgdriver.connect(**connect_kwargs)
     recorder = listen_for_termination(conn)
     pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
@@ -267,12 +290,68 @@ async def test_closing_fails_the_pending_call(connect_kwargs, how):
         await asyncio.wait_for(conn.close(), PROMPT)
     else:
         conn.terminate()
-    await fails_promptly(pending, exceptions.ConnectionDoesNotExistError)
+    err = await fails_promptly(pending, outcome)
+    if how == "close":
+        assert err.sqlstate == "57014"
+        assert str(err) == "canceling statement due to user request"
     assert conn.is_closed()
     if recorder:
         await recorder.wait_called(conn)
     # Closed by us: later calls say so (InterfaceError), as in asyncpg.
     await fails_promptly(conn.fetchval("SELECT 1"), exceptions.InterfaceError, bound=0.5)
+
+
+async def test_close_cancels_each_pipelined_call_and_refuses_queued_ones(connect_kwargs):
+    # Calls in flight are each cancelled on the server, as asyncpg's close()
+    # cancels its running query; calls still waiting for their turn (the
+    # pipeline is full) were never sent and fail like a call made after close().
+    conn = await mypgdriver.connect(**connect_kwargs, max_pipeline=2)
+    assert await conn.fetchval("SELECT pg_sleep($1)", 0) is None  # the statement is cached
+    order: list[int] = []
+
+    async def sleep(i: int) -> None:
+        try:
+            await conn.fetchval("SELECT pg_sleep($1)", 30)
+        finally:
+            order.append(i)
+
+    calls = [asyncio.ensure_future(sleep(i)) for i in range(4)]
+    await asyncio.sleep(0.3)
+    assert conn.get_pipeline_stats().in_flight == 2
+    start = time.monotonic()
+    await asyncio.wait_for(conn.close(), PROMPT)
+    assert time.monotonic() - start < PROMPT
+    outcomes = await asyncio.gather(*calls, return_exceptions=True)
+    assert [type(e) for e in outcomes] == [exceptions.QueryCanceledError] * 2 + [
+        exceptions.InterfaceError] * 2
+    assert [str(e) for e in outcomes[2:]] == [
+        "cannot perform operation: connection is closed"] * 2
+    assert order == [2, 3, 0, 1]
+    assert conn.is_closed()
+
+
+async def test_close_lets_a_call_that_finishes_first_return(connect_kwargs):
+    conn = await mypgdriver.connect(**connect_kwargs)
+    assert await conn.fetchval("SELECT $1::int", 1) == 1   # cached: one round trip
+    pending = asyncio.ensure_future(conn.fetchval("SELECT $1::int", 42))
+    await asyncio.sleep(0)      # sent, not answered yet
+    assert conn.get_pipeline_stats().in_flight == 1
+    await asyncio.wait_for(conn.close(), PROMPT)
+    assert await pending == 42
+    await fails_promptly(conn.fetchval("SELECT 1"), exceptions.InterfaceError, bound=0.5)
+
+
+async def test_close_timeout_aborts_and_fails_the_pending_call(connect_kwargs):
+    # A cancel that cannot act within close()'s timeout: the connection is
+    # dropped, as asyncpg does, and close() raises TimeoutError.
+    conn = await mypgdriver.connect(**connect_kwargs)
+    conn._protocol.cancel_request = lambda: asyncio.sleep(1)
+    pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
+    await asyncio.sleep(0.2)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(conn.close(timeout=0.2), PROMPT)
+    await fails_promptly(pending, exceptions.ConnectionDoesNotExistError)
+    assert conn.is_closed()
 
 
 # --- server shutdown --------------------------------------------------------------------
@@ -315,7 +394,8 @@ async def test_server_stopped_fast(running_private_cluster):
     try:
         stopping = asyncio.ensure_future(asyncio.to_thread(cluster.stop, mode="fast"))
         # Fast shutdown terminates sessions with FATAL 57P01 first.
-        await fails_promptly(pending, exceptions.AdminShutdownError, bound=5)
+        assert_ended_by_server(
+            await fails_promptly(pending, exceptions.ConnectionDoesNotExistError, bound=5))
         await wait_closed(idle, bound=5)
         await later_calls_fail(busy)
         await later_calls_fail(idle)

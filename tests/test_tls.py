@@ -203,6 +203,53 @@ async def test_prefer_retries_without_tls_when_tls_is_refused(tls_cluster):
     assert await uses_tls(dsn(tls_cluster, user=NOSSL_USER, sslmode="prefer")) is False
 
 
+#: A TLS version the server refuses (its ssl_min_protocol_version is TLSv1.2):
+#: the handshake fails.
+TLS_1_1_ONLY = {"ssl_min_protocol_version": "TLSv1.1", "ssl_max_protocol_version": "TLSv1.1"}
+
+
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated")
+async def test_prefer_retries_without_tls_when_the_handshake_fails(tls_cluster):
+    # libpq and asyncpg then connect in plain text.
+    d = dsn(tls_cluster, sslmode="prefer", **TLS_1_1_ONLY)
+    assert await uses_tls(d) is False
+    with pytest.raises(ssl.SSLError):
+        await mypgdriver.connect(dsn(tls_cluster, sslmode="require", **TLS_1_1_ONLY), timeout=10)
+
+
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated")
+async def test_failed_handshake_is_reported_over_the_fallbacks_hba_rejection(tls_cluster):
+    d = dsn(tls_cluster, user=SSLONLY_USER, sslmode="prefer", **TLS_1_1_ONLY)
+    with pytest.raises(ssl.SSLError) as info:
+        await mypgdriver.connect(d, timeout=10)
+    hba = info.value.__context__
+    assert type(hba) is exceptions.InvalidAuthorizationSpecificationError
+    assert "no encryption" in str(hba)
+
+
+@pytest.mark.parametrize("sslmode", ["prefer", "allow"])
+async def test_wrong_password_is_reported_over_the_fallbacks_hba_rejection(tls_cluster, sslmode):
+    # SCRAM_USER may log in over TLS only (the hostnossl line rejects it): the
+    # TLS attempt says "password authentication failed", the plain-text one
+    # "no pg_hba.conf entry ... no encryption".  libpq reports both; the
+    # first is the one that tells the user what to fix.
+    tls_cluster.add_hba_lines([f"hostnossl all {SCRAM_USER} all reject"])
+    try:
+        d = dsn(tls_cluster, user=SCRAM_USER, password="wrong", sslmode=sslmode)
+        with pytest.raises(exceptions.InvalidPasswordError) as info:
+            await mypgdriver.connect(d, timeout=10)
+        assert type(info.value) is exceptions.InvalidPasswordError
+        assert str(info.value) == f'password authentication failed for user "{SCRAM_USER}"'
+        hba = info.value.__context__
+        assert type(hba) is exceptions.InvalidAuthorizationSpecificationError
+        assert "no encryption" in str(hba)
+        assert await uses_tls(dsn(tls_cluster, user=SCRAM_USER, password=SCRAM_PASSWORD,
+                                  sslmode=sslmode)) is True
+    finally:
+        tls_cluster.hba_lines.remove(f"hostnossl all {SCRAM_USER} all reject")
+        tls_cluster.add_hba_lines([])
+
+
 async def test_require_against_hostnossl_only_role_is_refused(tls_cluster):
     with pytest.raises(exceptions.InvalidAuthorizationSpecificationError, match="SSL encryption"):
         await mypgdriver.connect(dsn(tls_cluster, user=NOSSL_USER, sslmode="require"))
@@ -681,21 +728,46 @@ async def test_tls_handshake_that_stalls_times_out():
         assert server.requests == [SSL_REQUEST]
 
 
-async def test_plaintext_after_ssl_acceptance_is_refused():
+def _error_response(sqlstate: str, text: str) -> bytes:
+    body = b"SFATAL\0VFATAL\0C" + sqlstate.encode() + b"\0M" + text.encode() + b"\0\0"
+    return b"E" + struct.pack("!i", len(body) + 4) + body
+
+
+# As in libpq and asyncpg, an answer to the SSLRequest that is neither 'S' nor
+# 'N' (or 'S' followed by plain text) is a ConnectionError, with no fallback.
+@pytest.mark.parametrize("answer, message", [
     # CVE-2021-23222: bytes after 'S' would be taken as if they came over TLS.
-    with ScriptedSslAnswer(b"SR\x00\x00\x00\x08\x00\x00\x00\x00") as server:
-        with pytest.raises(exceptions.ProtocolError, match="unencrypted data"):
+    (b"SR\x00\x00\x00\x08\x00\x00\x00\x00", "sent unencrypted data after accepting SSL"),
+    (b"X", "sent an invalid answer b'X' to the SSLRequest (is this a PostgreSQL server?)"),
+    # Not shown: the text is unauthenticated (CVE-2024-10977).
+    (_error_response("53300", "sorry, too many clients already"),
+     "sent an error response to the SSLRequest; check the server log for details"),
+], ids=["plaintext-after-S", "X", "E"])
+@pytest.mark.parametrize("sslmode", ["prefer", "require"])
+async def test_malformed_ssl_answer_is_a_connection_error(answer, message, sslmode):
+    with ScriptedSslAnswer(answer) as server:
+        with pytest.raises(ConnectionError) as info:
             await asyncio.wait_for(mypgdriver.connect(
-                host="127.0.0.1", port=server.port, user="postgres", ssl="require",
+                host="127.0.0.1", port=server.port, user="postgres", ssl=sslmode,
                 timeout=5), 10)
+        assert type(info.value) is ConnectionError
+        assert str(info.value) == f'PostgreSQL server at "127.0.0.1:{server.port}" {message}'
+        assert server.requests == [SSL_REQUEST]
 
 
-async def test_unexpected_ssl_answer_is_a_protocol_error():
-    with ScriptedSslAnswer(b"X") as server:
-        with pytest.raises(exceptions.ProtocolError, match="SSLRequest"):
+async def test_allow_retries_with_tls_after_any_server_error():
+    # The plain-text attempt is refused with 53300 (any server error makes
+    # libpq and asyncpg try the other transport); the TLS attempt then meets
+    # an 'E' answer, whose ConnectionError keeps the first error as context.
+    with ScriptedSslAnswer(_error_response("53300", "sorry, too many clients already")) as server:
+        with pytest.raises(ConnectionError) as info:
             await asyncio.wait_for(mypgdriver.connect(
-                host="127.0.0.1", port=server.port, user="postgres", ssl="prefer",
+                host="127.0.0.1", port=server.port, user="postgres", ssl="allow",
                 timeout=5), 10)
+        assert len(server.requests) == 2
+        assert server.requests[1] == SSL_REQUEST
+        assert type(info.value) is ConnectionError
+        assert type(info.value.__context__) is exceptions.TooManyConnectionsError
 
 
 # --- the cancellation loop over TLS ---------------------------------------------------------

@@ -69,6 +69,9 @@ cdef Codec make_codec(uint32_t oid, str name, str schema, str kind, int format,
 cdef int raise_encode_error(Codec codec, object value, str reason) except -1
 cdef int raise_decode_error(Codec codec, str reason) except -1
 cdef int check_length(Codec codec, Frame *frame, Py_ssize_t expected) except -1
+# The text fallback's functions (str both ways), for codecs built on it.
+cdef object text_decode(Codec codec, Frame *frame)
+cdef int text_encode(Codec codec, WriteBuffer buf, object value) except -1
 # Out of line: turn the pending UnicodeDecodeError into a ProtocolError.
 cdef int raise_invalid_utf8(Codec codec, const char *p, Py_ssize_t n) except -1
 

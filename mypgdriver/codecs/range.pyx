@@ -19,10 +19,12 @@ from libc.stdint cimport int32_t, uint8_t, uint32_t
 from mypgdriver.protocol.buffer cimport (
     Frame, WriteBuffer, frame_read, frame_read_int32, frame_read_byte)
 from mypgdriver.codecs.base cimport (
-    Codec, make_codec, raise_encode_error, raise_decode_error, FORMAT_BINARY)
+    Codec, make_codec, raise_encode_error, raise_decode_error, text_decode, text_encode,
+    FORMAT_BINARY, FORMAT_TEXT)
 
 from collections.abc import Sequence as _Sequence
 
+from mypgdriver.exceptions import UnsupportedClientFeatureError
 from mypgdriver.types import Range
 
 
@@ -167,13 +169,26 @@ def make_range_codec(uint32_t oid, str name, str schema, Codec subtype):
     return c
 
 
+cdef int text_range_encode(Codec codec, WriteBuffer buf, object value) except -1:
+    if isinstance(value, str):
+        return text_encode(codec, buf, value)
+    # asyncpg refuses such ranges altogether with this class; the argument
+    # error made of it is also a DataError (see raise_argument_error).
+    raise UnsupportedClientFeatureError(
+        f'a {type(value).__name__} cannot be sent as range type {codec.name}: its '
+        f'subtype has no binary codec, so the range is moved as text',
+        hint="Pass the range's text representation, e.g. '[1,5)'.")
+
+
 def range_factory(registry, info, int depth):
     """CONTAINER_KINDS factory for range types ('r'); None moves the type as text."""
     if not info.range_subtype:
         return None
     subtype = registry.child_codec(info.range_subtype, depth)
     if subtype.format != FORMAT_BINARY:
-        return None
+        # Moved as text (str both ways); a Range or tuple is refused.
+        return make_codec(info.oid, info.name, info.schema, 'range', FORMAT_TEXT,
+                          text_decode, text_range_encode)
     return make_range_codec(info.oid, info.name, info.schema, subtype)
 
 

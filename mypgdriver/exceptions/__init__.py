@@ -46,8 +46,10 @@ from ._generated import *  # noqa: F401,F403  (one class per SQLSTATE)
 from ._generated import (
     ERROR_CLASSES,
     WARNING_CLASSES,
+    DataError,
     DuplicatePreparedStatementError,
     FeatureNotSupportedError,
+    InvalidPasswordError,
     InvalidSQLStatementNameError,
     PostgresWarning,
 )
@@ -60,6 +62,31 @@ class InvalidCachedStatementError(FeatureNotSupportedError):
     result type") when a table or type used by the statement was altered;
     re-preparing the statement fixes it.
     """
+
+
+class UnsupportedArgumentError(UnsupportedClientFeatureError, DataError):
+    """A query argument of a kind the driver cannot send for its type.
+
+    An anonymous record (a tuple for a ``record`` parameter), or a Range for
+    a range type whose subtype has no binary codec.  asyncpg raises
+    ``UnsupportedClientFeatureError`` for these; it is also a ``DataError``,
+    what every other argument that cannot be encoded raises, and its
+    message names the argument.
+    """
+
+
+class PasswordRequiredError(InvalidPasswordError, InterfaceError):
+    """The server asked for a password and none was given (or the callable returned None).
+
+    Found before anything is sent, but an ``InvalidPasswordError`` like the
+    server's refusal that asyncpg reports in this case; also an
+    ``InterfaceError``.
+    """
+
+    def __init__(self, msg: str, *, detail: str | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(msg, detail=detail, hint=hint)
+        self.message = msg      # where code written for the server's error reads it
 
 
 _INVALID_CACHED_STATEMENT_TEXT = (
@@ -141,6 +168,8 @@ __all__ = (
     *_base.__all__,
     *_generated.__all__,
     'InvalidCachedStatementError',
+    'PasswordRequiredError',
+    'UnsupportedArgumentError',
 )
 
 # Tracebacks and reprs then name the public module, not _base/_generated.

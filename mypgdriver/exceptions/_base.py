@@ -53,6 +53,10 @@ FIELD_NAMES: dict[str, str] = {
 }
 
 
+# as_dict() keys that differ from the attribute names (asyncpg's names).
+_AS_DICT_KEYS = {'where': 'context'}
+
+
 def _with_detail_and_hint(text: str, detail: str | None, hint: str | None) -> str:
     # Same layout as psql, which is what asyncpg prints too.
     if detail:
@@ -98,12 +102,15 @@ class PostgresMessage:
         return self.where
 
     def as_dict(self) -> dict[str, str]:
-        """Return the server fields that are set, keyed by attribute name."""
+        """Return the server fields that are set, keyed by attribute name.
+
+        The ``W`` field is keyed ``context``, the name asyncpg uses.
+        """
         values = {}
         for name in FIELD_NAMES.values():
             value = getattr(self, name)
             if value is not None:
-                values[name] = value
+                values[_AS_DICT_KEYS.get(name, name)] = value
         return values
 
     def _fill(self, fields: dict[str, str], query: str | None) -> None:

@@ -6,7 +6,8 @@ SASL Authentication" and "SASL Authentication").
 
 Errors: a server message that does not follow the SCRAM grammar raises
 `ProtocolError`; everything else (a failed check, an unsupported
-mechanism, a configuration that cannot be met) raises `InterfaceError`.
+mechanism, a configuration that cannot be met) raises `InterfaceError`;
+a Python that cannot compute MD5 (FIPS) raises `InternalClientError`.
 No message ever contains the password or anything derived from it.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ import stringprep
 import unicodedata
 from collections.abc import Iterable
 
-from ..exceptions import InterfaceError, ProtocolError
+from ..exceptions import InterfaceError, InternalClientError, ProtocolError
 
 __all__ = [
     "SCRAM_SHA_256",
@@ -65,8 +66,15 @@ def md5_password(user: str, password: str, salt: bytes) -> bytes:
     if len(salt) != 4:
         raise ProtocolError(
             f"md5 authentication salt must be 4 bytes, got {len(salt)}")
-    inner = hashlib.md5(password.encode() + user.encode()).hexdigest()
-    outer = hashlib.md5(inner.encode("ascii") + salt).hexdigest()
+    try:
+        inner = hashlib.md5(password.encode() + user.encode()).hexdigest()
+        outer = hashlib.md5(inner.encode("ascii") + salt).hexdigest()
+    except ValueError as e:
+        # A FIPS build of OpenSSL refuses MD5 (asyncpg reports this as an
+        # InternalClientError as well).
+        raise InternalClientError(
+            f"the server requested md5 authentication, but this Python cannot "
+            f"compute MD5 ({e}); use scram-sha-256 on the server") from e
     return b"md5" + outer.encode("ascii")
 
 

@@ -763,7 +763,7 @@ cdef class CoreProtocol:
 
     cdef str _require_password(self, str method):
         if self._password is None:
-            raise exceptions.InterfaceError(
+            raise exceptions.PasswordRequiredError(
                 f'the server requested {method} authentication for user '
                 f'{self._user!r}, but no password was provided')
         return self._password

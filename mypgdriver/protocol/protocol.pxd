@@ -17,6 +17,8 @@ cdef class BaseProtocol(CoreProtocol):
         object stream_task          # task feeding a COPY IN / executemany from user data
         int stream_interrupt        # 0 none, 1 our timeout, 2 a public cancel()
         object cancel_gate          # a public cancel() in flight: the next operation waits
+        object answer_waiter        # close(): woken when the next operation is answered
+        bint closed_by_client       # terminate() (Connection.close()) ended the connection
         object drain_waiter         # set while the transport asks us to stop writing
         bint writing_paused
         list out_pending            # messages held for one write at the loop's next turn
@@ -49,5 +51,7 @@ cdef class BaseProtocol(CoreProtocol):
     cdef int _fatal(self, object exc) except -1
     cdef _finish_resync(self)
     cdef _wake_copy_and_drain(self)
+    cdef _wake_answer_waiter(self)
+    cdef object _closed_error(self)
     cdef _interrupt_stream(self, int reason)
     cdef int _flush_out(self) except -1

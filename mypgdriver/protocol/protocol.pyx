@@ -73,6 +73,8 @@ cdef class BaseProtocol(CoreProtocol):
         self.stream_task = None
         self.stream_interrupt = 0
         self.cancel_gate = None
+        self.answer_waiter = None
+        self.closed_by_client = False
         self.max_pipeline = DEFAULT_MAX_PIPELINE
         self.turn_waiters = collections.deque()
         self.n_turn_waiters = 0
@@ -154,9 +156,16 @@ cdef class BaseProtocol(CoreProtocol):
             return
         self.lost_handled = True
         if self.lost_exc is None:
-            if self.result_error is not None and isinstance(self.result_error, exceptions.PostgresError):
-                # e.g. AdminShutdownError: the server said why before closing.
-                self.lost_exc = self.result_error
+            error = self.result_error
+            if error is not None and isinstance(error, exceptions.PostgresError):
+                # The server said why before closing (FATAL 57P01 from
+                # pg_terminate_backend or a shutdown): as in asyncpg, the
+                # caller gets a connection error, the server's as its cause,
+                # so that retry handlers catching connection errors see it.
+                self.lost_exc = exceptions.ConnectionDoesNotExistError(
+                    f'connection was closed in the middle of operation: {error.message}')
+                self.lost_exc.__cause__ = error
+                self.lost_exc.__suppress_context__ = True
             else:
                 self.lost_exc = exceptions.ConnectionDoesNotExistError(
                     'connection was closed in the middle of operation'
@@ -199,7 +208,22 @@ cdef class BaseProtocol(CoreProtocol):
         if self.resync_waiter is not None and not self.resync_waiter.done():
             self.resync_waiter.set_result(None)
         self.resync_waiter = None
+        self._wake_answer_waiter()
         self._wake_copy_and_drain()
+
+    cdef object _closed_error(self):
+        # After close(), as in asyncpg, a call is misuse (InterfaceError); a
+        # lost connection is a connection error.
+        if self.closed_by_client:
+            return exceptions.InterfaceError('cannot perform operation: connection is closed')
+        return exceptions.ConnectionDoesNotExistError(
+            'cannot perform operation: connection is closed')
+
+    cdef _wake_answer_waiter(self):
+        waiter = self.answer_waiter
+        self.answer_waiter = None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     cdef _wake_copy_and_drain(self):
         if self.copy_ready is not None and not self.copy_ready.done():
@@ -269,8 +293,7 @@ cdef class BaseProtocol(CoreProtocol):
         waiting (the cleanup of an interrupted transaction block).
         """
         if self.state == STATE_CLOSED:
-            raise exceptions.ConnectionDoesNotExistError(
-                'cannot perform operation: connection is closed')
+            raise self._closed_error()
         if (first or not self.n_turn_waiters) and self._admits(exclusive):
             if exclusive:
                 self.exclusive = True
@@ -342,6 +365,7 @@ cdef class BaseProtocol(CoreProtocol):
             return self.cancel_gate
         if self.cur is None and self.resync_waiter is None:
             return None
+        self._flush_out()      # what was written reaches the server first
         self.cancel_gate = self.loop.create_future()
         self.loop.create_task(self._public_cancel())
         self._interrupt_stream(2)
@@ -359,6 +383,40 @@ cdef class BaseProtocol(CoreProtocol):
                 gate.set_result(None)
             self._wake_turns()
 
+    async def cancel_all(self):
+        """close(): end what this connection runs before it says goodbye.
+
+        Callers still waiting for their turn never sent anything: they get
+        the InterfaceError of a call made after close(), as in asyncpg.
+        While a caller still awaits an operation in flight, the one at the
+        head is cancelled (a CancelRequest hits only what the backend runs
+        when it arrives), then the next, so each caller gets the server's
+        QueryCanceledError, or its result if it finished first.  Operations
+        whose callers gave up already are not waited for.
+        """
+        while self.n_turn_waiters:
+            fut = self._pop_waiter()[0]
+            if not fut.done():
+                fut.set_exception(exceptions.InterfaceError(
+                    'cannot perform operation: connection is closed'))
+        while self.state != STATE_CLOSED and self._awaited_in_flight():
+            head = self.cur
+            gate = self.request_cancel()
+            if gate is not None:
+                await asyncio.shield(gate)
+            while self.cur is head and self.state != STATE_CLOSED:
+                if self.answer_waiter is None:
+                    self.answer_waiter = self.loop.create_future()
+                await self.answer_waiter
+
+    def _awaited_in_flight(self):
+        cdef Operation op = self.cur
+        while op is not None:
+            if not op.abandoned and op.waiter is not None and not op.waiter.done():
+                return True
+            op = op.next
+        return False
+
     def gate(self):
         """A Future to await before sending (a cancel pending), or None."""
         if self.resync_waiter is not None:
@@ -373,8 +431,7 @@ cdef class BaseProtocol(CoreProtocol):
         cdef Operation op
         cdef double delay = 0
         if self.state == STATE_CLOSED:
-            raise exceptions.ConnectionDoesNotExistError(
-                'cannot perform operation: connection is closed')
+            raise self._closed_error()
         if self.excl_op is not None or (exclusive and self.cur is not None) or (
                 self.exclusive and not exclusive):
             # The Session admits callers so that this never happens; the
@@ -537,6 +594,8 @@ cdef class BaseProtocol(CoreProtocol):
             waiter.set_result(None)
         self.result_error = None
         self._advance()
+        if self.answer_waiter is not None:
+            self._wake_answer_waiter()
         if op is self.cancel_target:
             self.cancel_target = None
             self._finish_resync()
@@ -892,6 +951,7 @@ cdef class BaseProtocol(CoreProtocol):
             self.state = STATE_CLOSED
             return
         if self.state != STATE_CLOSED:
+            self.closed_by_client = True
             try:
                 self._send_terminate()
                 self._flush_out()

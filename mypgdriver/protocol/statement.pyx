@@ -18,7 +18,9 @@ from mypgdriver.codecs.base cimport Codec, FORMAT_BINARY, FORMAT_TEXT
 
 from collections.abc import Mapping, Sequence, Set as AbstractSet
 
-from mypgdriver.exceptions import DataError, InterfaceError, ProtocolError
+from mypgdriver.exceptions import (
+    DataError, InterfaceError, ProtocolError, UnsupportedArgumentError,
+    UnsupportedClientFeatureError)
 from mypgdriver.protocol.record import Record
 
 
@@ -282,7 +284,7 @@ cdef class StatementState:
         except Exception as e:
             if not encoding:
                 raise
-            raise DataError(
+            raise argument_error_class(e)(
                 f'invalid input in record {index}, column '
                 f'{self.column_names[j]!r}: {value!r} ({e})') from e
         if trailer:
@@ -317,8 +319,15 @@ cdef int raise_argument_error(object exc, Py_ssize_t i, object arg, Codec codec,
     if len(value_repr) > 80:
         value_repr = value_repr[:77] + '...'
     msg = f'{prefix}: {value_repr} ({reason})'
-    err = DataError(msg)
-    raise err from exc
+    raise argument_error_class(exc)(msg) from exc
+
+
+cdef object argument_error_class(object exc):
+    # A value the driver cannot send for its type at all (asyncpg:
+    # UnsupportedClientFeatureError) is still a DataError like the others.
+    if isinstance(exc, UnsupportedClientFeatureError):
+        return UnsupportedArgumentError
+    return DataError
 
 
 def resolve_statement_codecs(StatementState st, registry):
