@@ -18,7 +18,8 @@ from mypgdriver.prepared import PreparedStatement
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
-from mypgdriver.session import LoggedQuery, Session, check_timeout, warn_unclosed
+from mypgdriver.deadlines import check_timeout
+from mypgdriver.session import LoggedQuery, Session, warn_unclosed
 from mypgdriver.type_codecs import TypeCodecsMixin
 from mypgdriver.copy import CopyMixin
 from mypgdriver.listeners import ListenersMixin

@@ -12,7 +12,7 @@ import socket
 import ssl
 from typing import Optional
 
-from mypgdriver import exceptions, tls
+from mypgdriver import deadlines, exceptions, tls
 from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params
 from mypgdriver.connection import Connection, ConnectionConfig
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, Protocol, check_record_class
@@ -90,8 +90,12 @@ async def connect(dsn: Optional[str] = None, *,
     return await _connect_any_host(loop, params, config, connection_class, timeout)
 
 
+def _terminate_late(conn) -> None:
+    conn.terminate()
+
+
 async def _connect_any_host(loop, params: ConnectParams, config, connection_class, timeout):
-    deadline = loop.time() + timeout if timeout is not None else None
+    deadline = deadlines.deadline(loop, timeout)
     hosts = list(params.hosts)
     if params.load_balance_hosts == 'random':
         random.shuffle(hosts)
@@ -108,8 +112,11 @@ async def _connect_any_host(loop, params: ConnectParams, config, connection_clas
                 remaining = params.connect_timeout if remaining is None else min(
                     remaining, params.connect_timeout)
             try:
-                conn = await asyncio.wait_for(
-                    _connect_host(loop, hostspec, params, config, connection_class), remaining)
+                # (A connection opened just as the time ran out is closed,
+                # not leaked.)
+                conn = await deadlines.within(
+                    loop, _connect_host(loop, hostspec, params, config, connection_class),
+                    remaining, _terminate_late)
             except (OSError, asyncio.TimeoutError, exceptions.ConnectionDoesNotExistError,
                     exceptions.ProtocolError) as e:
                 failures.append((hostspec, e))

@@ -40,7 +40,7 @@ from types import TracebackType
 from typing import (
     Any, Awaitable, Callable, Deque, Dict, Generator, List, Optional, Set, Tuple, Type, Union)
 
-from mypgdriver import connector, exceptions
+from mypgdriver import connector, deadlines, exceptions
 from mypgdriver.connection import Connection
 from mypgdriver.protocol.record import Record
 
@@ -607,7 +607,7 @@ class Pool:
                 waited = 0.0
             else:
                 start = loop.time()
-                entry = await self._obtain(self._deadline(start, timeout))
+                entry = await self._obtain(deadlines.deadline(loop, timeout))
                 waited = loop.time() - start
                 self._n_waited += 1
             proxy = PoolConnectionProxy(self, entry, timeout)
@@ -627,9 +627,6 @@ class Pool:
         else:
             self._histogram[0] += 1
         return proxy
-
-    def _deadline(self, start: float, timeout: Optional[float]) -> Optional[float]:
-        return None if timeout is None else start + timeout
 
     async def _obtain(self, deadline: Optional[float]) -> _PooledConnection:
         """An open, fresh connection: idle, new in a free slot, or after waiting."""
@@ -720,10 +717,10 @@ class Pool:
         delay = _RETRY_DELAY_FIRST
         try:
             while True:
-                remaining = None if deadline is None else deadline - loop.time()
                 try:
-                    entry = await _within(loop, self._open_entry(), remaining,
-                                          self._discard_late_entry)
+                    entry = await deadlines.within(loop, self._open_entry(),
+                                                   deadlines.time_left(loop, deadline),
+                                                   self._discard_late_entry)
                     break
                 except _TRANSIENT_CONNECT_ERRORS as e:
                     if self._closing or self._closed:
@@ -887,7 +884,7 @@ class Pool:
             if self._reset is None:
                 await _default_reset(con, timeout)
             else:
-                await _within(self._loop, self._custom_reset(con), timeout, None)
+                await deadlines.within(self._loop, self._custom_reset(con), timeout)
         except asyncio.CancelledError:
             # The reset query was abandoned half-way: the session state is unknown.
             self._n_reset_failures += 1
@@ -1501,45 +1498,6 @@ def _in_unknown_state(con: Connection) -> bool:
     block still being cleaned up: the session's state is not known.
     """
     return con.is_closed() or not con._session.is_settled()
-
-
-async def _within(loop: Optional[asyncio.AbstractEventLoop], awaitable: Awaitable[Any],
-                  timeout: Optional[float],
-                  on_late_result: Optional[Callable[[Any], None]]) -> Any:
-    """Await with a timeout, without losing a result that races with the timeout.
-
-    ``asyncio.wait_for`` on Python < 3.12 may drop a connection that was
-    opened just as the timeout fired; here a result that arrives after we
-    gave up is passed to `on_late_result` (to close it).
-    """
-    if timeout is None:
-        return await awaitable
-    if timeout <= 0:
-        if inspect.iscoroutine(awaitable):
-            awaitable.close()
-        raise asyncio.TimeoutError()
-    assert loop is not None
-    task = asyncio.ensure_future(awaitable, loop=loop)
-    try:
-        done, _ = await asyncio.wait([task], timeout=timeout)
-    except asyncio.CancelledError:
-        _abandon(task, on_late_result)
-        raise
-    if not done:
-        _abandon(task, on_late_result)
-        raise asyncio.TimeoutError()
-    return task.result()
-
-
-def _abandon(task: asyncio.Future, on_late_result: Optional[Callable[[Any], None]]) -> None:
-    task.cancel()
-
-    def check_late(task: asyncio.Future) -> None:
-        if task.cancelled() or task.exception() is not None:
-            return
-        if on_late_result is not None:
-            on_late_result(task.result())
-    task.add_done_callback(check_late)
 
 
 async def _close_quietly(con: Connection) -> None:

@@ -8,7 +8,7 @@ from mypgdriver import exceptions
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.protocol.coreproto import StatusSink
 from mypgdriver.protocol.protocol import WANT_ROWS
-from mypgdriver.session import check_timeout
+from mypgdriver.deadlines import check_timeout
 from mypgdriver.types import Attribute, Type
 
 # TypeInfo.kind (pg_type.typtype) -> Type.kind, as asyncpg reports it.

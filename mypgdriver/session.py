@@ -33,14 +33,14 @@ import asyncio
 import contextvars
 import inspect
 import itertools
-import math
 import re
 import time
 import warnings
 from typing import Any, Callable, NamedTuple, Optional
 
-from mypgdriver import exceptions
+from mypgdriver import deadlines, exceptions
 from mypgdriver.codecs import introspection
+from mypgdriver.deadlines import check_timeout
 from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.protocol.protocol import WANT_ROWS, WANT_STATUS, check_record_class
 from mypgdriver.protocol.record import Record
@@ -96,24 +96,6 @@ class LoggedQuery(NamedTuple):
     exception: Optional[BaseException]
     conn_addr: Any
     conn_params: Any
-
-
-def check_timeout(timeout: Any) -> Optional[float]:
-    """`timeout` as a float (or None); TypeError/ValueError for anything else.
-
-    Checked before any protocol state changes, so a bad value leaves the
-    connection as it was.  Zero and negative values are valid and expire at
-    once (asyncio.TimeoutError), as in asyncpg.
-    """
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f'timeout must be a number of seconds or None, '
-                        f'not {type(timeout).__name__}')
-    timeout = float(timeout)
-    if math.isnan(timeout):
-        raise ValueError('timeout must be a number of seconds, not NaN')
-    return timeout
 
 
 def released_error(cls: str, method: str) -> exceptions.InterfaceError:
@@ -292,16 +274,12 @@ class Session:
         return check_timeout(timeout)
 
     def deadline(self, timeout: Optional[float]) -> Optional[float]:
-        return None if timeout is None else self.loop.time() + timeout
+        """The deadline of a call with `timeout` (see mypgdriver.deadlines)."""
+        return deadlines.deadline(self.loop, timeout)
 
     def time_left(self, deadline: Optional[float]) -> Optional[float]:
         """Seconds until `deadline` (None: no deadline); TimeoutError once it passed."""
-        if deadline is None:
-            return None
-        left = deadline - self.loop.time()
-        if left <= 0:
-            raise asyncio.TimeoutError()
-        return left
+        return deadlines.time_left(self.loop, deadline)
 
     # --- before and after each operation -------------------------------------------------------
 
@@ -427,6 +405,7 @@ class Session:
         if self.stmts_to_close or self.cleanup is not None:
             timeout = await self.sync(timeout)
         state = self.stmt_cache.get(query)
+        # deadlines.deadline(), inline: this is the hot path.
         deadline = None if timeout is None else self.loop.time() + timeout
         try:
             if state is None:
@@ -523,7 +502,7 @@ class Session:
             self.check_scope()
         if self.stmts_to_close or self.cleanup is not None:
             timeout = await self.sync(timeout)
-        deadline = None if timeout is None else self.loop.time() + timeout
+        deadline = None if timeout is None else self.loop.time() + timeout   # (inline: hot)
         if state.codecs_generation != self.codecs.generation:
             await self.refresh_codecs(state, timeout)
             timeout = self.time_left(deadline)

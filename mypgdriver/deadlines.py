@@ -1,0 +1,87 @@
+"""Timeouts: how a call's timeout is checked, turned into a deadline, and spent.
+
+Every layer uses these: the Session for operations on a connection, COPY,
+cursors and transactions through the Session, and the pool for acquiring,
+opening and resetting connections.  A timeout is checked once (before any
+state changes), becomes one deadline on the event loop's clock, and each
+step of the call gets the time left until that deadline.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+from typing import Any, Awaitable, Callable, Optional
+
+
+def check_timeout(timeout: Any) -> Optional[float]:
+    """`timeout` as a float (or None); TypeError/ValueError for anything else.
+
+    Checked before any protocol state changes, so a bad value leaves the
+    connection as it was.  Zero and negative values are valid and expire at
+    once (asyncio.TimeoutError), as in asyncpg.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f'timeout must be a number of seconds or None, '
+                        f'not {type(timeout).__name__}')
+    timeout = float(timeout)
+    if math.isnan(timeout):
+        raise ValueError('timeout must be a number of seconds, not NaN')
+    return timeout
+
+
+def deadline(loop: asyncio.AbstractEventLoop, timeout: Optional[float]) -> Optional[float]:
+    """The loop time at which `timeout` seconds from now run out (None: no deadline)."""
+    return None if timeout is None else loop.time() + timeout
+
+
+def time_left(loop: asyncio.AbstractEventLoop, deadline: Optional[float]) -> Optional[float]:
+    """Seconds until `deadline` (None: no deadline); TimeoutError once it passed."""
+    if deadline is None:
+        return None
+    left = deadline - loop.time()
+    if left <= 0:
+        raise asyncio.TimeoutError()
+    return left
+
+
+async def within(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any],
+                 timeout: Optional[float],
+                 on_late_result: Optional[Callable[[Any], None]] = None) -> Any:
+    """Await something that is not an operation of ours, for at most `timeout` seconds.
+
+    Operations on a connection carry their own timeout (the protocol cancels
+    and drains them); this is for the rest: opening a connection, a user's
+    reset callback.  Unlike ``asyncio.wait_for`` on Python < 3.12, a result
+    that arrives just as the timeout fires is not lost: it is passed to
+    `on_late_result` (to close a connection opened too late).
+    """
+    if timeout is None:
+        return await awaitable
+    if timeout <= 0:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise asyncio.TimeoutError()
+    task = asyncio.ensure_future(awaitable, loop=loop)
+    try:
+        done, _ = await asyncio.wait([task], timeout=timeout)
+    except asyncio.CancelledError:
+        _give_up(task, on_late_result)
+        raise
+    if not done:
+        _give_up(task, on_late_result)
+        raise asyncio.TimeoutError()
+    return task.result()
+
+
+def _give_up(task: asyncio.Future, on_late_result: Optional[Callable[[Any], None]]) -> None:
+    task.cancel()
+
+    def check_late(task: asyncio.Future) -> None:
+        if task.cancelled() or task.exception() is not None:
+            return
+        if on_late_result is not None:
+            on_late_result(task.result())
+    task.add_done_callback(check_late)
