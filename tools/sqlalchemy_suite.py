@@ -68,7 +68,7 @@ DELIBERATE = {
 #: They are reported but do not fail the comparison; one that passes again is
 #: reported so that it can be taken off this list.
 KNOWN_FAILURES = {
-    'test.dialect.postgresql.test_types.PGArrayRoundTripTest_postgresql+DRIVER_*'
+    'test.dialect.postgresql.test_types.*ArrayRoundTripTest_postgresql+DRIVER_*'
     '::test_type_specific_*[[]*-MONEY[]]':
         'issue 13, arguments: a str subclass (money_str) in a money[] array is refused',
     'test.dialect.postgresql.test_async_pg.AsyncPgTest_postgresql+DRIVER_*'
