@@ -1,0 +1,227 @@
+"""The SQLAlchemy dialect ``postgresql+mypgdriver``.
+
+Installed with ``pip install mypgdriver[sqlalchemy]`` and found by SQLAlchemy
+through the ``sqlalchemy.dialects`` entry point, so an application only
+changes its engine URL::
+
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine("postgresql+mypgdriver://user:pw@host/db")
+
+mypgdriver follows asyncpg's API, so the dialect is SQLAlchemy's own asyncpg
+dialect (``sqlalchemy.dialects.postgresql.asyncpg``: its SQL compilation,
+type adaptation, transactions, statement cache and reflection) with the
+driver swapped and these parts replaced:
+
+* **Exceptions.** Driver errors are sorted into the PEP 249 classes by
+  SQLSTATE class (22 -> ``DataError``, 08/53/57/40... -> ``OperationalError``,
+  0A -> ``NotSupportedError``...), so SQLAlchemy raises
+  ``sqlalchemy.exc.DataError``, ``OperationalError``... where the asyncpg
+  dialect raises the generic ``sqlalchemy.exc.DBAPIError``.  It never imports
+  asyncpg (SQLAlchemy's asyncpg dialect does, to map its errors).
+* **Disconnects** are recognised from the error itself (a connection error,
+  an administrator's shutdown, a closed connection), not only from the
+  connection's state afterwards, so the pool discards the connection.
+* **Pool pre-ping** is one round trip (an empty simple query) instead of
+  three (BEGIN, a prepared ``;``, ROLLBACK); a simple query needs no named
+  statement and is safe through poolers in transaction mode.
+* **Server-side cursors** (``stream_results``/``yield_per``) fetch in batches
+  that grow from ``arraysize`` to 1000 rows, so a long result costs fewer
+  round trips than the asyncpg dialect's fixed 50.
+
+SQLAlchemy is not a dependency of mypgdriver: importing ``mypgdriver`` does
+not import this module.  Targets SQLAlchemy 2.1 (see docs/guide/sqlalchemy.rst).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import util
+from sqlalchemy.dialects.postgresql import asyncpg as sa_asyncpg
+from sqlalchemy.util.concurrency import await_
+
+import mypgdriver
+from mypgdriver import exceptions as pgexc
+
+__all__ = ('MyPgDriverDBAPI', 'PGDialect_mypgdriver', 'dialect')
+
+#: Server-side cursor batches start at ``arraysize`` (but at least this) ...
+_SS_FIRST_BATCH = 50
+#: ... and double up to this many rows per round trip.
+_SS_MAX_BATCH = 1000
+
+
+class MyPgDriverDBAPI(sa_asyncpg.AsyncAdapt_asyncpg_dbapi):
+    """The PEP 249 module SQLAlchemy sees: mypgdriver behind asyncpg's adapter.
+
+    The adapter keeps the name ``asyncpg`` for the wrapped module (the asyncpg
+    dialect's type adapters read ``dbapi.asyncpg.Range`` and ``BitString``);
+    mypgdriver has the same names.
+    """
+
+    def __init__(self, driver_module: Any = mypgdriver) -> None:
+        super().__init__(driver_module)
+
+    class InvalidCachedStatementError(sa_asyncpg.AsyncAdapt_asyncpg_dbapi.InvalidCachedStatementError):
+        # SQLAlchemy 2.1's class drops the driver's error, and then its
+        # driver_exception, detail and sqlstate are missing: keep them.
+        def __init__(self, message: str, error: Exception | None = None) -> None:
+            super().__init__(message, error)
+            self.orig = error
+            self.detail = getattr(error, 'detail', None)
+            self.pgcode = self.sqlstate = getattr(error, 'sqlstate', None)
+
+    @util.memoized_property
+    def _asyncpg_error_translate(self) -> dict:
+        # The asyncpg adapter walks an error's MRO and takes the first class
+        # found here, so a precise class must be listed as well as its SQLSTATE
+        # class. PostgreSQL's SQLSTATE classes (Appendix A, "PostgreSQL Error
+        # Codes") are sorted into PEP 249's categories as libpq-based drivers do.
+        translate = {
+            pgexc.PostgresError: self.DatabaseError,
+            pgexc.InterfaceError: self.InterfaceError,
+            pgexc.InternalClientError: self.InternalClientError,
+            # a type changed under a prepared statement: the dialect clears
+            # its statement and type caches on this class
+            pgexc.OutdatedSchemaCacheError: self.InvalidCachedStatementError,
+            pgexc.InvalidCachedStatementError: self.InvalidCachedStatementError,
+            pgexc.InternalServerError: self.InternalServerError,
+            # class 08: connection exceptions; 53, 54, 55, 57, 58, F0: the
+            # server's resources, limits, state, operator and system; 40:
+            # serialization failures and deadlocks (retry the transaction);
+            # 28: authorization
+            pgexc.PostgresConnectionError: self.OperationalError,
+            pgexc.InsufficientResourcesError: self.OperationalError,
+            pgexc.ProgramLimitExceededError: self.OperationalError,
+            pgexc.ObjectNotInPrerequisiteStateError: self.OperationalError,
+            pgexc.OperatorInterventionError: self.OperationalError,
+            pgexc.PostgresSystemError: self.OperationalError,
+            pgexc.ConfigFileError: self.OperationalError,
+            pgexc.TransactionRollbackError: self.OperationalError,
+            pgexc.InvalidAuthorizationSpecificationError: self.OperationalError,
+            # 22: data exceptions (also what the driver raises for arguments
+            # it cannot encode)
+            pgexc.DataError: self.DataError,
+            # 23: integrity constraint violations
+            pgexc.IntegrityConstraintViolationError: self.IntegrityError,
+            pgexc.RestrictViolationError: self.RestrictViolationError,
+            pgexc.NotNullViolationError: self.NotNullViolationError,
+            pgexc.ForeignKeyViolationError: self.ForeignKeyViolationError,
+            pgexc.UniqueViolationError: self.UniqueViolationError,
+            pgexc.CheckViolationError: self.CheckViolationError,
+            pgexc.ExclusionViolationError: self.ExclusionViolationError,
+            # 42: syntax errors and access rule violations; 3D, 3F: unknown
+            # database or schema; 44: WITH CHECK OPTION; 26, 34: unknown
+            # statement or cursor names
+            pgexc.SyntaxOrAccessError: self.ProgrammingError,
+            pgexc.InvalidCatalogNameError: self.ProgrammingError,
+            pgexc.InvalidSchemaNameError: self.ProgrammingError,
+            pgexc.WithCheckOptionViolationError: self.ProgrammingError,
+            pgexc.InvalidSQLStatementNameError: self.ProgrammingError,
+            pgexc.InvalidCursorNameError: self.ProgrammingError,
+            # 0A: feature not supported
+            pgexc.FeatureNotSupportedError: self.NotSupportedError,
+            # 24, 25, 2B, 2D, 39, 3B, P0: cursor and transaction states,
+            # routines and PL/pgSQL
+            pgexc.InvalidCursorStateError: self.InternalError,
+            pgexc.InvalidTransactionStateError: self.InternalError,
+            pgexc.DependentPrivilegeDescriptorsStillExistError: self.InternalError,
+            pgexc.InvalidTransactionTerminationError: self.InternalError,
+            pgexc.ExternalRoutineInvocationError: self.InternalError,
+            pgexc.SavepointError: self.InternalError,
+            pgexc.PLPGSQLError: self.InternalError,
+        }
+        return translate
+
+
+class _MyPgDriverCursor(sa_asyncpg.AsyncAdapt_asyncpg_cursor):
+    __slots__ = ()
+
+
+class _MyPgDriverServerSideCursor(sa_asyncpg.AsyncAdapt_asyncpg_ss_cursor):
+    """Rows of a portal, fetched in batches that double up to _SS_MAX_BATCH."""
+
+    __slots__ = ('_batch',)
+
+    def __init__(self, adapt_connection: Any) -> None:
+        super().__init__(adapt_connection)
+        self._batch = 0
+
+    def _buffer_rows(self) -> None:
+        assert self._cursor is not None
+        if self._batch == 0:
+            self._batch = min(max(self._arraysize, _SS_FIRST_BATCH), _SS_MAX_BATCH)
+        else:
+            self._batch = min(self._batch * 2, _SS_MAX_BATCH)
+        self._rowbuffer.extend(await_(self._cursor.fetch(self._batch)))
+
+
+class _MyPgDriverConnection(sa_asyncpg.AsyncAdapt_asyncpg_connection):
+    _cursor_cls = _MyPgDriverCursor
+    _ss_cursor_cls = _MyPgDriverServerSideCursor
+
+    __slots__ = ()
+
+    async def _async_ping(self) -> None:
+        # One simple-protocol Query message: no prepared statement, and it
+        # works inside or outside a transaction (an empty query answers
+        # EmptyQueryResponse without touching the transaction state).
+        await self._connection.execute(';')
+
+    def _terminate_handled_exceptions(self) -> tuple:
+        # closing a connection that the server already dropped may raise the
+        # driver's InterfaceError as well as a PostgresError
+        return super()._terminate_handled_exceptions() + (pgexc.InterfaceError,)
+
+
+class _MyPgDriverAdaptedDBAPI(MyPgDriverDBAPI):
+    def connect(self, *args: Any, **kwargs: Any) -> _MyPgDriverConnection:
+        creator = kwargs.pop('async_creator_fn', self.asyncpg.connect)
+        cache_size = kwargs.pop('prepared_statement_cache_size', 100)
+        name_func = kwargs.pop('prepared_statement_name_func', None)
+        return await_(_MyPgDriverConnection.create(
+            self,
+            creator(*args, **kwargs),
+            prepared_statement_cache_size=cache_size,
+            prepared_statement_name_func=name_func,
+        ))
+
+
+def _is_disconnect_error(error: BaseException | None) -> bool:
+    if isinstance(error, (pgexc.PostgresConnectionError, pgexc.CannotConnectNowError,
+                          pgexc.AdminShutdownError, pgexc.CrashShutdownError,
+                          ConnectionError)):
+        return True
+    return isinstance(error, pgexc.InterfaceError) and 'connection is closed' in str(error)
+
+
+class PGDialect_mypgdriver(sa_asyncpg.PGDialect_asyncpg):
+    """``postgresql+mypgdriver``: SQLAlchemy's asyncpg dialect driving mypgdriver."""
+
+    driver = 'mypgdriver'
+    supports_statement_cache = True
+
+    @classmethod
+    def import_dbapi(cls) -> MyPgDriverDBAPI:
+        return _MyPgDriverAdaptedDBAPI(mypgdriver)
+
+    @classmethod
+    def load_provisioning(cls) -> None:
+        # SQLAlchemy's test suite imports "<dialect package>.provision" for
+        # its database set-up hooks; ours are PostgreSQL's.
+        sa_asyncpg.PGDialect_asyncpg.load_provisioning()
+
+    def is_disconnect(self, e: Exception, connection: Any, cursor: Any) -> bool:
+        if connection is not None and connection._connection.is_closed():
+            return True
+        # the adapted error's .orig (its driver_exception property raises
+        # when there is none)
+        driver_error = getattr(e, 'orig', None) or e.__cause__
+        return _is_disconnect_error(driver_error) or _is_disconnect_error(e)
+
+    def do_ping(self, dbapi_connection: Any) -> bool:
+        dbapi_connection.ping()
+        return True
+
+
+dialect = PGDialect_mypgdriver

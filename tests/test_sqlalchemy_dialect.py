@@ -1,0 +1,178 @@
+"""The postgresql+mypgdriver SQLAlchemy dialect (mypgdriver/sqlalchemy_dialect.py).
+
+SQLAlchemy's own dialect suites run against it in test_sqlalchemy_suite.py;
+these tests cover what our dialect does differently from SQLAlchemy's asyncpg
+dialect, which it builds on.
+"""
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+from typing import Any, AsyncIterator
+
+import pytest
+
+sqlalchemy = pytest.importorskip('sqlalchemy', reason='the test extra installs SQLAlchemy')
+pytest.importorskip('greenlet', reason='SQLAlchemy[asyncio] installs greenlet')
+
+from sqlalchemy import exc, text  # noqa: E402
+from sqlalchemy.dialects import registry  # noqa: E402
+from sqlalchemy.engine import URL  # noqa: E402
+from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# The checkout's dialect, whether or not the installed entry points are current.
+registry.register('postgresql.mypgdriver', 'mypgdriver.sqlalchemy_dialect', 'PGDialect_mypgdriver')
+
+
+@pytest.fixture
+def url(connect_kwargs: dict[str, Any]) -> URL:
+    return URL.create(
+        'postgresql+mypgdriver', username=connect_kwargs['user'],
+        password=connect_kwargs.get('password'), host=connect_kwargs['host'],
+        port=connect_kwargs['port'], database=connect_kwargs['database'])
+
+
+@pytest.fixture
+async def engine(url: URL) -> AsyncIterator[Any]:
+    engine = create_async_engine(url)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+def test_importing_mypgdriver_does_not_import_sqlalchemy() -> None:
+    code = 'import sys, mypgdriver; sys.exit("sqlalchemy" in sys.modules)'
+    subprocess.run([sys.executable, '-c', code], cwd=ROOT, check=True)
+
+
+def test_entry_point_names_the_dialect_class() -> None:
+    tomllib = pytest.importorskip('tomllib')
+    with open(ROOT / 'pyproject.toml', 'rb') as f:
+        project = tomllib.load(f)['project']
+    target = project['entry-points']['sqlalchemy.dialects']['postgresql.mypgdriver']
+    module, _, name = target.partition(':')
+    dialect = getattr(__import__(module, fromlist=[name]), name)
+    assert dialect.driver == 'mypgdriver' and dialect.name == 'postgresql'
+    assert any(req.startswith('sqlalchemy') for req in project['optional-dependencies']['sqlalchemy'])
+    assert not project['dependencies']
+
+
+async def test_engine_runs_queries_with_parameters_and_rowcount(engine: Any) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(text('CREATE TEMP TABLE sa_items (id int, name text)'))
+        result = await conn.execute(text('INSERT INTO sa_items VALUES (:id, :name)'),
+                                    [{'id': 1, 'name': 'a'}, {'id': 2, 'name': 'b'}])
+        result = await conn.execute(text("UPDATE sa_items SET name = name || 'x'"))
+        assert result.rowcount == 2
+        rows = (await conn.execute(text('SELECT id, name FROM sa_items WHERE id > :m ORDER BY id'),
+                                   {'m': 0})).all()
+    assert [tuple(r) for r in rows] == [(1, 'ax'), (2, 'bx')]
+    assert engine.dialect.driver == 'mypgdriver'
+    assert type(engine.dialect.dbapi).__module__ == 'mypgdriver.sqlalchemy_dialect'
+
+
+@pytest.mark.parametrize('setup, sql, sa_class', [
+    ((), 'SELECT 1/0', exc.DataError),
+    ((), "SELECT 'x'::int", exc.DataError),
+    ((), 'SELEC 1', exc.ProgrammingError),
+    ((), 'SELECT count(*) FROM pg_class FOR UPDATE', exc.NotSupportedError),
+    (('SET statement_timeout = 1',), 'SELECT pg_sleep(1)', exc.OperationalError),
+    ((), 'LOCK TABLE pg_class IN ACCESS EXCLUSIVE MODE', exc.InternalError),
+])
+async def test_errors_become_the_pep249_class_of_their_sqlstate(
+        engine: Any, setup: tuple, sql: str, sa_class: type) -> None:
+    # SQLAlchemy's asyncpg dialect raises the generic DBAPIError for these.
+    async with engine.connect() as conn:
+        await conn.execution_options(isolation_level='AUTOCOMMIT')
+        for statement in setup:
+            await conn.execute(text(statement))
+        with pytest.raises(sa_class):
+            await conn.execute(text(sql))
+
+
+async def test_driver_errors_are_translated_with_sqlstate(engine: Any) -> None:
+    import mypgdriver
+
+    async with engine.begin() as conn:
+        await conn.execute(text('CREATE TEMP TABLE u (a int UNIQUE)'))
+        await conn.execute(text('INSERT INTO u VALUES (1)'))
+        with pytest.raises(exc.IntegrityError) as info:
+            await conn.execute(text('INSERT INTO u VALUES (1)'))
+    assert isinstance(info.value.orig.driver_exception, mypgdriver.UniqueViolationError)
+    assert info.value.orig.sqlstate == info.value.orig.pgcode == '23505'
+    assert type(info.value.orig).__name__ == 'UniqueViolationError'
+
+
+async def test_terminated_backend_invalidates_the_pooled_connection(engine: Any) -> None:
+    async with engine.connect() as conn:
+        pid = (await conn.execute(text('SELECT pg_backend_pid()'))).scalar()
+        async with engine.connect() as killer:
+            await killer.execute(text('SELECT pg_terminate_backend(:p)'), {'p': pid})
+        with pytest.raises(exc.DBAPIError) as info:
+            await conn.execute(text('SELECT 1'))
+        assert info.value.connection_invalidated
+    async with engine.connect() as conn:  # the pool made a new connection
+        assert (await conn.execute(text('SELECT pg_backend_pid()'))).scalar() != pid
+
+
+async def test_pre_ping_is_one_simple_query(url: URL) -> None:
+    engine = create_async_engine(url, pool_pre_ping=True, pool_size=1)
+    try:
+        async with engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            driver_conn = raw.driver_connection
+        logged: list[str] = []
+        driver_conn.add_query_logger(lambda record: logged.append(record.query))
+        async with engine.connect() as conn:  # checks the pooled connection out: pings it
+            assert (await conn.get_raw_connection()).driver_connection is driver_conn
+        assert logged[0] == ';'
+        assert not any(q.upper().startswith('BEGIN') for q in logged[:1])
+    finally:
+        await engine.dispose()
+
+
+async def test_pre_ping_replaces_a_dead_connection(url: URL, engine: Any) -> None:
+    pinging = create_async_engine(url, pool_pre_ping=True, pool_size=1)
+    try:
+        async with pinging.connect() as conn:
+            pid = (await conn.execute(text('SELECT pg_backend_pid()'))).scalar()
+        async with engine.connect() as killer:
+            await killer.execute(text('SELECT pg_terminate_backend(:p)'), {'p': pid})
+        async with pinging.connect() as conn:
+            assert (await conn.execute(text('SELECT pg_backend_pid()'))).scalar() != pid
+    finally:
+        await pinging.dispose()
+
+
+async def test_stream_results_returns_every_row_in_order(engine: Any) -> None:
+    async with engine.connect() as conn:
+        result = await conn.stream(text('SELECT g FROM generate_series(1, 5000) g'))
+        seen = [row[0] async for row in result]
+        partitions = await conn.stream(text('SELECT g FROM generate_series(1, 1234) g'))
+        sizes = [len(p) async for p in partitions.partitions(500)]
+    assert seen == list(range(1, 5001))
+    assert sizes == [500, 500, 234]
+
+
+async def test_server_side_batches_grow_to_a_thousand_rows(engine: Any,
+                                                           monkeypatch: Any) -> None:
+    from mypgdriver import sqlalchemy_dialect
+
+    batches: list[int] = []
+    original = sqlalchemy_dialect._MyPgDriverServerSideCursor._buffer_rows
+
+    def recording(self: Any) -> None:
+        before = len(self._rowbuffer)
+        original(self)
+        batches.append(len(self._rowbuffer) - before)
+
+    monkeypatch.setattr(sqlalchemy_dialect._MyPgDriverServerSideCursor, '_buffer_rows', recording)
+    async with engine.connect() as conn:
+        result = await conn.stream(text('SELECT g FROM generate_series(1, 3000) g'))
+        assert len([row async for row in result]) == 3000
+    # SQLAlchemy also asks for rows itself (fetchmany), in between
+    assert batches[:4] == [50, 100, 200, 400]
