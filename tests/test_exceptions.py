@@ -164,8 +164,8 @@ def test_revalidate_cached_query_gives_invalid_cached_statement_error():
     assert type(error) is exc.InvalidCachedStatementError
     assert exc.InvalidCachedStatementError.__bases__ == (exc.FeatureNotSupportedError,)
     assert error.message == 'cached plan must not change result type'
-    assert str(error) == ('the cached plan of a prepared statement is invalid: the database '
-                          'schema or configuration changed after it was prepared')
+    assert str(error) == ('cached statement plan is invalid due to a database schema or '
+                          'configuration change')
 
 
 def test_other_feature_not_supported_stays_feature_not_supported():

@@ -196,7 +196,7 @@ async def test_schema_change_inside_a_transaction_raises_invalid_cached_statemen
     assert isinstance(caught.value, exceptions.FeatureNotSupportedError)
     assert caught.value.sqlstate == '0A000'
     assert 'roll back and run the transaction again' in caught.value.hint
-    assert 'the cached plan of a prepared statement is invalid' in str(caught.value)
+    assert 'cached statement plan is invalid' in str(caught.value)
     # The error failed the transaction; after rolling back all works again.
     with pytest.raises(exceptions.InFailedSQLTransactionError):
         await conn.fetch("SELECT 1")

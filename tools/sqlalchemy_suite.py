@@ -68,17 +68,6 @@ DELIBERATE = {
 #: They are reported but do not fail the comparison; one that passes again is
 #: reported so that it can be taken off this list.
 KNOWN_FAILURES = {
-    'test.dialect.postgresql.test_types.*ArrayRoundTripTest_postgresql+DRIVER_*'
-    '::test_type_specific_*[[]*-MONEY[]]':
-        'issue 13, arguments: a str subclass (money_str) in a money[] array is refused',
-    'test.dialect.postgresql.test_async_pg.AsyncPgTest_postgresql+DRIVER_*'
-    '::test_closed_during_execute':
-        'issue 13, errors: a terminated backend raises AdminShutdownError, not '
-        'ConnectionDoesNotExistError("connection was closed in the middle of operation")',
-    'test.dialect.postgresql.test_async_pg.AsyncPgTest_postgresql+DRIVER_*'
-    '::test_detect_stale_ddl_cache_raise_recover':
-        "issue 13, errors: InvalidCachedStatementError's message is not asyncpg's "
-        '("cached statement plan is invalid due to a database schema or configuration change")',
 }
 
 # The database set up as README.unittests.rst describes; hstore and citext are

@@ -89,9 +89,10 @@ class PasswordRequiredError(InvalidPasswordError, InterfaceError):
         self.message = msg      # where code written for the server's error reads it
 
 
+# The same words as asyncpg's: applications (and SQLAlchemy's asyncpg
+# dialect tests) match on them.
 _INVALID_CACHED_STATEMENT_TEXT = (
-    'the cached plan of a prepared statement is invalid: the database schema '
-    'or configuration changed after it was prepared'
+    'cached statement plan is invalid due to a database schema or configuration change'
 )
 
 # Appended to the hint of errors about missing or duplicate prepared
