@@ -247,7 +247,10 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         returned object keeps its statement valid on the server as long as
         it is referenced, even if the cache evicts the entry.  With `name`,
         the server statement gets exactly that name and is closed when the
-        PreparedStatement is garbage collected.
+        PreparedStatement is garbage collected.  With ``statement_cache_size=0``
+        and no `name`, the unnamed statement is used and parsed again before
+        each run, so no prepared statement stays on the server (what a
+        transaction-mode pooler needs).
         """
         if record_class is not None:
             check_record_class(record_class)
@@ -261,8 +264,13 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             if state is None:
                 state = await session.prepare_state(query, timeout)
         else:
-            state = await session.prepare_state(query, timeout, name=name, cache=False,
-                                                named=True)
+            # With the statement cache off (statement_cache_size=0, e.g.
+            # behind a transaction-mode pooler) the statement stays unnamed:
+            # it is parsed again in front of each run, so nothing is left
+            # behind on the server.
+            state = await session.prepare_state(
+                query, timeout, name=name, cache=False,
+                named=name is not None or session.stmt_cache.max_size > 0)
             session.hold_statement(state)
         return PreparedStatement(self, session, query, state, record_class, name is not None)
 

@@ -173,7 +173,7 @@ class PreparedStatement:
             new = await session.prepare_state(self._query, timeout, name=old.name, cache=False)
         else:
             new = await session.prepare_state(self._query, session.time_left(deadline),
-                                              cache=False, named=True)
+                                              cache=False, named=bool(old.name))
         session.hold_statement(new)
         session.attach_statement(new)
         self._state = new

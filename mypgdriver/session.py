@@ -45,7 +45,7 @@ from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.protocol.protocol import WANT_ROWS, WANT_STATUS, check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.protocol.statement import (
-    StatementState, missing_statement_types, resolve_statement_codecs)
+    StatementState, check_argument_count, missing_statement_types, resolve_statement_codecs)
 from mypgdriver.statement_cache import StatementCache
 
 #: How long an interrupted transaction block may take to be cleaned up (the
@@ -409,6 +409,9 @@ class Session:
         deadline = None if timeout is None else self.loop.time() + timeout
         try:
             if state is None:
+                # Refused before the Parse: the server's parameter count
+                # would wrap around past the protocol limit.
+                check_argument_count(len(args))
                 state = await self.prepare_state(query, timeout)
                 timeout = self.time_left(deadline)
             # Sent at once if the caller may send now (nobody waiting before
@@ -428,6 +431,13 @@ class Session:
                 raise
             # The one retry after a schema change: prepare afresh and run once more.
             state = await self.prepare_state(query, self.time_left(deadline))
+            return await self.wait(await self.bind_after_turn(
+                state, args, limit, self.time_left(deadline), want_status, record_class))
+        except exceptions.DataError as e:
+            # An argument the statement's codecs refused, before anything was sent.
+            state = await self.redescribe_after_refusal(e, state, query, deadline)
+            if state is None:
+                raise
             return await self.wait(await self.bind_after_turn(
                 state, args, limit, self.time_left(deadline), want_status, record_class))
 
@@ -519,7 +529,7 @@ class Session:
             proto.abandon(fut)
             raise
         except _SCHEMA_CHANGED as e:
-            if not self.may_retry_after(e, state.query):
+            if not self.may_retry_after(e, state.query, described=True):
                 raise
             return await stmt.run_again(args, limit, deadline)
         return result
@@ -555,9 +565,20 @@ class Session:
         try:
             return await self._executemany_state(state, args, deadline, return_rows,
                                                  record_class)
+        except exceptions.DataError as e:
+            # Only a sequence can be sent again: an iterator is partly consumed.
+            # (A PreparedStatement's types never change under it: no retry.)
+            if not isinstance(args, (list, tuple)) or retry is not None:
+                raise
+            state = await self.redescribe_after_refusal(e, state, query, deadline)
+            if state is None:
+                raise
+            return await self._executemany_state(state, args, deadline, return_rows,
+                                                 record_class)
         except _SCHEMA_CHANGED as e:
             # Only a sequence can be sent again: an iterator is partly consumed.
-            if not isinstance(args, (list, tuple)) or not self.may_retry_after(e, query):
+            if not isinstance(args, (list, tuple)) or not self.may_retry_after(
+                    e, query, described=retry is not None):
                 raise
             if retry is not None:
                 state = await retry(deadline)
@@ -870,19 +891,31 @@ class Session:
 
     # --- the schema-change retry policy ------------------------------------------------------------
 
-    def may_retry_after(self, error: BaseException, query: str) -> bool:
+    def may_retry_after(self, error: BaseException, query: str, *,
+                        described: bool = False) -> bool:
         """React to a statement that no longer matches the schema; True if a retry is safe.
 
         InvalidCachedStatementError (SQLSTATE 0A000, "cached plan must not
         change result type") comes from the server before the statement ran:
         re-preparing fixes it, but inside a transaction block the error has
-        already failed the transaction.  OutdatedSchemaCacheError means our
-        knowledge of a type (a composite's fields) is stale; the statement did
-        run, so only a plain read is repeated.
+        already failed the transaction, and a statement the user prepared
+        (`described`: a PreparedStatement) keeps the result types it was
+        described with, so it is never re-prepared behind the user's back
+        (as in asyncpg).  OutdatedSchemaCacheError means our knowledge of a
+        type (a composite's fields) is stale; the statement did run, so only
+        a plain read is repeated.  So is an unnamed statement whose result
+        types changed (InvalidCachedStatementError raised by the protocol,
+        not the server, which ran the statement: see coreproto's
+        _check_redescribed).
         """
-        if isinstance(error, exceptions.InvalidCachedStatementError):
+        if (isinstance(error, exceptions.InvalidCachedStatementError)
+                and error.severity is not None):
             # The schema changed: other cached statements are suspect too.
             self.stmt_cache.clear()
+            if described:
+                _add_hint(error, 'The result types of the prepared statement changed. '
+                          'Prepare it again (Connection.prepare()) to use the new types.')
+                return False
             if self.protocol.is_in_transaction():
                 _add_hint(error, 'The statement cache was cleared. Inside a transaction '
                           'block the statement cannot be retried: roll back and run the '
@@ -890,9 +923,43 @@ class Session:
                 return False
             return True
         self.drop_schema_caches()
+        if described and isinstance(error, exceptions.InvalidCachedStatementError):
+            return False
         if self.protocol.is_in_transaction():
             return False
         return _is_plain_read(query)
+
+    async def redescribe_after_refusal(self, error: BaseException, state, query: str,
+                                       deadline) -> Optional[StatementState]:
+        """A cached statement's codecs refused an argument: did the schema change its types?
+
+        After ``ALTER TABLE ... ALTER COLUMN ... TYPE`` a cached statement
+        still has the parameter types it was prepared with (the server only
+        re-plans it), so the now-correct argument is refused client-side,
+        before anything is sent.  The query is described again, unnamed (no
+        statement is left behind); if its parameter types changed, the
+        statement cache is dropped like after any schema change and the new
+        description is returned, to run once with.  None: raise `error`.
+
+        Only on this error path, and only outside a transaction block: the
+        Parse could fail (a dropped column) and must not fail the caller's
+        transaction.  Errors of the server (`severity` set) are not argument
+        refusals.
+        """
+        if (getattr(error, 'severity', None) is not None or not state.name
+                or self.protocol.is_in_transaction() or self.is_closed()):
+            return None
+        try:
+            timeout = self.time_left(deadline)
+            if self.needs_sync():
+                timeout = await self.sync(timeout)
+            fresh = await self.prepare_state(query, timeout, cache=False)
+        except exceptions.PostgresError:
+            return None
+        if fresh.param_oids == state.param_oids:
+            return None
+        self.stmt_cache.clear()
+        return fresh
 
     def drop_schema_caches(self) -> None:
         self.codecs.clear_introspected()

@@ -278,7 +278,63 @@ async def test_encoding_error_inside_transaction_does_not_abort_it(conn, table):
 async def test_wrong_argument_count_raises_interface_error(conn, query, args, message):
     with pytest.raises(exceptions.InterfaceError) as info:
         await conn.fetch(query, *args)
-    assert str(info.value).startswith(message)
+    assert str(info.value) == (
+        f"{message}\nHINT:  Check the query against the arguments passed.")
+    assert info.value.args == (message,)
+    assert info.value.hint == "Check the query against the arguments passed."
+    assert info.value.detail is None
+    await _assert_usable(conn)
+
+
+async def test_wrong_argument_count_of_a_prepared_statement_has_the_hint(conn):
+    stmt = await conn.prepare("SELECT $1::int")
+    with pytest.raises(exceptions.InterfaceError) as info:
+        await stmt.fetchval(1, 2)
+    assert info.value.hint == "Check the query against the arguments passed."
+    with pytest.raises(exceptions.InterfaceError) as info:
+        await conn.executemany("SELECT $1::int", [(1,), (2, 3)])
+    assert info.value.args == (
+        "the server expects 1 argument for this query, 2 were passed (row 1)",)
+    assert info.value.hint == "Check the query against the arguments passed."
+    await _assert_usable(conn)
+
+
+# --- the protocol's parameter limit -------------------------------------------------
+
+def _int_array_query(count: int) -> str:
+    # An array, not a select list: select lists stop at 1,664 entries.
+    return ("SELECT cardinality(ARRAY["
+            + ",".join(f"${i}::int4" for i in range(1, count + 1)) + "])")
+
+
+async def test_more_than_65535_arguments_are_refused_before_anything_is_sent(conn):
+    query = _int_array_query(65536)
+    written = []
+    transport = conn._protocol.transport
+    original = transport.write
+    transport.write = lambda data: (written.append(bytes(data)), original(data))[1]
+    try:
+        with pytest.raises(exceptions.InterfaceError) as info:
+            await conn.fetchval(query, *range(65536))
+    finally:
+        del transport.write
+    assert written == []
+    assert info.value.args == (
+        "65536 query arguments were passed, but the protocol limit is 65,535 "
+        "parameters per statement",)
+    assert info.value.hint.startswith("Split the statement")
+    await _assert_usable(conn)
+    # Prepared (the server's count wraps around to 0): the same error.
+    stmt = await conn.prepare(query)
+    with pytest.raises(exceptions.InterfaceError, match=r"protocol limit is 65,535"):
+        await stmt.fetchval(*range(65536))
+    await _assert_usable(conn)
+
+
+async def test_65535_arguments_are_the_most_that_work(conn):
+    assert await conn.fetchval(_int_array_query(65535), *range(65535)) == 65535
+    stmt = await conn.prepare(_int_array_query(65535))
+    assert len(stmt.get_parameters()) == 65535
     await _assert_usable(conn)
 
 

@@ -228,11 +228,12 @@ async def test_statement_survives_cache_eviction_while_referenced(connect_kwargs
 
 
 async def test_unreferenced_statement_outside_the_cache_is_closed(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
+    # Too long for the cache: a named statement of its own.
+    conn = await mypgdriver.connect(**connect_kwargs, max_cacheable_statement_size=10)
     try:
         stmt = await conn.prepare("SELECT $1::int - 1")
         name = stmt.get_name()
-        assert name.startswith('__mypg_')         # named even without a cache
+        assert name.startswith('__mypg_')         # named, but not cached
         assert await stmt.fetchval(10) == 9
         assert name in await _server_names(conn)
         del stmt

@@ -150,6 +150,85 @@ async def test_no_cache_bad_argument_leaves_the_connection_in_sync(connect_kwarg
         await conn.close()
 
 
+async def test_no_cache_prepare_uses_the_unnamed_statement(connect_kwargs):
+    # What a transaction-mode pooler needs: nothing left on the server.
+    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
+    try:
+        stmt = await conn.prepare("SELECT $1::int * 10 AS tenfold")
+        assert stmt.get_name() == ''
+        for i in range(4):
+            assert await stmt.fetchval(i) == i * 10
+            assert await stmt.fetch(i) == [(i * 10,)]
+            assert await conn.fetch(LIST_STATEMENTS) == []
+        assert stmt.get_statusmsg() == 'SELECT 1'
+    finally:
+        await conn.close()
+
+
+async def test_no_cache_prepared_statement_with_cursor_and_executemany(connect_kwargs):
+    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
+    try:
+        await conn.execute("DROP TABLE IF EXISTS sc_nocache; CREATE TABLE sc_nocache (n int)")
+        insert = await conn.prepare("INSERT INTO sc_nocache VALUES ($1)")
+        select = await conn.prepare("SELECT n FROM sc_nocache WHERE n >= $1 ORDER BY n")
+        await insert.executemany([(i,) for i in range(10)])
+        await insert.executemany([(10,), (11,)])
+        async with conn.transaction():
+            assert [r['n'] async for r in select.cursor(3, prefetch=4)] == list(range(3, 12))
+            cur = await select.cursor(8)
+            assert await cur.fetch(2) == [(8,), (9,)]
+            assert await cur.fetchrow() == (10,)
+        assert await select.fetchval(11) == 11
+        assert await conn.fetch(LIST_STATEMENTS) == []
+    finally:
+        await conn.execute("DROP TABLE IF EXISTS sc_nocache")
+        await conn.close()
+
+
+async def test_no_cache_interleaved_prepared_statements_each_parse_their_own(connect_kwargs):
+    # Each Parse replaces the unnamed statement: every run parses its own.
+    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
+    try:
+        add = await conn.prepare("SELECT $1::int + 1 AS plus")
+        join = await conn.prepare("SELECT $1::text || $2::text AS joined")
+        for i in range(3):
+            assert await add.fetchval(i) == i + 1
+            assert await join.fetchval('a', str(i)) == f'a{i}'
+        # Pipelined on the one connection, in both orders.
+        results = await asyncio.gather(*(
+            add.fetchval(i) if i % 2 else join.fetchval('x', str(i)) for i in range(20)))
+        assert results == [i + 1 if i % 2 else f'x{i}' for i in range(20)]
+        assert await conn.fetch(LIST_STATEMENTS) == []
+    finally:
+        await conn.close()
+
+
+async def test_no_cache_prepared_statement_whose_result_type_changed_raises(connect_kwargs):
+    # The unnamed statement is parsed again with each run, so the server
+    # cannot report 0A000: the driver compares the new description with
+    # the result types the statement was prepared with.
+    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
+    try:
+        await conn.execute("""
+            DROP TABLE IF EXISTS sc_retype;
+            CREATE TABLE sc_retype (n int4);
+            INSERT INTO sc_retype VALUES (1234)""")
+        stmt = await conn.prepare("SELECT n FROM sc_retype")
+        assert await stmt.fetchval() == 1234
+        await conn.execute("ALTER TABLE sc_retype ALTER COLUMN n TYPE text")
+        # '1234' is 4 bytes: decoded as int4 it would be a wrong number.
+        with pytest.raises(exceptions.InvalidCachedStatementError,
+                           match='result types of the statement changed'):
+            await stmt.fetchval()
+        assert [a.type.name for a in stmt.get_attributes()] == ['int4']
+        assert await conn.fetchval("SELECT n FROM sc_retype") == '1234'
+        assert await (await conn.prepare("SELECT n FROM sc_retype")).fetchval() == '1234'
+        assert await conn.fetch(LIST_STATEMENTS) == []
+    finally:
+        await conn.execute("DROP TABLE IF EXISTS sc_retype")
+        await conn.close()
+
+
 # --- schema changes ---------------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -219,13 +298,96 @@ async def test_schema_change_then_new_transaction_uses_a_fresh_statement(people)
         assert [tuple(r) for r in await conn.fetch(query)] == [(1, 'ann', 5)]
 
 
-async def test_prepared_statement_is_reprepared_after_a_schema_change(people):
+async def test_prepared_statement_keeps_its_result_types_after_a_schema_change(people):
+    # As in asyncpg: an explicitly prepared statement is not re-prepared
+    # behind the user's back; the server's 0A000 is raised, every time.
     conn = people
-    stmt = await conn.prepare("SELECT * FROM sc_people")
+    query = "SELECT * FROM sc_people"
+    stmt = await conn.prepare(query)
     assert [a.name for a in stmt.get_attributes()] == ['id', 'name']
     await conn.execute("ALTER TABLE sc_people ADD COLUMN age int DEFAULT 7")
-    assert await stmt.fetchrow() == (1, 'ann', 7)
-    assert [a.name for a in stmt.get_attributes()] == ['id', 'name', 'age']
+    for _ in range(2):
+        with pytest.raises(exceptions.InvalidCachedStatementError) as info:
+            await stmt.fetchrow()
+        assert info.value.sqlstate == '0A000'
+        assert 'Prepare it again' in info.value.hint
+    assert [a.name for a in stmt.get_attributes()] == ['id', 'name']
+    # The statement cache behind conn.fetch re-prepares transparently.
+    assert await conn.fetchrow(query) == (1, 'ann', 7)
+    assert [a.name for a in (await conn.prepare(query)).get_attributes()] == [
+        'id', 'name', 'age']
+
+
+async def _named_statements_of(conn, query: str) -> list:
+    return [r['name'] for r in await conn.fetch(
+        "SELECT name FROM pg_prepared_statements WHERE statement = $1", query)]
+
+
+async def test_cached_statement_takes_the_new_parameter_type_int_to_text(people):
+    # The cached statement still has an int4 parameter: the str would be
+    # refused client-side (asyncpg's behaviour) unless it is described again.
+    conn = people
+    query = "SELECT name FROM sc_people WHERE id = $1"
+    assert await conn.fetchval(query, 1) == 'ann'
+    await conn.execute("ALTER TABLE sc_people ALTER COLUMN id TYPE text")
+    assert await conn.fetchval(query, '1') == 'ann'
+    assert await conn.fetchval(query, '1') == 'ann'
+    names = await _named_statements_of(conn, query)
+    assert len(names) == 1
+    assert [t.name for t in (await conn.prepare(query)).get_parameters()] == ['text']
+
+
+async def test_cached_statement_takes_the_new_parameter_type_int4_to_int8(people):
+    conn = people
+    big = 2 ** 40
+    query = "SELECT name FROM sc_people WHERE id = $1"
+    assert await conn.fetchval(query, 1) is not None
+    await conn.execute("ALTER TABLE sc_people ALTER COLUMN id TYPE int8")
+    await conn.execute("INSERT INTO sc_people VALUES ($1, 'big')", big)
+    assert await conn.fetchval(query, big) == 'big'
+    assert await conn.execute("UPDATE sc_people SET name = 'bigger' WHERE id = $1",
+                              big) == 'UPDATE 1'
+    insert = "INSERT INTO sc_people VALUES ($1, $2)"
+    await conn.execute(insert, 2, 'bob')    # cached with an int8 parameter now
+    await conn.execute("ALTER TABLE sc_people ALTER COLUMN id TYPE text")
+    await conn.executemany(insert, [('x', 'xena'), ('y', 'yann')])
+    assert await conn.fetchval("SELECT count(*) FROM sc_people WHERE id IN ('x', 'y')") == 2
+
+
+async def test_refused_argument_without_a_schema_change_raises_the_original_error(people):
+    conn = people
+    query = "SELECT name FROM sc_people WHERE id = $1"
+    assert await conn.fetchval(query, 1) == 'ann'
+    name = (await _named_statements_of(conn, query))[0]
+    with pytest.raises(exceptions.DataError,
+                       match=r"^invalid input for query argument \$1: 'x'"):
+        await conn.fetchval(query, 'x')
+    # Still cached under the same name; nothing else was left behind.
+    assert await _named_statements_of(conn, query) == [name]
+    assert await conn.fetchval(query, 1) == 'ann'
+
+
+async def test_changed_parameter_type_inside_a_transaction_is_not_redescribed(people):
+    # A Parse failing inside the block would fail the caller's transaction.
+    conn = people
+    query = "SELECT name FROM sc_people WHERE id = $1"
+    assert await conn.fetchval(query, 1) == 'ann'
+    async with conn.transaction():
+        await conn.execute("ALTER TABLE sc_people ALTER COLUMN id TYPE text")
+        with pytest.raises(exceptions.DataError, match=r'query argument \$1'):
+            await conn.fetchval(query, '1')
+        # The transaction is intact.
+        assert await conn.fetchval("SELECT count(*) FROM sc_people") == 1
+    assert await conn.fetchval(query, '1') == 'ann'
+
+
+async def test_prepared_statement_keeps_its_parameter_types_after_a_schema_change(people):
+    conn = people
+    stmt = await conn.prepare("SELECT name FROM sc_people WHERE id = $1")
+    await conn.execute("ALTER TABLE sc_people ALTER COLUMN id TYPE text")
+    with pytest.raises(exceptions.DataError, match=r'query argument \$1'):
+        await stmt.fetchval('1')
+    assert [t.name for t in stmt.get_parameters()] == ['int4']
 
 
 @pytest.fixture

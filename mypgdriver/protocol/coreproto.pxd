@@ -120,6 +120,7 @@ cdef class CoreProtocol:
     cdef int _send_bind_execute(self, StatementState st, object args, str portal, int32_t limit) except -1
     cdef int _send_execute_portal(self, StatementState st, str portal, int32_t limit) except -1
     cdef int _write_parse(self, WriteBuffer buf, StatementState st) except -1
+    cdef int _check_redescribed(self, Frame *frame, bint no_data) except -1
     cdef int _finish_execute(self, WriteBuffer buf, StatementState st, str portal,
                              int32_t limit) except -1
     cdef int _send_bind_portal(self, StatementState st, object args, str portal) except -1

@@ -333,6 +333,32 @@ cdef class CoreProtocol:
         for oid in st.param_oids:
             buf.write_int32(<int32_t><uint32_t>oid)
         buf.end_message()
+        # Described again: the schema may have changed the result types since
+        # our column codecs were picked (a named statement gets 0A000 from
+        # the server instead).  _dispatch compares the RowDescription.
+        buf.start_message(b'D')
+        buf.write_byte(b'S')
+        buf.write_cstr(st.name)
+        buf.end_message()
+        return 0
+
+    cdef int _check_redescribed(self, Frame *frame, bint no_data) except -1:
+        # The answer to _write_parse's Describe: if the result types are not
+        # the ones the rows would be decoded with, the rows are not decoded
+        # (they would be garbage) and the operation fails.  The server runs
+        # the statement all the same: the error says so.
+        cdef StatementState st = self.statement
+        if st is None or st.name or self.result_error is not None:
+            return 0
+        if no_data:
+            if not st.has_rows:
+                return 0
+        elif st.has_rows and st.same_column_types(frame):
+            return 0
+        self.result_error = exceptions.InvalidCachedStatementError(
+            'the result types of the statement changed after it was prepared (the '
+            'database schema changed); it was executed, but its rows were not decoded')
+        self.discard_rows = True
         return 0
 
     cdef int _send_bind_portal(self, StatementState st, object args, str portal) except -1:
@@ -572,15 +598,23 @@ cdef class CoreProtocol:
         elif mtype == b'2' or mtype == b'1' or mtype == b'3':
             pass    # BindComplete, ParseComplete, CloseComplete
         elif mtype == b'T':
-            if self.state == STATE_PREPARE and self.statement is not None:
-                self.statement.set_row_description(frame)
+            if self.state == STATE_PREPARE:
+                if self.statement is not None:
+                    self.statement.set_row_description(frame)
+            elif self.state != STATE_SIMPLE_QUERY:
+                self._check_redescribed(frame, False)
             # In a simple query rows are not returned to the caller.
         elif mtype == b't':
-            if self.statement is not None:
+            # Outside a prepare: an unnamed statement parsed again with the
+            # parameter types we gave (_write_parse); nothing to learn.
+            if self.state == STATE_PREPARE and self.statement is not None:
                 self.statement.set_param_description(frame)
         elif mtype == b'n':
-            if self.state == STATE_PREPARE and self.statement is not None:
-                self.statement.set_no_data()
+            if self.state == STATE_PREPARE:
+                if self.statement is not None:
+                    self.statement.set_no_data()
+            else:
+                self._check_redescribed(frame, True)
         elif mtype == b's':
             self.portal_suspended = True
         elif mtype == b'I':

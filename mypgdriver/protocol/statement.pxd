@@ -37,6 +37,7 @@ cdef class StatementState:
     cdef int set_param_description(self, Frame *frame) except -1
     cdef int set_row_description(self, Frame *frame) except -1
     cdef int set_no_data(self) except -1
+    cdef bint same_column_types(self, Frame *frame) except -1
     cdef list missing_type_oids(self, object registry)
     cdef int resolve_codecs(self, object registry) except -1
     cdef int _build_column_arrays(self) except -1

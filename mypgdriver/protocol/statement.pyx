@@ -8,7 +8,7 @@ into a Record with one indirect call per field and no per-row lookups.
 from cpython.object cimport PyObject
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
-from libc.stdint cimport int16_t, int32_t, uint32_t
+from libc.stdint cimport int16_t, int32_t, uint16_t, uint32_t
 from mypgdriver.protocol.buffer cimport (
     Frame, WriteBuffer, frame_read, frame_read_int16, frame_read_int32, frame_read_cstr,
     unpack_int32, unpack_uint32)
@@ -22,6 +22,23 @@ from mypgdriver.exceptions import (
     DataError, InterfaceError, ProtocolError, UnsupportedArgumentError,
     UnsupportedClientFeatureError)
 from mypgdriver.protocol.record import Record
+
+#: The most parameters a statement can have: Parse, ParameterDescription
+#: and Bind carry the count in an unsigned 16-bit field (PostgreSQL docs,
+#: "Message Formats").
+MAX_QUERY_ARGUMENTS = 65535
+
+_ARGUMENT_COUNT_HINT = 'Check the query against the arguments passed.'
+
+
+def check_argument_count(Py_ssize_t nargs):
+    """InterfaceError if `nargs` arguments exceed what the protocol can carry."""
+    if nargs > MAX_QUERY_ARGUMENTS:
+        raise InterfaceError(
+            f'{nargs} query arguments were passed, but the protocol limit is '
+            f'{MAX_QUERY_ARGUMENTS:,} parameters per statement',
+            hint='Split the statement, or pass the values as arrays (e.g. '
+                 '= any($1::int[]) or unnest()).')
 
 
 cdef bytes encode_format_section(tuple codecs):
@@ -91,10 +108,11 @@ cdef class StatementState:
         return f'<StatementState {self.name!r} {self.query[:60]!r}>'
 
     cdef int set_param_description(self, Frame *frame) except -1:
-        cdef int16_t n = frame_read_int16(frame)
+        # The count is an unsigned 16-bit field: up to 65,535 parameters
+        # (a query with more gets it modulo 65,536 from the server; see
+        # MAX_QUERY_ARGUMENTS).  The reads check it against the frame.
+        cdef uint16_t n = <uint16_t>frame_read_int16(frame)
         cdef list oids = []
-        if n < 0:
-            raise ProtocolError(f'invalid parameter count {n} in ParameterDescription')
         for _ in range(n):
             oids.append(<uint32_t>frame_read_int32(frame))
         self.param_oids = tuple(oids)
@@ -121,6 +139,20 @@ cdef class StatementState:
         self.desc = RecordDescriptor(self.column_names)
         self.has_rows = True
         return 0
+
+    cdef bint same_column_types(self, Frame *frame) except -1:
+        """True if a RowDescription describes columns of this statement's types."""
+        cdef int16_t n = frame_read_int16(frame)
+        cdef Py_ssize_t i
+        if n != len(self.column_oids):
+            return False
+        for i in range(n):
+            frame_read_cstr(frame)
+            frame_read(frame, 4 + 2)        # table oid, column number
+            if <uint32_t>frame_read_int32(frame) != <uint32_t>self.column_oids[i]:
+                return False
+            frame_read(frame, 2 + 4 + 2)    # typlen, typmod, format code
+        return True
 
     cdef int set_no_data(self) except -1:
         self.column_names = ()
@@ -176,10 +208,7 @@ cdef class StatementState:
             args = row_arguments(args, row_index)
         nargs = PyTuple_GET_SIZE(args)
         if nargs != nparams:
-            where = f' (row {row_index})' if row_index >= 0 else ''
-            raise InterfaceError(
-                f'the server expects {nparams} argument{"s" if nparams != 1 else ""} '
-                f'for this query, {nargs} {"was" if nargs == 1 else "were"} passed{where}')
+            raise_argument_count_error(nparams, nargs, row_index)
         buf.start_message(b'B')
         buf.write_cstr(portal)
         buf.write_cstr(self.name)
@@ -297,6 +326,18 @@ cdef class StatementState:
 
     def _column_codecs(self):
         return self.column_codecs
+
+
+cdef int raise_argument_count_error(Py_ssize_t nparams, Py_ssize_t nargs,
+                                    Py_ssize_t row_index) except -1:
+    # Past the protocol limit the server's count wrapped around (it says 0
+    # for 65,536 parameters): the limit is the error to report.
+    check_argument_count(nargs)
+    where = f' (row {row_index})' if row_index >= 0 else ''
+    raise InterfaceError(
+        f'the server expects {nparams} argument{"s" if nparams != 1 else ""} '
+        f'for this query, {nargs} {"was" if nargs == 1 else "were"} passed{where}',
+        hint=_ARGUMENT_COUNT_HINT)
 
 
 cdef int raise_undecoded(Codec codec, Py_ssize_t left, Py_ssize_t column) except -1:
