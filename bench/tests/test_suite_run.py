@@ -6,11 +6,14 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
+from bench import pgbench
+from bench import pipeline_scenario as ps
 from bench.runner import run_worker
-from bench.server import REPO_ROOT
+from bench.server import REPO_ROOT, BenchServer
 
 asyncpg = pytest.importorskip("asyncpg")
 if shutil.which("initdb") is None and not glob.glob("/usr/lib/postgresql/*/bin/initdb"):
@@ -91,7 +94,17 @@ def test_pipeline_scenario_and_shortcut_level_run_and_are_saved(tmp_path):
     assert report["results"] == []
     cells = {r["contender"]: r for r in report["pipeline"]["results"]}
     assert sorted(cells) == ["asyncpg-pool1", "asyncpg-pool10", "pgbench-1conn",
-                             "pgbench-pipeline", "pgbench-pipeline-extended"]
+                             "pgbench-pipeline", "pgbench-pipeline-extended",
+                             "pgbench-pipeline-sync"]
+    try:
+        pgbench.syncpipeline_pgbench()
+    except pgbench.PgbenchError as exc:  # no pgbench 17+ here: its cell says so
+        assert cells.pop("pgbench-pipeline-sync") == {
+            "variant": "pipeline_lookup5", "contender": "pgbench-pipeline-sync",
+            "error": str(exc)}
+    else:
+        assert cells["pgbench-pipeline-sync"]["queries"] % 100 == 0
+        assert pgbench.major(cells["pgbench-pipeline-sync"]["driver_version"]) >= 17
     for name, cell in cells.items():
         assert "error" not in cell, (name, cell)
         assert cell["variant"] == "pipeline_lookup5"
@@ -104,3 +117,39 @@ def test_pipeline_scenario_and_shortcut_level_run_and_are_saved(tmp_path):
     assert report["pool_shortcuts"]["settings"]["pool_size"] == 4
     assert "## Pipeline scenario: queries/s (ratio to asyncpg's pool of 10)" in proc.stdout
     assert "## Pool shortcuts: requests/s (ratio to asyncpg's pool)" in proc.stdout
+
+
+def _transactions_of(server, executable, script, pipelines, at_least):
+    """Transactions the server committed while pgbench ran `script` `pipelines` times."""
+    def committed():
+        return int(server.psql("SELECT xact_commit FROM pg_stat_database "
+                               "WHERE datname = current_database()"))
+
+    before = committed()
+    pgbench.run_script(server.params, script, 1, transactions=pipelines, log=False,
+                       executable=executable)
+    deadline = time.monotonic() + 5  # the backend reports its counts as it exits
+    while (count := committed() - before) < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return count
+
+
+def test_pgbench_pipeline_sync_makes_each_statement_its_own_transaction():
+    try:
+        executable = pgbench.syncpipeline_pgbench()
+    except pgbench.PgbenchError as exc:
+        pytest.skip(str(exc))
+    server = BenchServer.start()
+    try:
+        # A pgbench 17+ runs against the bench's server (whatever its version).
+        assert pgbench.major(pgbench.version(executable)) >= 17
+        synced = _transactions_of(server, executable,
+                                  ps.pgbench_script(ps.ONEPLUSONE, 100, sync_each=True), 5, 500)
+        one_sync = _transactions_of(server, executable, ps.pgbench_script(ps.ONEPLUSONE, 100),
+                                    5, 5)
+    finally:
+        server.stop()
+    # Both include pgbench's own start-up (about 100 here, the same for both):
+    # 5 pipelines add 500 transactions with a Sync per statement, 5 with one per pipeline.
+    assert synced >= 500
+    assert 480 <= synced - one_sync <= 520, (synced, one_sync)

