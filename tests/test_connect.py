@@ -19,6 +19,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from tests.support.session_state import monitor  # noqa: F401
 
 IDENTITY_QUERY = "SELECT current_user, current_database(), inet_server_port()"
 APPNAME_QUERY = "SELECT application_name FROM pg_stat_activity WHERE pid = pg_backend_pid()"
@@ -473,3 +474,42 @@ async def test_bad_cache_size_or_command_timeout_is_a_value_error(connect_kwargs
     assert type(info.value) is exceptions.ClientConfigurationError
     assert isinstance(info.value, exceptions.InterfaceError)
     assert str(info.value).startswith(f"{option} must be a ")
+
+
+async def test_connection_opened_after_the_timeout_is_terminated(connect_kwargs, monitor,
+                                                                  monkeypatch):
+    # The open completes, but only after connect()'s timeout fired: the
+    # connection nobody will receive must be closed, not leaked.
+    from mypgdriver import connector
+
+    real_connect_host = connector._connect_host
+    opened: list[Any] = []
+
+    async def late_connect_host(*args: Any) -> Any:
+        conn = await real_connect_host(*args)
+        opened.append(conn)
+        try:
+            await asyncio.sleep(5)          # the timeout fires here
+        except asyncio.CancelledError:
+            pass                            # ... and the open finishes anyway
+        return conn
+
+    monkeypatch.setattr(connector, "_connect_host", late_connect_host)
+    with pytest.raises(asyncio.TimeoutError):
+        await mypgdriver.connect(**{**connect_kwargs, "timeout": 1.0})
+    assert len(opened) == 1
+    late = opened[0]
+    pid = late.get_server_pid()
+    # The open finishes after connect() gave up: it is closed as it finishes.
+    for _ in range(100):
+        if late.is_closed():
+            break
+        await asyncio.sleep(0.01)
+    assert late.is_closed()
+    for _ in range(100):
+        if not await monitor.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError(f"backend {pid} of the late connection is still there")

@@ -35,7 +35,7 @@ cdef class Operation:
         StatementState statement
         type record_class
         bint collecting_rows          # DataRows are decoded and kept
-        int want                      # bind/execute: rows, status tag, or both
+        int want                      # bind/execute: C_WANT_ROWS or C_WANT_STATUS (protocol.pyx)
         StatusSink status_sink        # bind/execute: also gets the status tag (or None)
         str query_text                # simple query text, for server errors
         object copy_out_sink

@@ -614,7 +614,7 @@ cdef class BaseProtocol(CoreProtocol):
         op.statement = None
         op.record_class = None
         op.collecting_rows = False
-        op.want = 0
+        op.want = C_WANT_ROWS
         op.status_sink = None
         op.query_text = None
         op.copy_out_sink = None
