@@ -422,8 +422,9 @@ class Pool:
         try:
             while True:
                 try:
-                    entry = await deadlines.within(loop, self._open_entry(),
-                                                   deadlines.time_left(loop, deadline),
+                    # The time left first: once it is gone, no connect is started.
+                    left = deadlines.time_left(loop, deadline)
+                    entry = await deadlines.within(loop, self._open_entry(), left,
                                                    self._discard_late_entry)
                     break
                 except _TRANSIENT_CONNECT_ERRORS as e:
