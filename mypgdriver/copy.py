@@ -17,6 +17,7 @@ from typing import (Any, AsyncIterable, Awaitable, Callable, Iterable, Optional,
 
 from mypgdriver import exceptions
 from mypgdriver.protocol.buffer import WriteBuffer
+from mypgdriver.sql import quote_ident, quote_literal, substitute_parameters
 
 
 #: COPY OUT: stop reading from the socket once this much data waits for a
@@ -43,35 +44,7 @@ _CHUNK_OVERHEAD = 41
 _FORMATS = ('text', 'csv', 'binary')
 
 
-# --- SQL text: identifiers, literals, option lists -------------------------------------
-
-def quote_ident(name: str) -> str:
-    """Quote `name` as an SQL identifier: exact case, embedded quotes doubled."""
-    if not isinstance(name, str):
-        raise TypeError(f'an identifier must be a str, not {type(name).__name__}')
-    if not name:
-        raise ValueError('an identifier cannot be empty')
-    if '\x00' in name:
-        raise ValueError('an identifier cannot contain NUL characters')
-    return '"' + name.replace('"', '""') + '"'
-
-
-def quote_literal(value: str) -> str:
-    """Quote `value` as an SQL string literal.
-
-    A value with backslashes uses the E'' form with the backslashes doubled,
-    which means the same whatever standard_conforming_strings is set to (as
-    PostgreSQL's own quote_literal() does).
-    """
-    if not isinstance(value, str):
-        raise TypeError(f'expected a str, not {type(value).__name__}')
-    if '\x00' in value:
-        raise ValueError('a string literal cannot contain NUL characters')
-    quoted = value.replace("'", "''")
-    if '\\' in quoted:
-        return "E'" + quoted.replace('\\', '\\\\') + "'"
-    return "'" + quoted + "'"
-
+# --- SQL text: table names, option lists ---------------------------------------------
 
 def _table_name(table_name: str, schema_name: Optional[str]) -> str:
     if schema_name:
@@ -170,116 +143,6 @@ def copy_options(*, format: Optional[str] = None, oids: Optional[bool] = None,
     if encoding is not None:
         opts.append(f'ENCODING {quote_literal(encoding)}')
     return ' (' + ', '.join(opts) + ')' if opts else ''
-
-
-# --- query arguments for COPY (query) TO STDOUT ---------------------------------------
-
-def _is_ident_start(ch: str) -> bool:
-    return ch.isalpha() or ch == '_' or ch >= '\x80'
-
-
-def _is_ident_char(ch: str) -> bool:
-    return ch.isalnum() or ch in '_$' or ch >= '\x80'
-
-
-def _dollar_quote_tag(query: str, i: int) -> Optional[str]:
-    """The ``$tag$`` opening a dollar-quoted string at `i`, or None."""
-    j = i + 1
-    n = len(query)
-    if j < n and query[j] == '$':
-        return '$$'
-    if j < n and _is_ident_start(query[j]):
-        j += 1
-        while j < n and (_is_ident_char(query[j]) and query[j] != '$'):
-            j += 1
-        if j < n and query[j] == '$':
-            return query[i:j + 1]
-    return None
-
-
-def substitute_parameters(query: str, values: Sequence[str],
-                          standard_conforming_strings: bool = True) -> str:
-    """Replace each ``$n`` of `query` with ``values[n - 1]`` (SQL text).
-
-    Only real parameter references are replaced: ``$1`` inside string
-    literals (plain, E'', dollar-quoted), quoted identifiers, comments, or
-    as part of an identifier such as ``a$1`` stays as it is.
-    """
-    out = []
-    n = len(query)
-    i = 0
-    start = 0      # query[start:i] is copied unchanged
-    while i < n:
-        ch = query[i]
-        if ch == "'":
-            escapes = not standard_conforming_strings or (
-                i > 0 and query[i - 1] in 'eE' and (i < 2 or not _is_ident_char(query[i - 2])))
-            i += 1
-            while i < n:
-                c = query[i]
-                if c == '\\' and escapes:
-                    i += 2
-                elif c == "'":
-                    if i + 1 < n and query[i + 1] == "'":
-                        i += 2
-                    else:
-                        i += 1
-                        break
-                else:
-                    i += 1
-        elif ch == '"':
-            end = query.find('"', i + 1)
-            while end != -1 and end + 1 < n and query[end + 1] == '"':
-                end = query.find('"', end + 2)
-            i = n if end == -1 else end + 1
-        elif ch == '-' and query.startswith('--', i):
-            end = query.find('\n', i)
-            i = n if end == -1 else end + 1
-        elif ch == '/' and query.startswith('/*', i):
-            depth = 1
-            i += 2
-            while i < n and depth:
-                if query.startswith('/*', i):
-                    depth += 1
-                    i += 2
-                elif query.startswith('*/', i):
-                    depth -= 1
-                    i += 2
-                else:
-                    i += 1
-        elif ch == '$':
-            j = i + 1
-            while j < n and query[j].isdigit() and query[j].isascii():
-                j += 1
-            if j > i + 1:
-                number = int(query[i + 1:j])
-                if not 1 <= number <= len(values):
-                    raise exceptions.InterfaceError(
-                        f'the query refers to ${number}, but {len(values)} '
-                        f'argument{"s were" if len(values) != 1 else " was"} given')
-                out.append(query[start:i])
-                out.append(values[number - 1])
-                start = i = j
-                continue
-            tag = _dollar_quote_tag(query, i)
-            if tag is None:
-                i += 1
-            else:
-                end = query.find(tag, i + len(tag))
-                i = n if end == -1 else end + len(tag)
-        elif _is_ident_start(ch):
-            # Identifiers may contain '$' (a$1 is one name, not a parameter).
-            i += 1
-            while i < n and _is_ident_char(query[i]):
-                i += 1
-        elif ch.isdigit():
-            i += 1
-            while i < n and (query[i].isalnum() or query[i] in '._'):
-                i += 1
-        else:
-            i += 1
-    out.append(query[start:])
-    return ''.join(out)
 
 
 # --- COPY OUT: from the protocol's sink to the caller's output ------------------------

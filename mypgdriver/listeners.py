@@ -17,7 +17,7 @@ import warnings
 from typing import Any, Callable
 
 from mypgdriver import exceptions
-from mypgdriver.copy import quote_ident
+from mypgdriver.sql import quote_ident
 
 NotificationCallback = Callable[[Any, int, str, str], Any]
 LogCallback = Callable[[Any, exceptions.PostgresLogMessage], Any]

@@ -46,6 +46,7 @@ from mypgdriver.protocol.protocol import WANT_ROWS, WANT_STATUS, check_record_cl
 from mypgdriver.protocol.record import Record
 from mypgdriver.protocol.statement import (
     StatementState, check_argument_count, missing_statement_types, resolve_statement_codecs)
+from mypgdriver.sql import is_plain_read
 from mypgdriver.statement_cache import StatementCache
 
 #: How long an interrupted transaction block may take to be cleaned up (the
@@ -927,7 +928,7 @@ class Session:
             return False
         if self.protocol.is_in_transaction():
             return False
-        return _is_plain_read(query)
+        return is_plain_read(query)
 
     async def redescribe_after_refusal(self, error: BaseException, state, query: str,
                                        deadline) -> Optional[StatementState]:
@@ -1099,28 +1100,6 @@ def _add_hint(error: exceptions.PostgresError, text: str) -> None:
     # Server errors are filled through __dict__ (see exceptions._base).
     hint = error.hint
     error.__dict__['hint'] = f'{hint}\n{text}' if hint else text
-
-
-_READ_KEYWORDS = frozenset(('select', 'values', 'table', 'show'))
-_FIRST_WORD = re.compile(r'[A-Za-z]+')
-
-
-def _is_plain_read(query: str) -> bool:
-    """True if `query` starts like a read (SELECT, VALUES, TABLE, SHOW), comments skipped."""
-    text = query.lstrip()
-    while True:
-        if text.startswith('--'):
-            newline = text.find('\n')
-            text = '' if newline < 0 else text[newline + 1:].lstrip()
-        elif text.startswith('/*'):
-            end = text.find('*/')
-            text = '' if end < 0 else text[end + 2:].lstrip()
-        elif text.startswith('('):
-            text = text[1:].lstrip()
-        else:
-            break
-    word = _FIRST_WORD.match(text)
-    return word is not None and word.group().lower() in _READ_KEYWORDS
 
 
 def warn_unclosed(obj: Any) -> None:

@@ -1,4 +1,5 @@
-"""Tests for mypgdriver.protocol.auth: md5, SASLprep, SCRAM-SHA-256(-PLUS), channel binding.
+"""Tests for mypgdriver.protocol.auth: md5, SASLprep, SCRAM-SHA-256(-PLUS), and the channel
+binding data of mypgdriver.tls_certificates.
 
 The unit tests use published vectors and certificates made with the openssl
 command.  The tests at the end log in to a throwaway PostgreSQL 15 server
@@ -23,7 +24,6 @@ import pytest
 
 from tools.pgcluster import PgCluster
 from mypgdriver.exceptions import InterfaceError, ProtocolError
-from mypgdriver.protocol import auth
 from mypgdriver.protocol.auth import (
     ScramSha256,
     check_authentication_ok,
@@ -32,8 +32,9 @@ from mypgdriver.protocol.auth import (
     md5_password,
     saslprep,
     start_scram_exchange,
-    tls_server_end_point,
 )
+from mypgdriver import tls_certificates
+from mypgdriver.tls_certificates import tls_server_end_point
 
 OPENSSL = shutil.which("openssl")
 
@@ -558,9 +559,10 @@ def test_tls_server_end_point_names_an_unknown_algorithm(certificates):
 
 
 def test_oid_table_encoding_round_trips():
-    assert auth._oid("1.2.840.113549.1.1.11") == bytes.fromhex("2a864886f70d01010b")
-    assert auth._oid_to_str(bytes.fromhex("2a864886f70d01010b")) == "1.2.840.113549.1.1.11"
-    assert auth._oid_to_str(auth._oid("2.16.840.1.101.3.4.2.10")) == "2.16.840.1.101.3.4.2.10"
+    oid, oid_to_str = tls_certificates._oid, tls_certificates._oid_to_str
+    assert oid("1.2.840.113549.1.1.11") == bytes.fromhex("2a864886f70d01010b")
+    assert oid_to_str(bytes.fromhex("2a864886f70d01010b")) == "1.2.840.113549.1.1.11"
+    assert oid_to_str(oid("2.16.840.1.101.3.4.2.10")) == "2.16.840.1.101.3.4.2.10"
 
 
 # --- against a real PostgreSQL server ---------------------------------------------------

@@ -1,6 +1,7 @@
 """COPY on a live server: copy_from_table, copy_from_query, copy_to_table and
 copy_records_to_table, their options, sources and outputs, errors, cancellation
-and bounded memory; plus the SQL-building helpers on their own."""
+and bounded memory; plus the COPY option lists on their own (quoting and
+$n substitution are in test_sql.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -60,26 +61,6 @@ async def _assert_usable(conn) -> None:
 
 # --- SQL building (no server) ---------------------------------------------------------
 
-def test_quote_ident_keeps_case_and_doubles_quotes():
-    assert pgcopy.quote_ident('MixedCase') == '"MixedCase"'
-    assert pgcopy.quote_ident('we"ird') == '"we""ird"'
-    assert pgcopy.quote_ident('a.b') == '"a.b"'
-    with pytest.raises(ValueError):
-        pgcopy.quote_ident('nul\x00')
-    with pytest.raises(ValueError):
-        pgcopy.quote_ident('')
-    with pytest.raises(TypeError):
-        pgcopy.quote_ident(5)
-
-
-def test_quote_literal_is_safe_whatever_standard_conforming_strings():
-    assert pgcopy.quote_literal("it's") == "'it''s'"
-    assert pgcopy.quote_literal('a\\b') == "E'a\\\\b'"
-    assert pgcopy.quote_literal("\\'") == "E'\\\\'''"
-    with pytest.raises(ValueError):
-        pgcopy.quote_literal('\x00')
-
-
 def test_copy_options_text():
     assert pgcopy.copy_options() == ''
     assert pgcopy.copy_options(format='CSV', header=True, delimiter=';', null='',
@@ -109,20 +90,6 @@ def test_copy_options_text():
 def test_copy_options_reject_invalid_combinations(kwargs, error):
     with pytest.raises(error):
         pgcopy.copy_options(**kwargs)
-
-
-def test_substitute_parameters_only_replaces_real_references():
-    values = ['(1)', '(2)']
-    assert pgcopy.substitute_parameters(
-        "SELECT $1, '$1', E'\\'$2', \"$1\", a$1, $$ $2 $$, $tag$ $1 $tag$, $2 -- $1\n"
-        "/* $1 /* $2 */ $1 */ $10x", values + ['x'] * 8) == (
-        "SELECT (1), '$1', E'\\'$2', \"$1\", a$1, $$ $2 $$, $tag$ $1 $tag$, (2) -- $1\n"
-        "/* $1 /* $2 */ $1 */ xx")
-    # With standard_conforming_strings off, a backslash escapes a quote in '...'.
-    query = "SELECT 'a\\', $1, '\\', $2"
-    assert pgcopy.substitute_parameters(query, values, True) == \
-        "SELECT 'a\\', (1), '\\', (2)"
-    assert pgcopy.substitute_parameters(query, values, False) == query
 
 
 # --- round trips ----------------------------------------------------------------------

@@ -333,6 +333,46 @@ async def test_waiter_timing_out_with_zero_timeout(pool_kwargs):
             assert await con.fetchval("SELECT 1") == 1
 
 
+@pytest.mark.parametrize("max_size, others, message", [
+    (2, 3, "pool.acquire() timed out after 0.05 s: all 2 connections (max_size=2) are in use "
+           "and 3 other tasks are waiting"),
+    (2, 1, "pool.acquire() timed out after 0.05 s: all 2 connections (max_size=2) are in use "
+           "and 1 other task is waiting"),
+    (1, 0, "pool.acquire() timed out after 0.05 s: the only connection (max_size=1) is in use "
+           "and no other task is waiting"),
+])
+async def test_acquire_timeout_says_how_long_and_what_holds_the_connections(
+        pool_kwargs, max_size, others, message):
+    async with create_pool(min_size=max_size, max_size=max_size, **pool_kwargs) as pool:
+        held = [await pool.acquire() for _ in range(max_size)]
+        ahead = [asyncio.ensure_future(pool.acquire()) for _ in range(others)]
+        await asyncio.sleep(0)  # they wait in line before us
+        with pytest.raises(asyncio.TimeoutError) as info:
+            await pool.acquire(timeout=0.05)
+        assert str(info.value) == message
+        for task in ahead:
+            task.cancel()
+        await asyncio.gather(*ahead, return_exceptions=True)
+        for con in held:
+            await pool.release(con)
+        assert_no_leaked_slots(pool)
+
+
+async def test_acquire_timeout_while_opening_a_connection_says_so(pool_kwargs):
+    async def connect_never(*args: Any, **kwargs: Any) -> Connection:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    async with create_pool(min_size=0, max_size=1, connect=connect_never,
+                           **pool_kwargs) as pool:
+        with pytest.raises(asyncio.TimeoutError) as info:
+            await pool.acquire(timeout=0.05)
+        assert str(info.value) == (
+            "pool.acquire() timed out after 0.05 s while opening a new connection")
+        assert pool.get_stats().timeouts == 1
+        assert_no_leaked_slots(pool)
+
+
 # --- reset on release ---
 
 
@@ -730,9 +770,12 @@ async def test_acquire_with_timeout_gives_up_while_server_is_down(connect_kwargs
         pool = await create_pool(min_size=0, max_size=2, host="127.0.0.1", port=port,
                                  user="postgres", database="postgres")
         start = time.monotonic()
-        with pytest.raises(asyncio.TimeoutError):
+        with pytest.raises(asyncio.TimeoutError) as info:
             await pool.acquire(timeout=0.3)
         assert 0.25 < time.monotonic() - start < 2.0
+        # The refusal's own wording belongs to connect(); the pool says the rest.
+        assert str(info.value).startswith(
+            "pool.acquire() timed out after 0.3 s while opening a new connection; last error: ")
         stats = pool.get_stats()
         assert stats.timeouts == 1
         assert stats.connections_failed >= 2  # it retried

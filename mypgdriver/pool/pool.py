@@ -1,4 +1,4 @@
-"""Connection pool with asyncpg's API: create_pool(), Pool, acquire/release.
+"""Pool, create_pool() and PoolAcquireContext: asyncpg's pool API over the slots.
 
 How the pool keeps its promises:
 
@@ -6,11 +6,9 @@ How the pool keeps its promises:
   slot is taken before a connection is opened and given up when it is closed;
   a freed slot goes straight to the first waiter, who opens a connection in
   it, so there is never a moment when a slot is free while someone waits.
-* **Waiters are served in order.**  Each waiting ``acquire()`` owns one
-  future in a FIFO queue; a released connection (or a freed slot) is handed
-  to exactly one of them, so nobody is woken only to find nothing there.  A
-  waiter that times out or is cancelled leaves the queue, and if something
-  was handed to it in the same instant, it passes that on to the next one.
+* **Waiters are served in order** (a :class:`~mypgdriver.pool.slots.WaitQueue`):
+  a released connection (or a freed slot) is handed to exactly one of them,
+  so nobody is woken only to find nothing there.
 * **Nothing broken is handed out.**  A connection is reset on release (the
   ``reset`` callback, else :meth:`Connection.reset`).  One that was released
   while an operation was running on it, whose protocol is still busy or
@@ -19,8 +17,9 @@ How the pool keeps its promises:
   :meth:`Pool.expire_connections` is closed gracefully and replaced.
 * **Connections that die while idle** (backend terminated, server restarted)
   are found by ``is_closed()`` when they are taken from the idle list, and
-  by a look over the idle list every second, and are replaced.  The remaining gap, a connection that died a moment before
-  its first query, is closed by the proxy: see :class:`PoolConnectionProxy`.
+  by a look over the idle list every second, and are replaced.  The
+  remaining gap, a connection that died a moment before its first query, is
+  closed by the proxy: see :class:`~mypgdriver.pool.PoolConnectionProxy`.
 * **Recovery.**  When opening a connection fails because the server cannot
   be reached or is starting up, an ``acquire()`` keeps retrying with backoff
   for as long as its timeout allows (``connect_retry_timeout`` when it has
@@ -29,27 +28,26 @@ How the pool keeps its promises:
 from __future__ import annotations
 
 import asyncio
-import bisect
 import collections
-import dataclasses
 import functools
-import inspect
 import logging
-import re
 from types import TracebackType
 from typing import (
-    Any, Awaitable, Callable, Deque, Dict, Generator, List, Optional, Set, Tuple, Type, Union)
+    Any, Awaitable, Callable, Deque, Generator, List, Optional, Set, Tuple, Type, Union)
 
 from mypgdriver import connector, deadlines, exceptions
 from mypgdriver.connection import Connection
+from mypgdriver.pool.proxy import PoolConnectionProxy
+from mypgdriver.pool.reset import close_quietly, default_reset, in_unknown_state
+from mypgdriver.pool.shortcuts import may_share, overridden_shortcuts, shared_load
+from mypgdriver.pool.slots import NEW_SLOT, Handoff, PooledConnection, WaitQueue
+from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
 
-__all__ = ('create_pool', 'Pool', 'PoolAcquireContext', 'PoolConnectionProxy', 'PoolStats')
+__all__ = ('create_pool', 'Pool', 'PoolAcquireContext')
 
+# Named for the package, as before it was one: the logger users configure.
 logger = logging.getLogger('mypgdriver.pool')
-
-#: Upper bounds (seconds) of the acquire wait-time histogram buckets.
-WAIT_HISTOGRAM_BOUNDS: Tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0, float('inf'))
 
 # Backoff between attempts to open a connection while the server is away:
 # short at first so that a restart is bridged quickly, capped so that a long
@@ -70,277 +68,13 @@ _IDLE_CHECK_INTERVAL = 1.0
 # else (bad password, no such database, bad arguments) is raised at once.
 _TRANSIENT_CONNECT_ERRORS: Tuple[Type[BaseException], ...] = (
     OSError,  # includes TimeoutError and the driver's ConnectionFailure
+    asyncio.TimeoutError,  # an OSError from Python 3.11 on, not before
     exceptions.PostgresConnectionError,
     exceptions.CannotConnectNowError,
     exceptions.AdminShutdownError,
     exceptions.CrashShutdownError,
     exceptions.TooManyConnectionsError,
 )
-
-# What a query raises when the connection was already dead: the socket was
-# found closed, or the server's goodbye (FATAL 57P01/57P02) was read (it is
-# then the cause of the ConnectionDoesNotExistError raised).
-_CONNECTION_LOST_ERRORS: Tuple[Type[BaseException], ...] = (
-    exceptions.ConnectionDoesNotExistError,
-    exceptions.AdminShutdownError,
-    exceptions.CrashShutdownError,
-)
-
-
-class _NewSlot:
-    """Handed to a waiter instead of a connection: open one in this slot."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return '<new slot>'
-
-
-_NEW_SLOT = _NewSlot()
-
-
-class _PooledConnection:
-    """A connection owned by the pool, with what the pool tracks about it."""
-
-    __slots__ = ('con', 'generation', 'queries', 'idle_since', 'proxy', 'shared_calls')
-
-    def __init__(self, con: Connection, generation: int) -> None:
-        self.con = con
-        self.generation = generation
-        self.queries = 0
-        self.idle_since = 0.0
-        self.proxy: Optional[PoolConnectionProxy] = None
-        # Shortcut calls (pool.fetch, ...) running on it; > 0 while it is
-        # lent to them rather than acquired (see Pool._shortcut).
-        self.shared_calls = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class PoolStats:
-    """A snapshot of a pool's counters, from :meth:`Pool.get_stats`.
-
-    Counters run from the pool's creation.  Wait times are measured from the
-    call to ``acquire()`` until a connection is obtained (including opening
-    one when needed, excluding the ``setup`` callback); an acquire served
-    from an idle connection waited exactly ``0.0`` seconds.
-    """
-
-    #: Open connections (idle and in use).
-    size: int
-    #: Open connections nobody holds.
-    idle: int
-    min_size: int
-    max_size: int
-    #: Connections opened successfully (including by ``init``).
-    connections_opened: int
-    #: Connections the pool closed, terminated or found dead.
-    connections_closed: int
-    #: Failed attempts to open a connection (connect or ``init`` failed).
-    connections_failed: int
-    #: Successful acquires.
-    acquires: int
-    #: Acquires that found no idle connection (they queued or connected).
-    acquires_waited: int
-    #: Acquires waiting right now.
-    waiters: int
-    #: Sum and maximum of the wait times of successful acquires, in seconds.
-    wait_time_total: float
-    wait_time_max: float
-    #: Acquires that raised asyncio.TimeoutError.
-    timeouts: int
-    #: Releases whose reset succeeded (the connection went back for reuse).
-    resets: int
-    #: Releases whose reset failed or was interrupted (connection terminated).
-    reset_failures: int
-    #: Connections replaced on release because they were unusable: closed,
-    #: busy or released in the middle of an operation.
-    broken_on_release: int
-    #: ``(upper bound in seconds, count)`` of successful acquires per wait time.
-    wait_histogram: Tuple[Tuple[float, int], ...]
-    #: Shortcut calls (``pool.fetch()`` ...) that shared a connection with
-    #: other shortcut calls in flight (pipelined onto it).
-    shortcuts_pipelined: int = 0
-    #: ``(in flight now, most ever in flight)`` per open connection.
-    pipeline_depths: Tuple[Tuple[int, int], ...] = ()
-
-
-class PoolConnectionProxy:
-    """A pooled connection as seen by the code that acquired it.
-
-    ``isinstance(proxy, Connection)`` is true, as in asyncpg.
-
-    Attribute access is forwarded to the underlying :class:`Connection`.  Once
-    the connection is released, every use of the proxy (and of methods taken
-    from it earlier) raises :exc:`~mypgdriver.exceptions.InterfaceError`, so
-    that code holding on to a released connection cannot disturb its next
-    user.
-
-    Each query method called through the proxy counts toward ``max_queries``.
-
-    Methods are called with exactly the arguments given to the proxy, never
-    with added defaults: a ``connection_class`` whose ``fetchval(self,
-    query)`` takes no ``column`` or ``timeout`` works through the proxy too.
-
-    A proxy whose connection was closed because the pool's ``setup``
-    callback failed answers ``is_closed()`` with True; its other methods
-    raise :exc:`~mypgdriver.exceptions.InterfaceError`.
-
-    **A connection that died while idle.**  The pool checks ``is_closed()``
-    before handing a connection out, but the server may have dropped it just
-    before (its goodbye not yet read).  So if the *first* ``execute``,
-    ``fetch``, ``fetchrow`` or ``fetchval`` after acquire fails with
-    ``ConnectionDoesNotExistError`` (whose cause may be the server's
-    ``AdminShutdownError``) and the connection is closed, the proxy replaces
-    it with a new one (running ``setup`` again) and repeats that call once.
-    The first call is the only one where this is safe to do without
-    knowing the application: no session state of its own exists yet.  The
-    one case where the statement could run twice is a server that crashed
-    after committing it and before answering, which the client cannot tell
-    from "never received".
-    """
-
-    _is_connection_proxy = True
-    __slots__ = ('_con', '_entry', '_pool', '_timeout', '_ops', '_active', '_closed_by_setup',
-                 '__weakref__')
-
-    def __init__(self, pool: 'Pool', entry: _PooledConnection,
-                 timeout: Optional[float]) -> None:
-        self._pool = pool
-        self._entry = entry
-        self._con: Optional[Connection] = entry.con
-        self._timeout = timeout
-        self._ops = 0  # operations started through this proxy
-        self._active = 0  # operations running right now
-        self._closed_by_setup = False
-
-    def __repr__(self) -> str:
-        if self._con is None:
-            return f'<{type(self).__name__} [released] {id(self):#x}>'
-        return f'<{type(self).__name__} {self._con!r} {id(self):#x}>'
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for names not defined on the proxy itself.
-        con = self._con
-        if con is None:
-            raise self._detached_error(name)
-        value = getattr(con, name)
-        if inspect.ismethod(value) and value.__self__ is con:
-            return self._wrap_method(name, value)
-        return value
-
-    def _wrap_method(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
-        if inspect.iscoroutinefunction(method):
-            @functools.wraps(method)
-            async def call_coroutine(*args: Any, **kwargs: Any) -> Any:
-                con = self._begin(name)
-                try:
-                    return await getattr(con, name)(*args, **kwargs)
-                finally:
-                    self._active -= 1
-            return call_coroutine
-
-        @functools.wraps(method)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            con = self._con
-            if con is None:
-                raise self._detached_error(name)
-            return getattr(con, name)(*args, **kwargs)
-        return call
-
-    def is_closed(self) -> bool:
-        """True if the connection is closed; see :meth:`Connection.is_closed`."""
-        con = self._con
-        if con is None:
-            if self._closed_by_setup:
-                return True
-            raise _released_error('is_closed')
-        return con.is_closed()
-
-    def _detached_error(self, name: str) -> exceptions.InterfaceError:
-        if self._closed_by_setup:
-            return exceptions.InterfaceError(
-                f'cannot call Connection.{name}(): the connection was closed because the '
-                f"pool's setup callback failed")
-        return _released_error(name)
-
-    def _begin(self, name: str) -> Connection:
-        con = self._con
-        if con is None:
-            raise self._detached_error(name)
-        self._ops += 1
-        self._active += 1
-        self._entry.queries += 1
-        return con
-
-    def _detach(self) -> Optional[Connection]:
-        """End this checkout: the proxy, and every handle obtained through it, is refused."""
-        con, self._con = self._con, None
-        if con is not None:
-            _end_checkout(con)
-        return con
-
-    async def _retry_target(self, con: Connection, error: BaseException) -> Connection:
-        """The connection to repeat a failed first call on, or re-raise `error`."""
-        if self._ops != 1 or self._con is not con or not con.is_closed():
-            raise error
-        return await self._pool._replace_lost_connection(self, error)
-
-    # The query methods are spelled out (rather than forwarded through
-    # __getattr__) because they are the hot path, and because they are the
-    # calls the first-call retry applies to.
-
-    async def execute(self, query: str, *args: Any, **kwargs: Any) -> str:
-        """Run a command; see :meth:`Connection.execute`."""
-        con = self._begin('execute')
-        try:
-            try:
-                return await con.execute(query, *args, **kwargs)
-            except _CONNECTION_LOST_ERRORS as e:
-                con = await self._retry_target(con, e)
-                return await con.execute(query, *args, **kwargs)
-        finally:
-            self._active -= 1
-
-    async def fetch(self, query: str, *args: Any, **kwargs: Any) -> List[Any]:
-        """Run a query and return all rows; see :meth:`Connection.fetch`."""
-        con = self._begin('fetch')
-        try:
-            try:
-                return await con.fetch(query, *args, **kwargs)
-            except _CONNECTION_LOST_ERRORS as e:
-                con = await self._retry_target(con, e)
-                return await con.fetch(query, *args, **kwargs)
-        finally:
-            self._active -= 1
-
-    async def fetchrow(self, query: str, *args: Any, **kwargs: Any) -> Any:
-        """Run a query and return its first row; see :meth:`Connection.fetchrow`."""
-        con = self._begin('fetchrow')
-        try:
-            try:
-                return await con.fetchrow(query, *args, **kwargs)
-            except _CONNECTION_LOST_ERRORS as e:
-                con = await self._retry_target(con, e)
-                return await con.fetchrow(query, *args, **kwargs)
-        finally:
-            self._active -= 1
-
-    async def fetchval(self, query: str, *args: Any, **kwargs: Any) -> Any:
-        """Run a query and return one value of its first row; see :meth:`Connection.fetchval`."""
-        con = self._begin('fetchval')
-        try:
-            try:
-                return await con.fetchval(query, *args, **kwargs)
-            except _CONNECTION_LOST_ERRORS as e:
-                con = await self._retry_target(con, e)
-                return await con.fetchval(query, *args, **kwargs)
-        finally:
-            self._active -= 1
-
-
-def _released_error(name: str) -> exceptions.InterfaceError:
-    return exceptions.InterfaceError(
-        f'cannot call Connection.{name}(): connection has been released back to the pool')
 
 
 class Pool:
@@ -409,7 +143,7 @@ class Pool:
         self._record_class = record_class
         # Shortcut methods that the connection class overrides: they run on
         # a connection of their own (see _shortcut).
-        self._overridden_shortcuts = _overridden_shortcuts(connection_class)
+        self._overridden_shortcuts = overridden_shortcuts(connection_class)
 
         self._initialized = False
         self._initializing = False
@@ -417,34 +151,20 @@ class Pool:
         self._closed = False
         self._generation = 0
 
-        self._all: Set[_PooledConnection] = set()
+        self._all: Set[PooledConnection] = set()
         # Connections lent to shortcut calls, which pipeline onto them.
-        self._sharing: List[_PooledConnection] = []
+        self._sharing: List[PooledConnection] = []
         # Shortcut calls waiting until a connection can be lent or shared.
         self._lend_waiters: Deque[asyncio.Future] = collections.deque()
-        self._n_pipelined = 0
-        self._idle: Deque[_PooledConnection] = collections.deque()  # most recent at the right
-        self._waiters: Deque[asyncio.Future] = collections.deque()  # only pending futures
+        self._idle: Deque[PooledConnection] = collections.deque()  # most recent at the right
+        self._waiters = WaitQueue()
         self._slots = 0  # open + being opened + handed to a waiter to open
         self._refill_task: Optional[asyncio.Task] = None
         self._expiry_handle: Optional[asyncio.TimerHandle] = None
         self._idle_check_handle: Optional[asyncio.TimerHandle] = None
         self._drained: Optional[asyncio.Future] = None  # set when _slots drops to 0 on close
         self._close_tasks: Set[asyncio.Task] = set()
-
-        self._n_opened = 0
-        self._n_closed = 0
-        self._n_failed = 0
-        self._n_acquires = 0
-        self._n_waited = 0
-        self._n_waiting = 0
-        self._wait_total = 0.0
-        self._wait_max = 0.0
-        self._n_timeouts = 0
-        self._n_resets = 0
-        self._n_reset_failures = 0
-        self._n_broken = 0
-        self._histogram = [0] * len(WAIT_HISTOGRAM_BOUNDS)
+        self._counters = PoolCounters()
 
     def __repr__(self) -> str:
         state = ('closed' if self._closed else 'closing' if self._closing
@@ -498,7 +218,7 @@ class Pool:
             *(self._open_entry() for _ in range(count)), return_exceptions=True)
         error: Optional[BaseException] = None
         for result in results:
-            if isinstance(result, _PooledConnection):
+            if isinstance(result, PooledConnection):
                 self._register(result)
                 self._make_available(result)
             else:
@@ -536,25 +256,12 @@ class Pool:
 
     def get_stats(self) -> PoolStats:
         """A snapshot of the pool's counters (a :class:`PoolStats`)."""
-        return PoolStats(
+        return self._counters.snapshot(
             size=len(self._all),
             idle=len(self._idle),
             min_size=self._min_size,
             max_size=self._max_size,
-            connections_opened=self._n_opened,
-            connections_closed=self._n_closed,
-            connections_failed=self._n_failed,
-            acquires=self._n_acquires,
-            acquires_waited=self._n_waited,
-            waiters=self._n_waiting,
-            wait_time_total=self._wait_total,
-            wait_time_max=self._wait_max,
-            timeouts=self._n_timeouts,
-            resets=self._n_resets,
-            reset_failures=self._n_reset_failures,
-            broken_on_release=self._n_broken,
-            wait_histogram=tuple(zip(WAIT_HISTOGRAM_BOUNDS, self._histogram)),
-            shortcuts_pipelined=self._n_pipelined,
+            waiters=self._waiters.waiting,
             pipeline_depths=tuple(
                 (stats.in_flight, stats.max_in_flight)
                 for stats in (entry.con.get_pipeline_stats() for entry in self._all)),
@@ -591,7 +298,8 @@ class Pool:
         of the block) or as ``con = await pool.acquire()`` followed by
         :meth:`release`.  Waiters are served first come, first served.  If no
         connection is available within `timeout` seconds,
-        :exc:`asyncio.TimeoutError` is raised.
+        :exc:`asyncio.TimeoutError` is raised, saying how many connections
+        were in use and how many other tasks were waiting.
         """
         return PoolAcquireContext(self, timeout)
 
@@ -607,104 +315,99 @@ class Pool:
                 waited = 0.0
             else:
                 start = loop.time()
-                entry = await self._obtain(deadlines.deadline(loop, timeout))
+                entry = await self._obtain(timeout)
                 waited = loop.time() - start
-                self._n_waited += 1
+                self._counters.waited += 1
             proxy = PoolConnectionProxy(self, entry, timeout)
             entry.proxy = proxy
             entry.con._session.begin_checkout(proxy)
             if self._setup is not None:
                 await self._run_setup(entry, proxy)
         except asyncio.TimeoutError:
-            self._n_timeouts += 1
+            self._counters.timeouts += 1
             raise
-        self._n_acquires += 1
-        if waited:
-            self._wait_total += waited
-            if waited > self._wait_max:
-                self._wait_max = waited
-            self._histogram[bisect.bisect_left(WAIT_HISTOGRAM_BOUNDS, waited)] += 1
-        else:
-            self._histogram[0] += 1
+        self._counters.count_acquire(waited)
         return proxy
 
-    async def _obtain(self, deadline: Optional[float]) -> _PooledConnection:
+    async def _obtain(self, timeout: Optional[float]) -> PooledConnection:
         """An open, fresh connection: idle, new in a free slot, or after waiting."""
+        loop = self._loop
+        assert loop is not None
+        deadline = deadlines.deadline(loop, timeout)
         if not self._waiters:
             if self._idle:
                 entry = self._idle.pop()
                 if entry.generation == self._generation and not entry.con.is_closed():
                     return entry
-                return await self._replace_in_slot(entry, deadline)
+                return await self._replace_in_slot(entry, deadline, timeout)
             if self._slots < self._max_size:
                 self._slots += 1
-                return await self._open_in_slot(deadline)
-        item = await self._wait_in_line(deadline)
+                return await self._open_in_slot(deadline, timeout)
+        item = await self._waiters.wait(
+            loop, deadline, functools.partial(self._waiting_timed_out, timeout), self._give_back)
         if self._closing or self._closed:
             # Handed something just before close(): waiting acquires fail.
             self._give_back(item)
             raise exceptions.InterfaceError('pool is closing' if self._closing else 'pool is closed')
-        if item is _NEW_SLOT:
-            return await self._open_in_slot(deadline)
-        assert isinstance(item, _PooledConnection)
+        if item is NEW_SLOT:
+            return await self._open_in_slot(deadline, timeout)
+        assert isinstance(item, PooledConnection)
         if item.generation == self._generation and not item.con.is_closed():
             return item
-        return await self._replace_in_slot(item, deadline)
+        return await self._replace_in_slot(item, deadline, timeout)
 
-    async def _wait_in_line(self, deadline: Optional[float]) -> Union[_PooledConnection, _NewSlot]:
-        loop = self._loop
-        assert loop is not None
-        fut = loop.create_future()
-        self._waiters.append(fut)
-        self._n_waiting += 1
-        timer = None
-        if deadline is not None:
-            timer = loop.call_at(deadline, self._waiter_timed_out, fut)
-        try:
-            return await fut
-        except asyncio.CancelledError:
-            if fut.done() and not fut.cancelled():
-                # Something was handed to us as we were cancelled: pass it on.
-                self._give_back(fut.result())
+    def _waiting_timed_out(self, timeout: float) -> asyncio.TimeoutError:
+        """The error of an acquire that waited in line for `timeout` seconds in vain.
+
+        Built as it times out (and has left the line), so that it says what
+        held the connections up at that moment.
+        """
+        in_use = len(self._all) - len(self._idle)
+        opening = self._slots - len(self._all)
+        max_size = self._max_size
+        if opening == 0 and in_use == max_size:
+            if max_size == 1:
+                held = 'the only connection (max_size=1) is in use and'
             else:
-                self._forget_waiter(fut)
-            raise
-        finally:
-            self._n_waiting -= 1
-            if timer is not None:
-                timer.cancel()
+                held = f'all {max_size} connections (max_size={max_size}) are in use and'
+        else:
+            # Some slots are still being opened (or about to be, by the
+            # waiters they were handed to).
+            held = (f'{_count(in_use, "connection")} in use and {opening} being opened '
+                    f'(max_size={max_size}), and')
+        others = len(self._waiters)
+        if others == 0:
+            waiting = 'no other task is waiting'
+        elif others == 1:
+            waiting = '1 other task is waiting'
+        else:
+            waiting = f'{others} other tasks are waiting'
+        return asyncio.TimeoutError(
+            f'pool.acquire() timed out after {timeout:g} s: {held} {waiting}')
 
-    def _waiter_timed_out(self, fut: asyncio.Future) -> None:
-        if not fut.done():
-            self._forget_waiter(fut)
-            fut.set_exception(asyncio.TimeoutError())
-
-    def _forget_waiter(self, fut: asyncio.Future) -> None:
-        try:
-            self._waiters.remove(fut)
-        except ValueError:
-            pass
-
-    def _give_back(self, item: Union[_PooledConnection, _NewSlot]) -> None:
-        if item is _NEW_SLOT:
+    def _give_back(self, item: Handoff) -> None:
+        if item is NEW_SLOT:
             self._slot_freed()
         else:
-            assert isinstance(item, _PooledConnection)
+            assert isinstance(item, PooledConnection)
             self._make_available(item)
 
-    async def _replace_in_slot(self, entry: _PooledConnection,
-                               deadline: Optional[float]) -> _PooledConnection:
+    async def _replace_in_slot(self, entry: PooledConnection, deadline: Optional[float],
+                               timeout: Optional[float]) -> PooledConnection:
         """Close a stale or dead connection and open a new one in its slot."""
         if entry not in self._all:
             # Terminated (slot and all) while being handed to us.
             raise exceptions.InterfaceError('pool is closed')
         self._retire(entry, graceful=not entry.con.is_closed())
-        return await self._open_in_slot(deadline)
+        return await self._open_in_slot(deadline, timeout)
 
-    async def _open_in_slot(self, deadline: Optional[float]) -> _PooledConnection:
+    async def _open_in_slot(self, deadline: Optional[float] = None,
+                            timeout: Optional[float] = None) -> PooledConnection:
         """Open a connection in a slot we hold, retrying while the server is away.
 
-        The slot is given up if this fails.
+        `deadline` is that of an acquire() given `timeout`; without one, the
+        attempts stop after ``connect_retry_timeout``.  The slot is given up
+        if this fails.
         """
         loop = self._loop
         assert loop is not None
@@ -715,11 +418,13 @@ class Pool:
         if retry_until is None:
             retry_until = loop.time() + self._connect_retry_timeout
         delay = _RETRY_DELAY_FIRST
+        failure: Optional[BaseException] = None  # of the last attempt that failed by itself
         try:
             while True:
                 try:
-                    entry = await deadlines.within(loop, self._open_entry(),
-                                                   deadlines.time_left(loop, deadline),
+                    # The time left first: once it is gone, no connect is started.
+                    left = deadlines.time_left(loop, deadline)
+                    entry = await deadlines.within(loop, self._open_entry(), left,
                                                    self._discard_late_entry)
                     break
                 except _TRANSIENT_CONNECT_ERRORS as e:
@@ -728,9 +433,13 @@ class Pool:
                     wait = min(delay, retry_until - loop.time())
                     if wait <= 0:
                         if deadline is not None:
-                            raise asyncio.TimeoutError(
-                                f'timed out waiting for a connection: {e}') from e
+                            # The deadline's own TimeoutError says nothing:
+                            # an earlier attempt's failure says more.
+                            if failure is None or str(e):
+                                failure = e
+                            raise _opening_timed_out(timeout, failure) from failure
                         raise
+                    failure = e
                     logger.debug('pool: cannot open a connection (%s), retrying', e)
                     await asyncio.sleep(wait)
                     delay = min(delay * 2, _RETRY_DELAY_MAX)
@@ -743,7 +452,7 @@ class Pool:
             raise exceptions.InterfaceError('pool is closing')
         return entry
 
-    async def _open_entry(self) -> _PooledConnection:
+    async def _open_entry(self) -> PooledConnection:
         """Open one connection and run ``init`` on it; the caller holds a slot.
 
         The caller registers the result with :meth:`_register`.
@@ -765,7 +474,7 @@ class Pool:
                     f'got {bad.__module__}.{bad.__qualname__}')
             if type(con) is not self._connection_class:
                 # A subclass from the connect callback may override more.
-                self._overridden_shortcuts |= _overridden_shortcuts(type(con))
+                self._overridden_shortcuts |= overridden_shortcuts(type(con))
             if self._init is not None:
                 try:
                     await self._init(con)
@@ -776,12 +485,12 @@ class Pool:
         except asyncio.CancelledError:
             raise
         except BaseException:
-            self._n_failed += 1
+            self._counters.failed += 1
             raise
-        self._n_opened += 1
-        return _PooledConnection(con, generation)
+        self._counters.opened += 1
+        return PooledConnection(con, generation)
 
-    def _register(self, entry: _PooledConnection) -> None:
+    def _register(self, entry: PooledConnection) -> None:
         """Count a newly opened connection as the pool's, in the slot of its opener.
 
         Done by the holder of the slot once it has the connection in hand
@@ -793,7 +502,7 @@ class Pool:
         if add_listener is not None:
             add_listener(functools.partial(self._on_connection_terminated, entry))
 
-    async def _run_setup(self, entry: _PooledConnection, proxy: PoolConnectionProxy) -> None:
+    async def _run_setup(self, entry: PooledConnection, proxy: PoolConnectionProxy) -> None:
         assert self._setup is not None
         try:
             await self._setup(proxy)
@@ -823,7 +532,7 @@ class Pool:
             proxy._detach()
             raise error
         try:
-            entry = await self._open_in_slot(None)
+            entry = await self._open_in_slot()
         except BaseException:
             # The slot is gone with the connection; release() has nothing to do.
             proxy._detach()
@@ -865,14 +574,14 @@ class Pool:
             timeout = connection._timeout
         await self._release_entry(entry, was_active, timeout)
 
-    async def _release_entry(self, entry: _PooledConnection, was_active: int,
+    async def _release_entry(self, entry: PooledConnection, was_active: int,
                              timeout: Optional[float]) -> None:
         con = entry.con
         if self._closing or self._closed:
             self._discard(entry, graceful=not con.is_closed())
             return
-        if was_active or _in_unknown_state(con):
-            self._n_broken += 1
+        if was_active or in_unknown_state(con):
+            self._counters.broken += 1
             self._discard(entry, graceful=False)
             return
         if entry.queries >= self._max_queries or entry.generation != self._generation:
@@ -882,27 +591,27 @@ class Pool:
             self._report_open_transaction(con)
         try:
             if self._reset is None:
-                await _default_reset(con, timeout)
+                await default_reset(con, timeout)
             else:
                 await deadlines.within(self._loop, self._custom_reset(con), timeout)
         except asyncio.CancelledError:
             # The reset query was abandoned half-way: the session state is unknown.
-            self._n_reset_failures += 1
+            self._counters.reset_failures += 1
             self._discard(entry, graceful=False)
             raise
         except Exception as e:
-            self._n_reset_failures += 1
+            self._counters.reset_failures += 1
             # A connection lost during the reset is routine (server restart);
             # anything else is worth a word, e.g. a failing reset callback.
             log = logger.debug if con.is_closed() else logger.warning
             log('pool: resetting a released connection failed, replacing it: %r', e)
             self._discard(entry, graceful=False)
             return
-        if _in_unknown_state(con) or con.is_in_transaction():
-            self._n_reset_failures += 1
+        if in_unknown_state(con) or con.is_in_transaction():
+            self._counters.reset_failures += 1
             self._discard(entry, graceful=False)
             return
-        self._n_resets += 1
+        self._counters.resets += 1
         if self._closing or self._closed:
             self._discard(entry, graceful=True)
             return
@@ -929,14 +638,10 @@ class Pool:
 
     # --- slots and idle connections ---
 
-    def _make_available(self, entry: _PooledConnection) -> None:
+    def _make_available(self, entry: PooledConnection) -> None:
         """Hand a ready connection to the first waiter, or put it in the idle list."""
-        waiters = self._waiters
-        while waiters:
-            fut = waiters.popleft()
-            if not fut.done():
-                fut.set_result(entry)
-                return
+        if self._waiters.hand_over(entry):
+            return
         if self._closing or self._closed:
             self._discard(entry, graceful=True)
             return
@@ -953,12 +658,8 @@ class Pool:
 
     def _slot_freed(self) -> None:
         """A slot was given up: pass it to the first waiter, or count it free."""
-        waiters = self._waiters
-        while waiters:
-            fut = waiters.popleft()
-            if not fut.done():
-                fut.set_result(_NEW_SLOT)
-                return
+        if self._waiters.hand_over(NEW_SLOT):
+            return
         self._slots -= 1
         self._wake_lend_waiters(1)
         if self._closing or self._closed:
@@ -967,7 +668,7 @@ class Pool:
             return
         self._schedule_refill()
 
-    def _discard(self, entry: _PooledConnection, *, graceful: bool) -> None:
+    def _discard(self, entry: PooledConnection, *, graceful: bool) -> None:
         """Close a connection and give up its slot.
 
         Does nothing if the pool no longer owns it: terminate() may have
@@ -978,29 +679,29 @@ class Pool:
             self._retire(entry, graceful=graceful)
             self._slot_freed()
 
-    def _retire(self, entry: _PooledConnection, *, graceful: bool) -> None:
+    def _retire(self, entry: PooledConnection, *, graceful: bool) -> None:
         """Close a connection the pool owns; its slot stays with the caller."""
         if entry not in self._all:
             return
         self._all.discard(entry)
-        self._n_closed += 1
+        self._counters.closed += 1
         con = entry.con
         if graceful and not con.is_closed():
             loop = self._loop
             assert loop is not None
-            task = loop.create_task(_close_quietly(con))
+            task = loop.create_task(close_quietly(con))
             self._close_tasks.add(task)
             task.add_done_callback(self._close_tasks.discard)
         else:
             con.terminate()
 
-    def _discard_late_entry(self, entry: _PooledConnection) -> None:
+    def _discard_late_entry(self, entry: PooledConnection) -> None:
         # Opened after its acquire gave up (and with it the slot): never
         # registered, so only the connection is left to close.
-        self._n_closed += 1
+        self._counters.closed += 1
         entry.con.terminate()
 
-    def _on_connection_terminated(self, entry: _PooledConnection, *args: Any) -> None:
+    def _on_connection_terminated(self, entry: PooledConnection, *args: Any) -> None:
         # An idle connection the server dropped: replace it now rather than
         # at the next acquire.  Connections in use are dealt with on release.
         if entry in self._all and entry in self._idle:
@@ -1155,10 +856,7 @@ class Pool:
         self._expiry_handle = self._idle_check_handle = None
 
     def _fail_waiters(self, message: str) -> None:
-        waiters, self._waiters = self._waiters, collections.deque()
-        for fut in waiters:
-            if not fut.done():
-                fut.set_exception(exceptions.InterfaceError(message))
+        self._waiters.fail_all(message)
         # Shortcut calls waiting to borrow a connection find the pool closing.
         self._wake_lend_waiters(len(self._lend_waiters))
 
@@ -1233,7 +931,7 @@ class Pool:
         finally:
             await self._return_lent(entry)
 
-    def _lend(self, query: str) -> Optional[_PooledConnection]:
+    def _lend(self, query: str) -> Optional[PooledConnection]:
         """A connection for a shortcut call without waiting, or None.
 
         An idle connection if there is one; else, when the pool is full, the
@@ -1242,7 +940,7 @@ class Pool:
         connection that never drains.
         """
         self._check_open()
-        if self._waiters or not _may_share(query):
+        if self._waiters or not may_share(query):
             return None
         idle = self._idle
         if idle:
@@ -1250,24 +948,24 @@ class Pool:
             if entry.generation != self._generation or entry.con.is_closed():
                 return None
             idle.pop()
-            self._n_acquires += 1
-            self._histogram[0] += 1
+            self._counters.acquires += 1
+            self._counters.histogram[0] += 1
             entry.shared_calls = 1
             self._sharing.append(entry)
             return entry
         if self._slots < self._max_size or not self._sharing:
             return None
-        best = min(self._sharing, key=_shared_load)
+        best = min(self._sharing, key=shared_load)
         stats = best.con.get_pipeline_stats()
         if best.shared_calls >= stats.limit or best.con.is_closed():
             return None
         best.shared_calls += 1
-        self._n_pipelined += 1
+        self._counters.pipelined += 1
         return best
 
-    async def _lend_after_wait(self, query: str) -> Optional[_PooledConnection]:
+    async def _lend_after_wait(self, query: str) -> Optional[PooledConnection]:
         """A connection for a shortcut call, waiting if needed (None: use acquire())."""
-        if not _may_share(query):
+        if not may_share(query):
             return None
         loop = self._loop
         assert loop is not None
@@ -1278,8 +976,8 @@ class Pool:
             if not self._waiters and self._slots < self._max_size:
                 # Room for one more connection: open it for this call.
                 self._slots += 1
-                entry = await self._open_in_slot(None)
-                self._n_acquires += 1
+                entry = await self._open_in_slot()
+                self._counters.acquires += 1
                 entry.shared_calls = 1
                 self._sharing.append(entry)
                 self._wake_lend_waiters(entry.con.get_pipeline_stats().limit - 1)
@@ -1302,7 +1000,7 @@ class Pool:
                 fut.set_result(None)
                 n -= 1
 
-    async def _return_lent(self, entry: _PooledConnection) -> None:
+    async def _return_lent(self, entry: PooledConnection) -> None:
         entry.shared_calls -= 1
         entry.queries += 1
         if entry.shared_calls > 0:
@@ -1421,87 +1119,21 @@ def create_pool(dsn: Optional[str] = None, *,
                 connect_retry_timeout=connect_retry_timeout, **connect_kwargs)
 
 
-async def _default_reset(con: Connection, timeout: Optional[float]) -> None:
-    """What a release runs without a `reset` callback: Connection.reset() and DISCARD TEMP.
+def _count(n: int, noun: str) -> str:
+    return f'{n} {noun}' if n == 1 else f'{n} {noun}s'
 
-    Connection.reset() drops temporary tables (asyncpg's keeps them, which
-    would let one pool user see another's); a connection class whose reset
-    query lacks DISCARD TEMP gets it run after its own reset.
+
+def _opening_timed_out(timeout: Optional[float], error: BaseException) -> asyncio.TimeoutError:
+    """The error of an acquire whose time ran out while opening a connection.
+
+    `error` is the last failure: a refused or failed connection (the server
+    away or starting), or the timeout itself (connecting took too long).
     """
-    await con.reset(timeout=timeout)
-    query = con.get_reset_query().upper()
-    if 'DISCARD TEMP' not in query and 'DISCARD ALL' not in query:
-        await con.execute('DISCARD TEMP', timeout=timeout)
-
-
-# Statements after which a connection could not be shared by other shortcut
-# calls: they open a transaction, change settings or session state, take a
-# session-level lock, or start COPY.  Matched as whole words anywhere (a
-# false match only costs the sharing); comments are not parsed.
-_SESSION_WORDS = re.compile(
-    r'\b(begin|start|commit|rollback|abort|end|savepoint|set|reset|set_config|listen|unlisten|'
-    r'notify|prepare|deallocate|declare|discard|lock|copy|temp|temporary|do|call|'
-    r'pg_advisory_lock|pg_advisory_lock_shared|pg_try_advisory_lock|'
-    r'pg_try_advisory_lock_shared|pg_advisory_unlock|pg_advisory_unlock_shared|'
-    r'pg_advisory_unlock_all|dblink_connect)\b', re.IGNORECASE).search
-_shareable_cache: Dict[str, bool] = {}
-
-
-def _may_share(query: str) -> bool:
-    """True if `query` may run on a connection shared with other shortcut calls."""
-    if not isinstance(query, str):
-        return False
-    shareable = _shareable_cache.get(query)
-    if shareable is None:
-        # UPDATE ... SET is the one common use of a listed word that is harmless.
-        text = _UPDATE_SET.sub(' ', query)
-        shareable = _SESSION_WORDS(text) is None
-        if len(_shareable_cache) >= 1024:
-            _shareable_cache.clear()
-        _shareable_cache[query] = shareable
-    return shareable
-
-
-_UPDATE_SET = re.compile(r'\b(update\b[^;]*?)\bset\b', re.IGNORECASE)
-
-
-#: The methods behind the pool's shareable shortcuts (Pool.execute, ...).
-_SHORTCUT_METHODS = ('execute', 'executemany', 'fetch', 'fetchrow', 'fetchval')
-
-
-def _overridden_shortcuts(connection_class: Type[Connection]) -> frozenset:
-    """The shortcut methods that `connection_class` defines differently from Connection."""
-    return frozenset(name for name in _SHORTCUT_METHODS
-                     if getattr(connection_class, name) is not getattr(Connection, name))
-
-
-def _shared_load(entry: _PooledConnection) -> int:
-    return entry.shared_calls
-
-
-def _end_checkout(con: Connection) -> None:
-    """A checkout of `con` ended: refuse its handles, drop the callbacks added through it.
-
-    UNLISTEN * (in the reset) stops the server's notifications, but the
-    callbacks would otherwise fire for the next user's LISTEN on the same
-    channel.  The pool's own termination listener stays.
-    """
-    facade = con._session.end_checkout()
-    if facade is not None:
-        con._end_checkout(facade)
-
-
-def _in_unknown_state(con: Connection) -> bool:
-    """True if `con` must not be reused: closed, or an operation not finished.
-
-    An operation in flight or being drained, or an interrupted transaction
-    block still being cleaned up: the session's state is not known.
-    """
-    return con.is_closed() or not con._session.is_settled()
-
-
-async def _close_quietly(con: Connection) -> None:
-    try:
-        await con.close()
-    except Exception:
-        con.terminate()
+    after = '' if timeout is None else f' after {timeout:g} s'
+    message = f'pool.acquire() timed out{after} while opening a new connection'
+    detail = str(error)
+    if detail:
+        message += f'; last error: {detail}'
+    elif not isinstance(error, asyncio.TimeoutError):
+        message += f'; last error: {type(error).__name__}'
+    return asyncio.TimeoutError(message)

@@ -1,0 +1,23 @@
+"""Connection pool with asyncpg's API: create_pool(), Pool, acquire/release.
+
+One job per module:
+
+* ``pool``: :class:`Pool`, :func:`create_pool` and :class:`PoolAcquireContext`
+  (acquire, release, refill, expiry, close, and the shortcut methods);
+* ``slots``: what a slot holds and the first-come-first-served line of
+  waiting acquires;
+* ``proxy``: :class:`PoolConnectionProxy`, the connection an acquire hands
+  out, and its one retry of a first call on a connection lost while idle;
+* ``reset``: what a released connection goes through before reuse;
+* ``shortcuts``: which ``pool.fetch()``-style calls may share a connection;
+* ``stats``: the counters and :class:`PoolStats`.
+"""
+from mypgdriver.pool.pool import Pool, PoolAcquireContext, create_pool
+from mypgdriver.pool.proxy import PoolConnectionProxy
+from mypgdriver.pool.stats import WAIT_HISTOGRAM_BOUNDS, PoolStats
+
+# Imported from here by the tests since before the pool was a package.
+from mypgdriver.pool.shortcuts import may_share as _may_share  # noqa: F401
+
+__all__ = ('Pool', 'PoolAcquireContext', 'PoolConnectionProxy', 'PoolStats',
+           'WAIT_HISTOGRAM_BOUNDS', 'create_pool')
