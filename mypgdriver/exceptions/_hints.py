@@ -41,9 +41,9 @@ def syntax_error_hint(query: Optional[str], position: Optional[str]) -> Optional
 
     `position` is the server's 1-based character offset (a string).  The
     hint is given only when the error points at a ``%s``/``%(name)s``
-    placeholder or at a ``$n`` right after ``IN``: a ``%s`` inside a string
-    literal, or elsewhere in a query that is wrong for another reason, gets
-    none.
+    placeholder or at a ``$n`` right after ``IN``: a query that is wrong for
+    another reason gets none, even if it has a ``%s`` elsewhere (in a string
+    literal, where the server never points).
     """
     if not query or not position:
         return None
