@@ -18,7 +18,7 @@ from mypgdriver.prepared import PreparedStatement
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
-from mypgdriver.deadlines import check_timeout
+from mypgdriver.deadlines import check_timeout, timeout_error
 from mypgdriver.session import LoggedQuery, Session, warn_unclosed
 from mypgdriver.type_codecs import TypeCodecsMixin
 from mypgdriver.copy import CopyMixin
@@ -410,7 +410,9 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             except asyncio.TimeoutError:
                 self.terminate()
                 if timeout is not None:
-                    raise
+                    raise timeout_error('close()', timeout, 'the calls in flight were not '
+                                        'cancelled in time, so the connection was aborted'
+                                        ) from None
                 return
             except BaseException:
                 self.terminate()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import random
 import socket
 import ssl
@@ -116,7 +117,7 @@ async def _connect_any_host(loop, params: ConnectParams, config, connection_clas
                 # not leaked.)
                 conn = await deadlines.within(
                     loop, _connect_host(loop, hostspec, params, config, connection_class),
-                    remaining, _terminate_late)
+                    remaining, _terminate_late, what=f'connection to {_describe(hostspec)}')
             except (OSError, asyncio.TimeoutError, exceptions.ConnectionDoesNotExistError,
                     exceptions.ProtocolError) as e:
                 failures.append((hostspec, e))
@@ -139,12 +140,16 @@ async def _connect_any_host(loop, params: ConnectParams, config, connection_clas
             await conn.close()
             failures.append((hostspec, exceptions.TargetServerAttributeNotMatched(mismatch)))
     if not failures:
-        raise asyncio.TimeoutError('connection attempt timed out')
+        raise asyncio.TimeoutError(
+            f'connection attempt timed out before any host was tried (timeout={timeout!r})')
     if len(failures) == 1:
         hostspec, err = failures[0]
         if isinstance(err, asyncio.TimeoutError):
+            if getattr(err, 'errno', None) is None:    # (not an OSError before 3.11)
+                raise err   # ours (deadlines.within): it names the host and the time
+            # The operating system's (ETIMEDOUT), which names neither.
             raise asyncio.TimeoutError(
-                f'timed out connecting to {_describe(hostspec)}') from err
+                f'connection to {_describe(hostspec)} timed out: {err}') from err
         # One host: the original error, as asyncpg lets it through (e.g.
         # ConnectionRefusedError, ssl.SSLCertVerificationError).
         raise err
@@ -198,6 +203,39 @@ def _describe(hostspec: HostSpec) -> str:
         return hostspec.socket_path.replace('\0', '@')
     host = f'[{hostspec.host}]' if ':' in hostspec.host else hostspec.host
     return f'{host}:{hostspec.port}'
+
+
+def _with_server_question(error: OSError, hostspec: HostSpec) -> Optional[OSError]:
+    """`error` of a failed connect() with libpq's question added, or None for other errors.
+
+    "Connection refused" alone does not tell a newcomer what to check; libpq
+    asks whether the server is running and listening there, and so do we,
+    naming the address.  The class (ConnectionRefusedError, FileNotFoundError,
+    the OSError asyncio raises when every address of a name failed) and the
+    errno stay as they were: code catching them keeps working.
+    """
+    if hostspec.is_unix_socket:
+        if not isinstance(error, (FileNotFoundError, ConnectionRefusedError)):
+            return None
+        question = (f'is the server running locally and accepting connections on socket '
+                    f'"{_describe(hostspec)}"?')
+    else:
+        # asyncio's words for a failed connect() (an unreachable network,
+        # too), as against a failed DNS lookup or TLS handshake.
+        if not (isinstance(error, ConnectionRefusedError)
+                or 'Connect call failed' in str(error)):
+            return None
+        question = (f'is the server running on {_describe(hostspec)} and accepting TCP/IP '
+                    f'connections?')
+    try:
+        if error.errno is not None:
+            # "Connection refused", as libpq says, not asyncio's "Connect call failed".
+            hinted = type(error)(error.errno, f'{os.strerror(error.errno)}: {question}')
+        else:
+            hinted = type(error)(f'{error}: {question}')
+    except Exception:
+        return None     # a subclass with another constructor: keep the original
+    return hinted.with_traceback(error.__traceback__)
 
 
 async def _open_transport(loop, hostspec: HostSpec, protocol_factory):
@@ -310,7 +348,13 @@ async def _startup(loop, hostspec, params, config, connection_class, startup, *,
     proto.max_pipeline = config.max_pipeline
     proto._configure_startup(params.user, hostspec.password, startup)
     proto.channel_binding = params.channel_binding
-    transport = await _open_for_startup(loop, hostspec, params, proto, use_tls=use_tls)
+    try:
+        transport = await _open_for_startup(loop, hostspec, params, proto, use_tls=use_tls)
+    except OSError as e:
+        hinted = _with_server_question(e, hostspec)
+        if hinted is None:
+            raise
+        raise hinted from None
     try:
         _set_keepalives(transport, params)
         await proto.start_startup()

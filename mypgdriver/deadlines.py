@@ -43,27 +43,56 @@ def time_left(loop: asyncio.AbstractEventLoop, deadline: Optional[float]) -> Opt
         return None
     left = deadline - loop.time()
     if left <= 0:
-        raise asyncio.TimeoutError()
+        # Between two steps of one call (say, after the prepare and before
+        # the execute): the step that used the time up gave no error itself.
+        raise asyncio.TimeoutError(
+            'timed out: the timeout expired before the next step of the call could start')
     return left
+
+
+def format_seconds(seconds: float) -> str:
+    """`seconds` for a message: at most two decimals, no trailing zeros ('0.5', '2', '0.001')."""
+    text = f'{seconds:.2f}'.rstrip('0').rstrip('.')
+    if text in ('0', '-0') and seconds != 0:
+        # Too small for two decimals: say how small, not "0".
+        text = f'{seconds:.1g}'
+    return text
+
+
+def timeout_error(what: str, seconds: Optional[float], outcome: str = '') -> asyncio.TimeoutError:
+    """The TimeoutError saying that `what` timed out after `seconds`, and what became of it.
+
+    Built only when a timeout is raised, never on the way of a call that
+    finishes in time.  ``timeout_error('query', 0.5, 'the statement was
+    cancelled on the server')`` says ``query timed out after 0.5 s; the
+    statement was cancelled on the server``.
+    """
+    text = f'{what} timed out' if seconds is None else (
+        f'{what} timed out after {format_seconds(seconds)} s')
+    if outcome:
+        text = f'{text}; {outcome}'
+    return asyncio.TimeoutError(text)
 
 
 async def within(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any],
                  timeout: Optional[float],
-                 on_late_result: Optional[Callable[[Any], None]] = None) -> Any:
+                 on_late_result: Optional[Callable[[Any], None]] = None,
+                 what: str = 'operation') -> Any:
     """Await something that is not an operation of ours, for at most `timeout` seconds.
 
     Operations on a connection carry their own timeout (the protocol cancels
     and drains them); this is for the rest: opening a connection, a user's
     reset callback.  Unlike ``asyncio.wait_for`` on Python < 3.12, a result
     that arrives just as the timeout fires is not lost: it is passed to
-    `on_late_result` (to close a connection opened too late).
+    `on_late_result` (to close a connection opened too late).  The
+    TimeoutError names `what` and the timeout.
     """
     if timeout is None:
         return await awaitable
     if timeout <= 0:
         if inspect.iscoroutine(awaitable):
             awaitable.close()
-        raise asyncio.TimeoutError()
+        raise timeout_error(what, timeout)
     task = asyncio.ensure_future(awaitable, loop=loop)
     try:
         done, _ = await asyncio.wait([task], timeout=timeout)
@@ -72,7 +101,7 @@ async def within(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any],
         raise
     if not done:
         _give_up(task, on_late_result)
-        raise asyncio.TimeoutError()
+        raise timeout_error(what, timeout)
     return task.result()
 
 

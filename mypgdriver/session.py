@@ -41,6 +41,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from mypgdriver import deadlines, exceptions
 from mypgdriver.codecs import introspection
 from mypgdriver.deadlines import check_timeout
+from mypgdriver.exceptions._hints import append_hint, in_list_hint
 from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.protocol.protocol import WANT_ROWS, WANT_STATUS, check_record_class
 from mypgdriver.protocol.record import Record
@@ -260,7 +261,8 @@ class Session:
             return
         raise exceptions.InterfaceError(
             'cannot perform operation: the connection is inside a transaction started by '
-            'another task; use a pool or await the transaction')
+            'another task; use a pool (mypgdriver.create_pool) to give each task its own '
+            'connection and run them concurrently, or await the end of that transaction first')
 
     def terminate(self) -> None:
         self.closed = True
@@ -344,7 +346,13 @@ class Session:
             if deadline is None:
                 await fut
             else:
-                await asyncio.wait_for(fut, self.time_left(deadline))
+                left = self.time_left(deadline)
+                try:
+                    await asyncio.wait_for(fut, left)
+                except asyncio.TimeoutError:
+                    raise deadlines.timeout_error(
+                        'call', left, 'it was still waiting for its turn behind the calls '
+                        'made before it on this connection, and nothing was sent') from None
         except BaseException:
             proto.give_back_turn(fut, exclusive)
             raise
@@ -356,7 +364,12 @@ class Session:
         else:
             # A stalled server must not make the next call hang past its own
             # timeout; the drain goes on in the background.
-            await asyncio.wait_for(asyncio.shield(fut), timeout)
+            try:
+                await asyncio.wait_for(asyncio.shield(fut), timeout)
+            except asyncio.TimeoutError:
+                raise deadlines.timeout_error(
+                    'call', timeout, 'it was still waiting for an interrupted transaction '
+                    'block to be rolled back, and nothing was sent') from None
 
     async def wait(self, fut):
         """Await a protocol operation; if the caller gives up, abandon it.
@@ -438,6 +451,9 @@ class Session:
             # An argument the statement's codecs refused, before anything was sent.
             state = await self.redescribe_after_refusal(e, state, query, deadline)
             if state is None:
+                if e.severity is None:
+                    # A list refused for the one value of IN ($1).
+                    append_hint(e, in_list_hint(query, args))
                 raise
             return await self.wait(await self.bind_after_turn(
                 state, args, limit, self.time_left(deadline), want_status, record_class))
@@ -728,13 +744,18 @@ class Session:
         proto.abandon(fut)
         # The caller gets the replacement, not the operation's own outcome:
         # consume it so asyncio does not report it as never retrieved.
+        error = None
         if fut.done():
             if not fut.cancelled():
-                fut.exception()
+                error = fut.exception()
         else:
             fut.cancel()
         if reason == 1:
-            return asyncio.TimeoutError()
+            if isinstance(error, asyncio.TimeoutError):
+                # The operation's own timeout, whose message says how long it had.
+                return asyncio.TimeoutError(*error.args)
+            return asyncio.TimeoutError('timed out while waiting for the rows to send; '
+                                        'the operation was aborted and nothing was written')
         return exceptions.QueryCanceledError('canceling statement due to user request')
 
     # --- portals (cursors) ---------------------------------------------------------------------

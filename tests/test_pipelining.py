@@ -133,7 +133,8 @@ async def test_max_pipeline_must_be_a_positive_int(connect_kwargs, bad):
 # --- transactions keep their meaning -------------------------------------------------------------
 
 FOREIGN = ("cannot perform operation: the connection is inside a transaction started by "
-           "another task; use a pool or await the transaction")
+           "another task; use a pool (mypgdriver.create_pool) to give each task its own "
+           "connection and run them concurrently, or await the end of that transaction first")
 
 
 async def test_foreign_task_inside_a_block_raises_and_sends_nothing(conn, monitor, table):  # noqa: F811

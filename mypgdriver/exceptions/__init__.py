@@ -41,7 +41,7 @@ from ._base import (
     UnsupportedClientFeatureError,
     UnsupportedServerFeatureError,
 )
-from . import _base, _generated
+from . import _base, _generated, _hints
 from ._generated import *  # noqa: F401,F403  (one class per SQLSTATE)
 from ._generated import (
     ERROR_CLASSES,
@@ -51,6 +51,7 @@ from ._generated import (
     FeatureNotSupportedError,
     InvalidPasswordError,
     InvalidSQLStatementNameError,
+    PostgresSyntaxError,
     PostgresWarning,
 )
 
@@ -139,6 +140,9 @@ def make_server_error(fields: dict[str, str], query: str | None = None) -> Postg
     if cls is DuplicatePreparedStatementError or cls is InvalidSQLStatementNameError:
         hint = error.hint
         error.__dict__['hint'] = f'{hint}\n\n{_POOLER_NOTE}' if hint else _POOLER_NOTE
+    elif cls is PostgresSyntaxError:
+        # %s or IN $1 where the server stopped: code written for another driver.
+        _hints.append_hint(error, _hints.syntax_error_hint(query, error.position))
     return error
 
 

@@ -23,7 +23,7 @@ from mypgdriver.protocol.coreproto cimport (
 from mypgdriver.protocol.statement cimport StatementState
 from mypgdriver.protocol.buffer cimport ReadBuffer, WriteBuffer
 
-from mypgdriver import exceptions
+from mypgdriver import deadlines, exceptions
 from mypgdriver.protocol.record import Record
 
 
@@ -46,6 +46,25 @@ cdef enum Want:
 
 WANT_ROWS = C_WANT_ROWS
 WANT_STATUS = C_WANT_STATUS
+
+
+cdef str _op_name(int kind, int recv_state):
+    """What an operation is called in a timeout's message."""
+    if kind == OP_PREPARE:
+        return 'prepare'
+    if kind == OP_EXECUTE_MANY:
+        return 'executemany'
+    if kind == OP_COPY:
+        return 'COPY'
+    if kind == OP_PORTAL:
+        return 'cursor fetch'
+    if kind == OP_CLOSE_STATEMENTS:
+        # bind_portal() shares the kind: a Bind with no rows to wait for.
+        return 'cursor open' if recv_state == STATE_BIND_EXECUTE else 'close'
+    if kind == OP_STARTUP:
+        return 'connection startup'
+    return 'query'
+
 
 #: The default depth limit of a connection's pipeline (connect(max_pipeline=)).
 DEFAULT_MAX_PIPELINE = 256
@@ -438,7 +457,9 @@ cdef class BaseProtocol(CoreProtocol):
             # protocol refuses anything that would interleave with a COPY or
             # executemany stream all the same.
             raise exceptions.InterfaceError(
-                'cannot perform operation: another operation is in progress')
+                'cannot perform operation: another operation is in progress; use a pool '
+                '(mypgdriver.create_pool) to run operations concurrently on several '
+                'connections, or await the one in progress first')
         if timeout is not None:
             if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
                 raise TypeError(f'timeout must be a number of seconds or None, '
@@ -447,7 +468,9 @@ cdef class BaseProtocol(CoreProtocol):
             if delay != delay:
                 raise ValueError('timeout must be a number of seconds, not NaN')
             if delay <= 0:
-                raise asyncio.TimeoutError()
+                raise asyncio.TimeoutError(
+                    f'{_op_name(kind, recv_state)} timed out before it was sent '
+                    f'(timeout={deadlines.format_seconds(delay)} s)')
         op = self.spare_op
         if op is not None:
             self.spare_op = None
@@ -475,8 +498,16 @@ cdef class BaseProtocol(CoreProtocol):
         op.timeout_handle = None
         if op.waiter.done():
             return
-        op.waiter.set_exception(asyncio.TimeoutError())
-        self._abandon_op(op)
+        error = asyncio.TimeoutError()
+        op.waiter.set_exception(error)
+        try:
+            self._abandon_op(op)
+        finally:
+            # The message says whether a CancelRequest went out, which is
+            # known only once the operation was abandoned; the caller sees
+            # the error later (Future callbacks run from the loop).
+            error.args = deadlines.timeout_error(
+                _op_name(op.kind, op.recv_state), op.delay, _abandoned_outcome(self, op)).args
         if op.exclusive:
             self._interrupt_stream(1)
 
@@ -964,6 +995,18 @@ cdef class BaseProtocol(CoreProtocol):
         self.state = STATE_CLOSED
         if self.transport is not None:
             self.transport.abort()
+
+
+cdef str _abandoned_outcome(BaseProtocol proto, Operation op):
+    """What became of an operation abandoned on timeout (see _maybe_cancel), for its message."""
+    if proto.state == STATE_CLOSED:
+        return 'the connection was closed'
+    if proto.cancel_target is op:
+        return 'the statement was cancelled on the server'
+    if op.exclusive:
+        return 'the operation was aborted on the server'
+    return ('the statement was left to finish on the server behind the calls pipelined '
+            'with it, and its result is discarded')
 
 
 cdef bint _is_utf8(str name):
