@@ -54,6 +54,8 @@ logger = logging.getLogger('mypgdriver.pool')
 # outage costs one attempt a second per slot.
 _RETRY_DELAY_FIRST = 0.05
 _RETRY_DELAY_MAX = 1.0
+# A TimeoutError this close to the acquire's deadline is the deadline's own.
+_DEADLINE_SLACK = 0.001
 
 # How long close() waits before saying why it is not done yet.
 _LONG_CLOSE_WARNING = 60.0
@@ -433,11 +435,15 @@ class Pool:
                     wait = min(delay, retry_until - loop.time())
                     if wait <= 0:
                         if deadline is not None:
-                            # The deadline's own TimeoutError says nothing:
-                            # an earlier attempt's failure says more.
-                            if failure is None or str(e):
+                            # The deadline's own TimeoutError (raised by
+                            # within() as the time ran out) only repeats what
+                            # the message says: an earlier attempt's failure,
+                            # or a connect's own error, says more.
+                            own_timeout = (isinstance(e, asyncio.TimeoutError)
+                                           and deadline - loop.time() < _DEADLINE_SLACK)
+                            if not own_timeout:
                                 failure = e
-                            raise _opening_timed_out(timeout, failure) from failure
+                            raise _opening_timed_out(timeout, failure) from (failure or e)
                         raise
                     failure = e
                     logger.debug('pool: cannot open a connection (%s), retrying', e)
@@ -1123,17 +1129,15 @@ def _count(n: int, noun: str) -> str:
     return f'{n} {noun}' if n == 1 else f'{n} {noun}s'
 
 
-def _opening_timed_out(timeout: Optional[float], error: BaseException) -> asyncio.TimeoutError:
+def _opening_timed_out(timeout: Optional[float],
+                       error: Optional[BaseException]) -> asyncio.TimeoutError:
     """The error of an acquire whose time ran out while opening a connection.
 
     `error` is the last failure: a refused or failed connection (the server
-    away or starting), or the timeout itself (connecting took too long).
+    away or starting), or None when connecting simply took too long.
     """
     after = '' if timeout is None else f' after {timeout:g} s'
     message = f'pool.acquire() timed out{after} while opening a new connection'
-    detail = str(error)
-    if detail:
-        message += f'; last error: {detail}'
-    elif not isinstance(error, asyncio.TimeoutError):
-        message += f'; last error: {type(error).__name__}'
+    if error is not None:
+        message += f'; last error: {str(error) or type(error).__name__}'
     return asyncio.TimeoutError(message)
