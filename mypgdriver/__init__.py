@@ -13,5 +13,9 @@ from .protocol.record import Record
 from .types import *  # noqa: F401,F403  (Range, Point, BitString ... as in asyncpg)
 from . import types
 
-__all__ = ('__version__', 'connect', 'create_pool', 'Pool', 'Record', 'Connection') + tuple(
-    types.__all__) + tuple(exceptions.__all__)
+# Only the forms the typing spec lists for a library's interface (a literal
+# list, "+= submodule.__all__"): type checkers read the exported names from
+# them, and treat every name missing from __all__ as private.
+__all__ = ['__version__', 'connect', 'create_pool', 'Pool', 'Record', 'Connection']
+__all__ += types.__all__
+__all__ += exceptions.__all__

@@ -165,13 +165,17 @@ def make_server_message(fields: dict[str, str], query: str | None = None) -> Pos
     return message
 
 
-__all__ = (
-    *_base.__all__,
-    *_generated.__all__,
+# Built only in the forms the typing spec lists for a library's interface
+# ("__all__ += submodule.__all__"), so that mypy and pyright see every name
+# as exported; a computed tuple hid them all from type checkers.
+__all__: list[str] = []
+__all__ += _base.__all__
+__all__ += _generated.__all__
+__all__ += [
     'InvalidCachedStatementError',
     'PasswordRequiredError',
     'UnsupportedArgumentError',
-)
+]
 
 # Tracebacks and reprs then name the public module, not _base/_generated.
 for _name in __all__:
