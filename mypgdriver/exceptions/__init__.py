@@ -24,24 +24,18 @@ them.
 
 from __future__ import annotations
 
+from . import _base, _generated
+
+# Each star import comes before the import by name from the same module:
+# mypy exports what a star import brings in (it reads no "__all__ +=
+# _base.__all__"), but not a name that was imported by name first.
+from ._base import *  # noqa: F401,F403
 from ._base import (
-    ClientConfigurationError,
-    FatalPostgresError,
     InterfaceError,
-    InterfaceMessage,
-    InterfaceWarning,
-    InternalClientError,
-    OutdatedSchemaCacheError,
     PostgresError,
     PostgresLogMessage,
-    PostgresMessage,
-    ProtocolError,
-    TargetServerAttributeNotMatched,
-    UnknownPostgresError,
     UnsupportedClientFeatureError,
-    UnsupportedServerFeatureError,
 )
-from . import _base, _generated
 from ._generated import *  # noqa: F401,F403  (one class per SQLSTATE)
 from ._generated import (
     ERROR_CLASSES,
