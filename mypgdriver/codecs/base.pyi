@@ -2,9 +2,12 @@
 # decode functions are C function pointers, out of Python's reach.
 from typing import Any, Final
 
+from typing_extensions import disjoint_base
+
 FORMAT_TEXT_PY: Final[int]
 FORMAT_BINARY_PY: Final[int]
 
+@disjoint_base
 class Codec:
     """How values of one type OID travel on the wire."""
 

@@ -2,10 +2,13 @@
 # protocol state machine is cdef; its public and read-only fields are here.
 from typing import Final, final
 
+from typing_extensions import disjoint_base
+
 UNSUPPORTED_AUTH_METHODS: Final[dict[int, str]]
 
 def ssl_request_message() -> bytes: ...
 
+@final
 class Operation:
     """One request in flight."""
 
@@ -16,6 +19,7 @@ class StatusSink:
     status: str | None
     def __init__(self) -> None: ...
 
+@disjoint_base
 class CoreProtocol:
     """The v3 protocol state machine (no asyncio in it)."""
 

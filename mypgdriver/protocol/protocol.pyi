@@ -5,6 +5,8 @@
 import asyncio
 from typing import Any, Callable, Final
 
+from typing_extensions import disjoint_base
+
 from mypgdriver.protocol.coreproto import CoreProtocol, StatusSink
 from mypgdriver.protocol.statement import StatementState
 
@@ -14,6 +16,7 @@ DEFAULT_MAX_PIPELINE: Final[int]
 
 def check_record_class(record_class: object) -> None: ...
 
+@disjoint_base
 class BaseProtocol(CoreProtocol):
     """The state machine joined to an asyncio transport."""
 

@@ -1,6 +1,8 @@
 # Types of mypgdriver/protocol/statement.pyx as Python code sees it.
 from typing import Any, Final
 
+from typing_extensions import Self, disjoint_base
+
 from mypgdriver.codecs.base import Codec
 from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.protocol.buffer import WriteBuffer
@@ -10,6 +12,7 @@ MAX_QUERY_ARGUMENTS: Final[int]
 
 def check_argument_count(nargs: int) -> None: ...
 
+@disjoint_base
 class StatementState:
     """A prepared statement's parameter and column types, and their codecs."""
 
@@ -33,7 +36,7 @@ class StatementState:
     refs: int
     created_at: float
     codecs_generation: Any
-    def __init__(self, name: str, query: str) -> None: ...
+    def __new__(cls, name: str, query: str) -> Self: ...
     def encode_copy_records(self, buf: WriteBuffer, records: Any, header: bool,
                             trailer: bool, base_index: int = 0) -> int: ...
     def _param_codecs(self) -> tuple[Codec, ...]: ...
