@@ -200,7 +200,7 @@ def compare_with_asyncpg(conditions: list[Condition]) -> list[str] | None:
     except ImportError:
         return None
     theirs = {}
-    for name, value in vars(apg).items():
+    for value in vars(apg).values():
         # Only classes that declare a code themselves: asyncpg's
         # InvalidCachedStatementError inherits 0A000 without owning it.
         if inspect.isclass(value) and 'sqlstate' in value.__dict__:
