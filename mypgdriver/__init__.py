@@ -3,15 +3,24 @@
 >>> conn = await mypgdriver.connect('postgresql://user@localhost/db')
 >>> await conn.fetch('SELECT * FROM t WHERE id = $1', 10)
 """
+from . import exceptions, types
 from ._version import __version__
-from . import exceptions
-from .exceptions import *  # noqa: F401,F403  (asyncpg exposes its exceptions at the top too)
 from .connection import Connection
 from .connector import connect
+from .exceptions import *  # noqa: F401,F403  (asyncpg exposes its exceptions at the top too)
+
+# The same classes again from the modules that list them literally: mypy reads
+# no "__all__ += module.__all__", so through the line above it would see only
+# the three names exceptions/__init__.py lists itself.
+from .exceptions._base import *  # noqa: F401,F403
+from .exceptions._generated import *  # noqa: F401,F403
 from .pool import Pool, create_pool
 from .protocol.record import Record
 from .types import *  # noqa: F401,F403  (Range, Point, BitString ... as in asyncpg)
-from . import types
 
-__all__ = ('__version__', 'connect', 'create_pool', 'Pool', 'Record', 'Connection') + tuple(
-    types.__all__) + tuple(exceptions.__all__)
+# Only the forms the typing spec lists for a library's interface (a literal
+# list, "+= submodule.__all__"): type checkers read the exported names from
+# them, and treat every name missing from __all__ as private.
+__all__ = ['__version__', 'connect', 'create_pool', 'Pool', 'Record', 'Connection']
+__all__ += types.__all__
+__all__ += exceptions.__all__

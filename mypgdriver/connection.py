@@ -11,8 +11,9 @@ import contextlib
 import functools
 import itertools
 import weakref
-from typing import Any, Callable, Iterator, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, overload
 
+from mypgdriver._typing import ArgumentRows, RecordT
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.prepared import PreparedStatement
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, check_record_class
@@ -24,6 +25,10 @@ from mypgdriver.type_codecs import TypeCodecsMixin
 from mypgdriver.copy import CopyMixin
 from mypgdriver.listeners import ListenersMixin
 from mypgdriver.transaction import Transaction
+
+if TYPE_CHECKING:
+    from mypgdriver.connect_params import ConnectParams
+    from mypgdriver.protocol.protocol import Protocol
 
 __all__ = ('Connection', 'ConnectionConfig', 'LoggedQuery', 'PipelineStats')
 
@@ -51,9 +56,12 @@ class ConnectionConfig:
     __slots__ = ('command_timeout', 'statement_cache_size', 'max_cached_statement_lifetime',
                  'max_cacheable_statement_size', 'record_class', 'max_pipeline')
 
-    def __init__(self, *, command_timeout=None, statement_cache_size=100,
-                 max_cached_statement_lifetime=300.0, max_cacheable_statement_size=15 * 1024,
-                 record_class=Record, max_pipeline=DEFAULT_MAX_PIPELINE):
+    def __init__(self, *, command_timeout: Optional[float] = None,
+                 statement_cache_size: int = 100,
+                 max_cached_statement_lifetime: float = 300.0,
+                 max_cacheable_statement_size: int = 15 * 1024,
+                 record_class: type[Record] = Record,
+                 max_pipeline: int = DEFAULT_MAX_PIPELINE) -> None:
         self.max_pipeline = max_pipeline
         self.command_timeout = command_timeout
         self.statement_cache_size = statement_cache_size
@@ -65,7 +73,7 @@ class ConnectionConfig:
 class _ConnectionMeta(type):
     # A pool hands out proxies; like asyncpg, isinstance(proxy, Connection)
     # is true for them, so type checks in user code keep working.
-    def __instancecheck__(cls, instance) -> bool:
+    def __instancecheck__(cls, instance: object) -> bool:
         return super().__instancecheck__(instance) or (
             cls is Connection and getattr(type(instance), '_is_connection_proxy', False))
 
@@ -86,7 +94,9 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
                  '_listeners', '_log_listeners', '_termination_listeners',
                  '__weakref__')
 
-    def __init__(self, protocol, transport, loop, addr, config: ConnectionConfig, params):
+    def __init__(self, protocol: Protocol, transport: asyncio.Transport,
+                 loop: asyncio.AbstractEventLoop, addr: Any, config: ConnectionConfig,
+                 params: ConnectParams) -> None:
         self._protocol = protocol
         self._transport = transport
         self._loop = loop
@@ -94,9 +104,10 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         self._params = params
         self._id = next(_connection_ids)
         self._closed = False
-        self._listeners: dict = {}
-        self._log_listeners: dict = {}
-        self._termination_listeners: dict = {}
+        # callback -> the object it receives (the connection or a pool proxy)
+        self._listeners: dict[str, dict[Callable[..., Any], Any]] = {}
+        self._log_listeners: dict[Callable[..., Any], Any] = {}
+        self._termination_listeners: dict[Callable[..., Any], Any] = {}
         reported = protocol.get_server_parameters()
         version = parse_server_version(reported.get('server_version'),
                                        reported.get('server_version_num'))
@@ -157,7 +168,7 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
 
     # --- queries ---
 
-    async def execute(self, query: str, *args, timeout: Optional[float] = None) -> str:
+    async def execute(self, query: str, *args: object, timeout: Optional[float] = None) -> str:
         """Run a command and return its status tag, e.g. ``'INSERT 0 1'``.
 
         Without arguments the simple query protocol is used, so several
@@ -168,7 +179,8 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             return await self._session.simple(query, timeout)
         return await self._session.execute(query, args, 0, timeout, True, None)
 
-    async def executemany(self, command: str, args, *, timeout: Optional[float] = None) -> None:
+    async def executemany(self, command: str, args: ArgumentRows, *,
+                          timeout: Optional[float] = None) -> None:
         """Run `command` once per argument sequence in `args`, pipelined.
 
         All rows travel in one pipeline (many Bind/Execute messages per network
@@ -184,8 +196,19 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
                                         command, args, timeout)
         await session.executemany(command, args, timeout)
 
-    async def fetchmany(self, query: str, args, *, timeout: Optional[float] = None,
-                        record_class=None) -> list:
+    @overload
+    async def fetchmany(self, query: str, args: ArgumentRows, *,
+                        timeout: Optional[float] = None,
+                        record_class: None = None) -> list[Record]: ...
+
+    @overload
+    async def fetchmany(self, query: str, args: ArgumentRows, *,
+                        timeout: Optional[float] = None,
+                        record_class: type[RecordT]) -> list[RecordT]: ...
+
+    async def fetchmany(self, query: str, args: ArgumentRows, *,
+                        timeout: Optional[float] = None,
+                        record_class: Optional[type[Record]] = None) -> list[Any]:
         """Run `query` once per argument sequence and return all result rows.
 
         Like executemany() (one pipeline, atomic), but the rows every
@@ -198,18 +221,34 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             return await session.logged(operation, query, args, timeout)
         return await operation
 
-    async def fetch(self, query: str, *args, timeout: Optional[float] = None,
-                    record_class=None) -> list:
+    @overload
+    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+                    record_class: None = None) -> list[Record]: ...
+
+    @overload
+    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+                    record_class: type[RecordT]) -> list[RecordT]: ...
+
+    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+                    record_class: Optional[type[Record]] = None) -> list[Any]:
         """Run a query and return all result rows as a list of :class:`Record`."""
         return await self._session.execute(query, args, 0, timeout, False, record_class)
 
-    async def fetchrow(self, query: str, *args, timeout: Optional[float] = None,
-                       record_class=None):
+    @overload
+    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                       record_class: None = None) -> Optional[Record]: ...
+
+    @overload
+    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                       record_class: type[RecordT]) -> Optional[RecordT]: ...
+
+    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                       record_class: Optional[type[Record]] = None) -> Any:
         """Run a query and return the first row, or None if there are no rows."""
         rows = await self._session.execute(query, args, 1, timeout, False, record_class)
         return rows[0] if rows else None
 
-    async def fetchval(self, query: str, *args, column: int | str = 0,
+    async def fetchval(self, query: str, *args: object, column: int | str = 0,
                        timeout: Optional[float] = None) -> Any:
         """Run a query and return one value of the first row (None if no rows)."""
         rows = await self._session.execute(query, args, 1, timeout, False, None)
@@ -237,9 +276,19 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
 
     # --- prepared statements, cursors, transactions ---
 
+    @overload
     async def prepare(self, query: str, *, name: Optional[str] = None,
                       timeout: Optional[float] = None,
-                      record_class: Optional[type] = None) -> PreparedStatement:
+                      record_class: None = None) -> PreparedStatement[Record]: ...
+
+    @overload
+    async def prepare(self, query: str, *, name: Optional[str] = None,
+                      timeout: Optional[float] = None,
+                      record_class: type[RecordT]) -> PreparedStatement[RecordT]: ...
+
+    async def prepare(self, query: str, *, name: Optional[str] = None,
+                      timeout: Optional[float] = None,
+                      record_class: Optional[type[Record]] = None) -> PreparedStatement[Any]:
         """Prepare `query` on the server and return a :class:`PreparedStatement`.
 
         Without `name`, a statement already in the connection's statement
@@ -274,9 +323,19 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             session.hold_statement(state)
         return PreparedStatement(self, session, query, state, record_class, name is not None)
 
-    def cursor(self, query: str, *args, prefetch: Optional[int] = None,
+    @overload
+    def cursor(self, query: str, *args: object, prefetch: Optional[int] = None,
                timeout: Optional[float] = None,
-               record_class: Optional[type] = None) -> CursorFactory:
+               record_class: None = None) -> CursorFactory[Record]: ...
+
+    @overload
+    def cursor(self, query: str, *args: object, prefetch: Optional[int] = None,
+               timeout: Optional[float] = None,
+               record_class: type[RecordT]) -> CursorFactory[RecordT]: ...
+
+    def cursor(self, query: str, *args: object, prefetch: Optional[int] = None,
+               timeout: Optional[float] = None,
+               record_class: Optional[type[Record]] = None) -> CursorFactory[Any]:
         """A cursor over the rows of `query`: iterate it, or await it for a :class:`Cursor`.
 
         ``async for row in conn.cursor(q)`` fetches `prefetch` rows (default

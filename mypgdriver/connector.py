@@ -11,7 +11,7 @@ import os
 import random
 import socket
 import ssl
-from typing import Optional
+from typing import Awaitable, Callable, Mapping, Optional, Sequence, Union
 
 from mypgdriver import deadlines, exceptions, tls
 from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params
@@ -22,18 +22,23 @@ from mypgdriver.protocol.record import Record
 
 
 async def connect(dsn: Optional[str] = None, *,
-                  host=None, port=None, user: Optional[str] = None, password=None,
+                  host: Union[str, Sequence[str], None] = None,
+                  port: Union[int, str, Sequence[Union[int, str]], None] = None,
+                  user: Optional[str] = None,
+                  password: Union[str, Callable[[], Union[str, Awaitable[str]]], None] = None,
                   passfile: Optional[str] = None, database: Optional[str] = None,
-                  loop=None, timeout: float = 60,
+                  loop: Optional[asyncio.AbstractEventLoop] = None, timeout: float = 60,
                   statement_cache_size: int = 100,
                   max_cached_statement_lifetime: float = 300,
                   max_cacheable_statement_size: int = 1024 * 15,
                   command_timeout: Optional[float] = None,
-                  ssl=None, direct_tls=None,
-                  connection_class=Connection, record_class=Record,
-                  server_settings: Optional[dict] = None,
+                  ssl: Union[bool, str, ssl.SSLContext, None] = None,
+                  direct_tls: Optional[bool] = None,
+                  connection_class: type[Connection] = Connection,
+                  record_class: type[Record] = Record,
+                  server_settings: Optional[Mapping[str, str]] = None,
                   target_session_attrs: Optional[str] = None,
-                  krbsrvname=None, gsslib=None,
+                  krbsrvname: Optional[str] = None, gsslib: Optional[str] = None,
                   max_pipeline: int = DEFAULT_MAX_PIPELINE) -> Connection:
     """Open a connection to a PostgreSQL server.
 

@@ -16,6 +16,7 @@ from typing import (Any, AsyncIterable, Awaitable, Callable, Iterable, Optional,
                     Union)
 
 from mypgdriver import exceptions
+from mypgdriver._typing import ArgumentRows
 from mypgdriver.protocol.buffer import WriteBuffer
 from mypgdriver.sql import quote_ident, quote_literal, substitute_parameters
 
@@ -364,7 +365,7 @@ class CopyMixin:
                  f'FROM STDIN{opts}{_where_clause(where, self._session.server_version)}')
         return await self._copy_in(query, source, deadline)
 
-    async def copy_records_to_table(self, table_name: str, *, records: Any,
+    async def copy_records_to_table(self, table_name: str, *, records: ArgumentRows,
                                     columns: Optional[Iterable[str]] = None,
                                     schema_name: Optional[str] = None,
                                     timeout: Optional[float] = None,

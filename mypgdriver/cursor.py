@@ -6,17 +6,23 @@ live until the end of their transaction, so cursors exist only inside one.
 from __future__ import annotations
 
 import collections
-from typing import Optional
+from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Generator, Generic, Optional
 
 from mypgdriver import exceptions
+from mypgdriver._typing import RecordT
 from mypgdriver.protocol.rowstream import RowStream
+
+if TYPE_CHECKING:
+    from mypgdriver.connection import Connection
+    from mypgdriver.protocol.statement import StatementState
+    from mypgdriver.session import Session
 
 DEFAULT_PREFETCH = 50
 
 _SCHEMA_CHANGED = (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError)
 
 
-def check_prefetch(prefetch) -> None:
+def check_prefetch(prefetch: object) -> None:
     """Refuse a bad `prefetch` before anything is sent."""
     if prefetch is None:
         return
@@ -26,19 +32,22 @@ def check_prefetch(prefetch) -> None:
         raise exceptions.InterfaceError('prefetch argument must be greater than zero')
 
 
-class CursorFactory:
+class CursorFactory(Generic[RecordT]):
     """What :meth:`Connection.cursor` returns.
 
     ``async for row in factory`` iterates over all rows, fetching `prefetch`
     rows per round trip; ``await factory`` opens a :class:`Cursor` for
-    explicit fetch(n) / fetchrow() / forward(n).
+    explicit fetch(n) / fetchrow() / forward(n).  Generic in the row type,
+    as :class:`~mypgdriver.prepared.PreparedStatement` is.
     """
 
     __slots__ = ('_connection', '_session', '_checkout', '_query', '_state', '_args',
                  '_prefetch', '_timeout', '_record_class')
 
-    def __init__(self, connection, session, query: str, state, args, prefetch: Optional[int],
-                 timeout: Optional[float], record_class: Optional[type]) -> None:
+    def __init__(self, connection: Connection, session: Session, query: str,
+                 state: Optional[StatementState], args: tuple[object, ...],
+                 prefetch: Optional[int], timeout: Optional[float],
+                 record_class: Optional[type[RecordT]]) -> None:
         self._connection = connection
         self._session = session
         self._checkout = session.checkout
@@ -49,24 +58,25 @@ class CursorFactory:
         self._timeout = timeout
         self._record_class = record_class
 
-    def __aiter__(self) -> RowStream:
+    def __aiter__(self) -> AsyncIterator[RecordT]:
+        # A RowStream yields the rows of CursorIterator's batches.
         self._session.check_handle(self._checkout, 'CursorFactory', '__aiter__')
         prefetch = DEFAULT_PREFETCH if self._prefetch is None else self._prefetch
         return RowStream(CursorIterator(self._session, self._checkout, self._query, self._state,
                                         self._args, self._record_class, prefetch,
                                         self._timeout))
 
-    def __await__(self):
+    def __await__(self) -> Generator[Any, None, Cursor[RecordT]]:
         self._session.check_handle(self._checkout, 'CursorFactory', '__await__')
         if self._prefetch is not None:
             raise exceptions.InterfaceError(
                 'prefetch argument can only be specified for iterable cursor')
-        cursor = Cursor(self._session, self._checkout, self._query, self._state, self._args,
+        cursor: Cursor[RecordT] = Cursor(self._session, self._checkout, self._query, self._state, self._args,
                         self._record_class)
         return cursor._open(self._timeout).__await__()
 
 
-class BaseCursor:
+class BaseCursor(Generic[RecordT]):
     """What iterating and explicit cursors share: the statement and the portal."""
 
     __slots__ = ('_session', '_checkout', '_query', '_state', '_args', '_record_class',
@@ -74,7 +84,9 @@ class BaseCursor:
     #: The public class named in errors and repr().
     _api_name = 'BaseCursor'
 
-    def __init__(self, session, checkout: int, query: str, state, args, record_class) -> None:
+    def __init__(self, session: Session, checkout: int, query: str,
+                 state: Optional[StatementState], args: tuple[object, ...],
+                 record_class: Optional[type[RecordT]]) -> None:
         self._session = session
         self._checkout = checkout
         self._query = query
@@ -82,7 +94,7 @@ class BaseCursor:
         self._record_class = record_class
         self._portal: Optional[str] = None
         self._exhausted = False
-        self._state = None
+        self._state: Optional[StatementState] = None
         if state is not None:
             self._hold(state)
 
@@ -95,16 +107,16 @@ class BaseCursor:
         flags = ' exhausted' if self._exhausted else ''
         return f'<{self._api_name} {self._query[:30]!r}{flags}>'
 
-    def _hold(self, state) -> None:
+    def _hold(self, state: StatementState) -> None:
         # The statement must outlive cache eviction until the portal is bound.
         self._session.attach_statement(state)
         self._state = state
 
-    def _timeout_of(self, timeout):
+    def _timeout_of(self, timeout: Optional[float]) -> Optional[float]:
         """The call's timeout: validated, else the connection's command_timeout."""
         return self._session.resolve_timeout(timeout)
 
-    async def _prepare(self, timeout) -> None:
+    async def _prepare(self, timeout: Optional[float]) -> None:
         session = self._session
         if session.needs_sync():
             timeout = await session.sync(timeout)
@@ -122,7 +134,7 @@ class BaseCursor:
             raise exceptions.NoActiveSQLTransactionError(
                 'cursor cannot be created outside of a transaction')
 
-    async def _bind_execute(self, limit: int, timeout) -> list:
+    async def _bind_execute(self, limit: int, timeout: Optional[float]) -> list[RecordT]:
         """Open the portal and fetch its first `limit` rows."""
         if self._portal is not None:
             raise exceptions.InterfaceError('cursor already has an open portal')
@@ -140,7 +152,7 @@ class BaseCursor:
         self._exhausted = not more
         return rows
 
-    async def _bind_only(self, timeout) -> None:
+    async def _bind_only(self, timeout: Optional[float]) -> None:
         """Open the portal without running it (rows come with later fetches)."""
         if self._portal is not None:
             raise exceptions.InterfaceError('cursor already has an open portal')
@@ -155,7 +167,7 @@ class BaseCursor:
         self._portal = portal
         self._exhausted = False
 
-    async def _execute(self, limit: int, timeout) -> list:
+    async def _execute(self, limit: int, timeout: Optional[float]) -> list[RecordT]:
         """Fetch up to `limit` more rows of the open portal."""
         if self._portal is None:
             raise exceptions.InterfaceError('cursor does not have an open portal')
@@ -169,13 +181,13 @@ class BaseCursor:
         self._exhausted = not more
         return rows
 
-    async def _close_portal(self, timeout) -> None:
+    async def _close_portal(self, timeout: Optional[float]) -> None:
         portal, self._portal = self._portal, None
         if portal is not None:
             await self._session.close_portal(portal, timeout)
 
 
-class CursorIterator(BaseCursor):
+class CursorIterator(BaseCursor[RecordT]):
     """The portal behind ``async for row in conn.cursor(...)``.
 
     Fetches `prefetch` rows per round trip; a RowStream (Cython) hands them
@@ -185,14 +197,16 @@ class CursorIterator(BaseCursor):
     __slots__ = ('_prefetch', '_timeout')
     _api_name = 'CursorIterator'
 
-    def __init__(self, session, checkout: int, query: str, state, args, record_class,
-                 prefetch: int, timeout: Optional[float]) -> None:
+    def __init__(self, session: Session, checkout: int, query: str,
+                 state: Optional[StatementState], args: tuple[object, ...],
+                 record_class: Optional[type[RecordT]], prefetch: int,
+                 timeout: Optional[float]) -> None:
         check_prefetch(prefetch)
         super().__init__(session, checkout, query, state, args, record_class)
         self._prefetch = prefetch
         self._timeout = timeout
 
-    async def next_batch(self) -> list:
+    async def next_batch(self) -> list[RecordT]:
         """The next rows ([] at the end); the portal is closed once exhausted."""
         timeout = self._timeout_of(self._timeout)
         if self._exhausted:
@@ -212,17 +226,19 @@ class CursorIterator(BaseCursor):
         return rows
 
 
-class Cursor(BaseCursor):
+class Cursor(BaseCursor[RecordT]):
     """An open portal into a query's rows (``await conn.cursor(query)``)."""
 
     __slots__ = ('_pending',)
     _api_name = 'Cursor'
 
-    def __init__(self, session, checkout: int, query: str, state, args, record_class) -> None:
+    def __init__(self, session: Session, checkout: int, query: str,
+                 state: Optional[StatementState], args: tuple[object, ...],
+                 record_class: Optional[type[RecordT]]) -> None:
         super().__init__(session, checkout, query, state, args, record_class)
-        self._pending: collections.deque = collections.deque()
+        self._pending: Deque[RecordT] = collections.deque()
 
-    async def _open(self, timeout) -> 'Cursor':
+    async def _open(self, timeout: Optional[float]) -> Cursor[RecordT]:
         timeout = self._timeout_of(timeout)
         self._check_ready('__await__')
         if self._state is None:
@@ -231,7 +247,7 @@ class Cursor(BaseCursor):
         await self._bind_only(timeout)
         return self
 
-    async def fetch(self, n: int, *, timeout: Optional[float] = None) -> list:
+    async def fetch(self, n: int, *, timeout: Optional[float] = None) -> list[RecordT]:
         """The next `n` rows (fewer at the end, [] when exhausted)."""
         self._check_ready('fetch')
         _check_count(n)
@@ -241,7 +257,7 @@ class Cursor(BaseCursor):
             rows.extend(await self._execute(n - len(rows), timeout))
         return rows
 
-    async def fetchrow(self, *, timeout: Optional[float] = None):
+    async def fetchrow(self, *, timeout: Optional[float] = None) -> Optional[RecordT]:
         """The next row, or None when exhausted."""
         self._check_ready('fetchrow')
         timeout = self._timeout_of(timeout)
@@ -267,12 +283,12 @@ class Cursor(BaseCursor):
             skipped += moved
         return skipped
 
-    def _take_pending(self, n: int) -> list:
+    def _take_pending(self, n: int) -> list[RecordT]:
         pending = self._pending
         return [pending.popleft() for _ in range(min(n, len(pending)))]
 
 
-def _check_count(n) -> None:
+def _check_count(n: object) -> None:
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f'n must be an int, not {type(n).__name__}')
     if n <= 0:

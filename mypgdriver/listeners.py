@@ -14,14 +14,20 @@ from __future__ import annotations
 import asyncio
 import inspect
 import warnings
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from mypgdriver import exceptions
 from mypgdriver.sql import quote_ident
 
-NotificationCallback = Callable[[Any, int, str, str], Any]
-LogCallback = Callable[[Any, exceptions.PostgresLogMessage], Any]
-TerminationCallback = Callable[[Any], Any]
+if TYPE_CHECKING:
+    from mypgdriver.connection import Connection
+
+# The first argument is the connection the callback was added on: a
+# Connection, or the pool's proxy (which type checkers see as one).  The
+# result is ignored unless it is awaitable (then it runs as a task).
+NotificationCallback = Callable[['Connection', int, str, str], object]
+LogCallback = Callable[['Connection', exceptions.PostgresLogMessage], object]
+TerminationCallback = Callable[['Connection'], object]
 
 # Tasks of async callbacks still running: the event loop holds tasks only
 # weakly, and a callback must not vanish half-way through.

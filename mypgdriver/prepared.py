@@ -2,21 +2,27 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Generic, Optional
 
 from mypgdriver import exceptions
+from mypgdriver._typing import ArgumentRows, RecordT
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.protocol.coreproto import StatusSink
 from mypgdriver.protocol.protocol import WANT_ROWS
 from mypgdriver.deadlines import check_timeout
 from mypgdriver.types import Attribute, Type
 
+if TYPE_CHECKING:
+    from mypgdriver.codecs.registry import CodecRegistry
+    from mypgdriver.connection import Connection
+    from mypgdriver.protocol.statement import StatementState
+    from mypgdriver.session import Session
+
 # TypeInfo.kind (pg_type.typtype) -> Type.kind, as asyncpg reports it.
 _KINDS = {'c': 'composite', 'r': 'range', 'm': 'multirange'}
 
 
-
-class PreparedStatement:
+class PreparedStatement(Generic[RecordT]):
     """A prepared statement (see :meth:`Connection.prepare`).
 
     Running it costs Bind/Execute only.  The server statement stays valid
@@ -24,12 +30,16 @@ class PreparedStatement:
     cache evicts it; once unreferenced it is closed on the server (unless the
     cache still holds it).  One obtained through a pooled connection belongs
     to that checkout: after the release, every use raises InterfaceError.
+
+    To type checkers it is generic in its row type: ``PreparedStatement[Record]``,
+    or ``PreparedStatement[MyRecord]`` when prepared with ``record_class=MyRecord``.
     """
 
     __slots__ = ('_connection', '_session', '_checkout', '_query', '_state', '_record_class',
                  '_status', '_fixed_name', '__weakref__')
 
-    def __init__(self, connection, session, query: str, state, record_class: Optional[type],
+    def __init__(self, connection: Connection, session: Session, query: str,
+                 state: StatementState, record_class: Optional[type[RecordT]],
                  fixed_name: bool) -> None:
         self._connection = connection
         self._session = session
@@ -66,13 +76,13 @@ class PreparedStatement:
         self._check_usable('get_statusmsg')
         return self._status.status
 
-    def get_parameters(self) -> tuple:
+    def get_parameters(self) -> tuple[Type, ...]:
         """The type of each parameter, as a tuple of :class:`~mypgdriver.types.Type`."""
         self._check_usable('get_parameters')
         registry = self._session.codecs
         return tuple(describe_type(registry, oid) for oid in self._state.param_oids)
 
-    def get_attributes(self) -> tuple:
+    def get_attributes(self) -> tuple[Attribute, ...]:
         """Name and type of each result column, as a tuple of :class:`~mypgdriver.types.Attribute`."""
         self._check_usable('get_attributes')
         registry = self._session.codecs
@@ -82,22 +92,23 @@ class PreparedStatement:
 
     # --- running ---
 
-    async def fetch(self, *args, timeout: Optional[float] = None) -> list:
+    async def fetch(self, *args: object, timeout: Optional[float] = None) -> list[RecordT]:
         """Run the statement and return all rows."""
         return await self._session.run_prepared(self, args, 0, timeout, 'fetch')
 
-    async def fetchrow(self, *args, timeout: Optional[float] = None):
+    async def fetchrow(self, *args: object,
+                       timeout: Optional[float] = None) -> Optional[RecordT]:
         """Run the statement and return the first row, or None."""
         rows = await self._session.run_prepared(self, args, 1, timeout, 'fetchrow')
         return rows[0] if rows else None
 
-    async def fetchval(self, *args, column: int | str = 0,
+    async def fetchval(self, *args: object, column: int | str = 0,
                        timeout: Optional[float] = None) -> Any:
         """Run the statement and return one value of the first row (None if no rows)."""
         rows = await self._session.run_prepared(self, args, 1, timeout, 'fetchval')
         return rows[0][column] if rows else None
 
-    async def executemany(self, args, *, timeout: Optional[float] = None) -> None:
+    async def executemany(self, args: ArgumentRows, *, timeout: Optional[float] = None) -> None:
         """Run the statement once per argument sequence, pipelined and atomic.
 
         See :meth:`Connection.executemany`.
@@ -106,8 +117,8 @@ class PreparedStatement:
         await self._session.executemany(self._query, args, timeout, state=self._state,
                                         retry=self._reprepare)
 
-    def cursor(self, *args, prefetch: Optional[int] = None,
-               timeout: Optional[float] = None) -> CursorFactory:
+    def cursor(self, *args: object, prefetch: Optional[int] = None,
+               timeout: Optional[float] = None) -> CursorFactory[RecordT]:
         """A cursor over this statement's rows (see :meth:`Connection.cursor`)."""
         self._check_usable('cursor')
         check_timeout(timeout)
@@ -115,7 +126,8 @@ class PreparedStatement:
         return CursorFactory(self._connection, self._session, self._query, self._state, args,
                              prefetch, timeout, self._record_class)
 
-    async def fetchmany(self, args, *, timeout: Optional[float] = None) -> list:
+    async def fetchmany(self, args: ArgumentRows, *,
+                        timeout: Optional[float] = None) -> list[RecordT]:
         """Run the statement once per argument sequence and return all rows.
 
         See :meth:`Connection.fetchmany`.
@@ -125,7 +137,7 @@ class PreparedStatement:
             self._query, args, timeout, return_rows=True, record_class=self._record_class,
             state=self._state, retry=self._reprepare)
 
-    async def explain(self, *args, analyze: bool = False) -> Any:
+    async def explain(self, *args: object, analyze: bool = False) -> Any:
         """The statement's execution plan (``EXPLAIN (FORMAT JSON, VERBOSE)``), parsed.
 
         With `analyze` the statement really runs (inside a transaction or
@@ -155,14 +167,15 @@ class PreparedStatement:
             raise exceptions.InterfaceError(
                 f'cannot call PreparedStatement.{method}(): the prepared statement is closed')
 
-    async def run_again(self, args, limit: int, deadline) -> list:
+    async def run_again(self, args: tuple[object, ...], limit: int,
+                        deadline: Optional[float]) -> list[RecordT]:
         """The one retry after a schema change: re-prepare, then run once more (the session's call)."""
         session = self._session
         await self._reprepare(deadline)
         return await session.run_state(self._state, args, limit, session.time_left(deadline),
                                        WANT_ROWS, self._record_class, self._status)
 
-    async def _reprepare(self, deadline):
+    async def _reprepare(self, deadline: Optional[float]) -> StatementState:
         """Replace the statement after a schema change (outside a transaction); the new state."""
         session = self._session
         old = self._state
@@ -181,7 +194,7 @@ class PreparedStatement:
         return new
 
 
-def describe_type(registry, oid: int) -> Type:
+def describe_type(registry: CodecRegistry, oid: int) -> Type:
     """The :class:`Type` of `oid` as asyncpg describes it.
 
     Domains are described by their base type (with the domain's OID), arrays

@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import enum
-from typing import Optional
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Optional
 
 import asyncio
 import sys
 
 from mypgdriver import exceptions
+
+if TYPE_CHECKING:
+    from mypgdriver.connection import Connection
+    from mypgdriver.session import Session
 
 ISOLATION_LEVELS = {
     'read_committed': 'READ COMMITTED',
@@ -21,6 +26,8 @@ _ISOLATION_BY_SETTING = {sql.lower(): name for name, sql in ISOLATION_LEVELS.ite
 
 
 class TransactionState(enum.Enum):
+    """Where a :class:`Transaction` is in its life."""
+
     NEW = 0
     STARTED = 1
     COMMITTED = 2
@@ -49,8 +56,8 @@ class Transaction:
     __slots__ = ('_connection', '_session', '_checkout', '_isolation', '_readonly',
                  '_deferrable', '_state', '_nested', '_savepoint', '_managed')
 
-    def __init__(self, connection, session, isolation: Optional[str], readonly: bool,
-                 deferrable: bool) -> None:
+    def __init__(self, connection: Connection, session: Session, isolation: Optional[str],
+                 readonly: bool, deferrable: bool) -> None:
         if isolation and isolation not in ISOLATION_LEVELS:
             raise ValueError(
                 f'isolation is expected to be either of {set(ISOLATION_LEVELS)}, '
@@ -87,7 +94,8 @@ class Transaction:
             self._managed = False
             raise
 
-    async def __aexit__(self, exc_type, exc, tb) -> None:
+    async def __aexit__(self, exc_type: Optional[type[BaseException]],
+                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         try:
             session = self._session
             if session.is_closed() and self._state is TransactionState.STARTED:
@@ -272,7 +280,7 @@ class Transaction:
         if step == 'commit':
             _explain(exc, self._commit_outcome(outcome, expected, before))
 
-    def _commit_outcome(self, outcome, expected: str, before: int) -> str:
+    def _commit_outcome(self, outcome: Any, expected: str, before: int) -> str:
         done = 'the savepoint was released' if self._nested else 'the transaction was committed'
         undone = ('the savepoint was rolled back' if self._nested
                   else 'the transaction was rolled back')

@@ -15,6 +15,7 @@ All values are immutable and hashable.
 from __future__ import annotations
 
 import typing
+from typing import Any
 
 from mypgdriver.server_info import ServerVersion
 
@@ -142,7 +143,7 @@ class Range(typing.Generic[_T]):
         """True if every value in `other` is also in this range."""
         return other.issubset(self)
 
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[Any, ...]:
         return (self._lower, self._upper, self._lower_inc, self._upper_inc, self._empty)
 
     def __bool__(self) -> bool:
@@ -166,11 +167,12 @@ class Range(typing.Generic[_T]):
 
     __str__ = __repr__
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_make_range, self._key())
 
 
-def _make_range(lower, upper, lower_inc, upper_inc, empty):
+def _make_range(lower: Any, upper: Any, lower_inc: bool, upper_inc: bool,
+                empty: bool) -> Range[Any]:
     return Range(lower, upper, lower_inc=lower_inc, upper_inc=upper_inc, empty=empty)
 
 
@@ -294,7 +296,13 @@ class BitString:
     def _bit(self, i: int) -> int:
         return (self._bytes[i >> 3] >> (7 - (i & 7))) & 1
 
-    def __getitem__(self, i: int) -> int:
+    @typing.overload
+    def __getitem__(self, i: int) -> int: ...
+
+    @typing.overload
+    def __getitem__(self, i: slice) -> BitString: ...
+
+    def __getitem__(self, i: int | slice) -> int | BitString:
         if isinstance(i, slice):
             return BitString(''.join(
                 '01'[self._bit(k)] for k in range(*i.indices(self._bitlength))))
@@ -320,13 +328,13 @@ class BitString:
 
     __str__ = __repr__
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (BitString.frombytes, (self._bytes, self._bitlength))
 
 
 # --- geometry ----------------------------------------------------------------
 
-class Point(tuple):
+class Point(tuple[float, float]):
     """A ``point``: ``(x, y)`` as floats."""
 
     __slots__ = ()
@@ -334,7 +342,7 @@ class Point(tuple):
     def __new__(cls, x: typing.SupportsFloat | str, y: typing.SupportsFloat | str) -> Point:
         return tuple.__new__(cls, (float(x), float(y)))
 
-    def __getnewargs__(self):
+    def __getnewargs__(self) -> tuple[Any, ...]:
         return tuple(self)
 
     @property
@@ -353,7 +361,7 @@ def _as_point(p: typing.Sequence[float]) -> Point:
     return p if type(p) is Point else Point(*p)
 
 
-class Box(tuple):
+class Box(tuple[Point, Point]):
     """A ``box``: two opposite corners, ``high`` and ``low``.
 
     The server stores the upper-right corner as `high` and the lower-left one
@@ -365,7 +373,7 @@ class Box(tuple):
     def __new__(cls, high: typing.Sequence[float], low: typing.Sequence[float]) -> Box:
         return tuple.__new__(cls, (_as_point(high), _as_point(low)))
 
-    def __getnewargs__(self):
+    def __getnewargs__(self) -> tuple[Any, ...]:
         return tuple(self)
 
     @property
@@ -380,7 +388,7 @@ class Box(tuple):
         return f'Box({self[0]!r}, {self[1]!r})'
 
 
-class Line(tuple):
+class Line(tuple[float, float, float]):
     """A ``line``: the infinite line ``A*x + B*y + C = 0``."""
 
     __slots__ = ()
@@ -388,7 +396,7 @@ class Line(tuple):
     def __new__(cls, A: float, B: float, C: float) -> Line:
         return tuple.__new__(cls, (float(A), float(B), float(C)))
 
-    def __getnewargs__(self):
+    def __getnewargs__(self) -> tuple[Any, ...]:
         return tuple(self)
 
     @property
@@ -407,7 +415,7 @@ class Line(tuple):
         return f'Line({self[0]!r}, {self[1]!r}, {self[2]!r})'
 
 
-class LineSegment(tuple):
+class LineSegment(tuple[Point, Point]):
     """An ``lseg``: the segment from `p1` to `p2`."""
 
     __slots__ = ()
@@ -415,7 +423,7 @@ class LineSegment(tuple):
     def __new__(cls, p1: typing.Sequence[float], p2: typing.Sequence[float]) -> LineSegment:
         return tuple.__new__(cls, (_as_point(p1), _as_point(p2)))
 
-    def __getnewargs__(self):
+    def __getnewargs__(self) -> tuple[Any, ...]:
         return tuple(self)
 
     @property
@@ -469,7 +477,7 @@ class Path:
     @typing.overload
     def __getitem__(self, i: slice) -> tuple[Point, ...]: ...
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int | slice) -> Point | tuple[Point, ...]:
         return self._points[i]
 
     def __contains__(self, point: object) -> bool:
@@ -479,11 +487,11 @@ class Path:
         points = ', '.join(map(repr, self._points))
         return f'Path({points}{", " if points else ""}is_closed={self._is_closed})'
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_make_path, (self._points, self._is_closed))
 
 
-def _make_path(points, is_closed):
+def _make_path(points: typing.Iterable[typing.Sequence[float]], is_closed: bool) -> Path:
     return Path(*points, is_closed=is_closed)
 
 
@@ -498,11 +506,11 @@ class Polygon(Path):
     def __repr__(self) -> str:
         return f'Polygon({", ".join(map(repr, self._points))})'
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Polygon, self._points)
 
 
-class Circle(tuple):
+class Circle(tuple[Point, float]):
     """A ``circle``: `center` point and `radius`."""
 
     __slots__ = ()
@@ -510,7 +518,7 @@ class Circle(tuple):
     def __new__(cls, center: typing.Sequence[float], radius: float) -> Circle:
         return tuple.__new__(cls, (_as_point(center), float(radius)))
 
-    def __getnewargs__(self):
+    def __getnewargs__(self) -> tuple[Any, ...]:
         return tuple(self)
 
     @property

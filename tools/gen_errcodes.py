@@ -200,7 +200,7 @@ def compare_with_asyncpg(conditions: list[Condition]) -> list[str] | None:
     except ImportError:
         return None
     theirs = {}
-    for name, value in vars(apg).items():
+    for value in vars(apg).values():
         # Only classes that declare a code themselves: asyncpg's
         # InvalidCachedStatementError inherits 0A000 without owning it.
         if inspect.isclass(value) and 'sqlstate' in value.__dict__:
@@ -265,9 +265,11 @@ def render(conditions: list[Condition], source: str) -> str:
     out += table('ERROR_CLASSES', 'dict[str, type[PostgresError]]', errors)
     out += ['']
     out += table('WARNING_CLASSES', 'dict[str, type[PostgresLogMessage]]', warnings)
-    out += ['', '__all__ = (']
+    # A literal list: type checkers read the public names from it (the
+    # typing spec's "library interface" accepts no computed __all__).
+    out += ['', '__all__ = [']
     out += [f'    {name!r},' for name in sorted(c.class_name for c in conditions)]
-    out += [')', '']
+    out += [']', '']
     return '\n'.join(out)
 
 

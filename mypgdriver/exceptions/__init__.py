@@ -24,24 +24,18 @@ them.
 
 from __future__ import annotations
 
+from . import _base, _generated, _hints
+
+# Each star import comes before the import by name from the same module:
+# mypy exports what a star import brings in (it reads no "__all__ +=
+# _base.__all__"), but not a name that was imported by name first.
+from ._base import *  # noqa: F401,F403
 from ._base import (
-    ClientConfigurationError,
-    FatalPostgresError,
     InterfaceError,
-    InterfaceMessage,
-    InterfaceWarning,
-    InternalClientError,
-    OutdatedSchemaCacheError,
     PostgresError,
     PostgresLogMessage,
-    PostgresMessage,
-    ProtocolError,
-    TargetServerAttributeNotMatched,
-    UnknownPostgresError,
     UnsupportedClientFeatureError,
-    UnsupportedServerFeatureError,
 )
-from . import _base, _generated, _hints
 from ._generated import *  # noqa: F401,F403  (one class per SQLSTATE)
 from ._generated import (
     ERROR_CLASSES,
@@ -169,13 +163,17 @@ def make_server_message(fields: dict[str, str], query: str | None = None) -> Pos
     return message
 
 
-__all__ = (
-    *_base.__all__,
-    *_generated.__all__,
+# Built only in the forms the typing spec lists for a library's interface
+# ("__all__ += submodule.__all__"), so that mypy and pyright see every name
+# as exported; a computed tuple hid them all from type checkers.
+__all__: list[str] = []
+__all__ += _base.__all__
+__all__ += _generated.__all__
+__all__ += [
     'InvalidCachedStatementError',
     'PasswordRequiredError',
     'UnsupportedArgumentError',
-)
+]
 
 # Tracebacks and reprs then name the public module, not _base/_generated.
 for _name in __all__:

@@ -1899,7 +1899,7 @@ WARNING_CLASSES: dict[str, type[PostgresLogMessage]] = {
     '02001': NoAdditionalDynamicResultSetsReturned,
 }
 
-__all__ = (
+__all__ = [
     'ActiveSQLTransactionError',
     'AdminShutdownError',
     'AmbiguousAliasError',
@@ -2162,4 +2162,4 @@ __all__ = (
     'WithCheckOptionViolationError',
     'WrongObjectTypeError',
     'ZeroLengthCharacterStringError',
-)
+]

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Static checks, run by .ci/run after the tests:
+#
+#   1. mypy --strict on the typed example application (tests/typing/),
+#   2. pyright in strict mode on the same files,
+#   3. stubtest: every .pyi stub of a compiled module against the built module,
+#   4. ruff on the whole repository.
+#
+# Each check runs even when an earlier one fails; the exit status is non-zero
+# if any failed.  Needs the `test` extra installed and the extensions built
+# in place (./dev.sh build does both).  Configuration: [tool.mypy],
+# [tool.pyright] and [tool.ruff] in pyproject.toml; stubtest's allowlist is
+# tools/stubtest_allowlist.txt.
+#
+# Environment: PYTHON (default: .venv/bin/python, else python3).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+fi
+
+failed=()
+check() {
+    local name="$1"
+    shift
+    echo "check_types: $name" >&2
+    if ! "$@" >&2; then
+        failed+=("$name")
+    fi
+}
+
+# The stubs are found next to the compiled modules; stubtest imports those,
+# so it checks what is built in place, not an installed copy.
+stubbed_modules() {
+    find mypgdriver -name '*.pyi' | sort | sed -e 's/\.pyi$//' -e 's#/#.#g'
+}
+
+check 'mypy --strict tests/typing' "$PYTHON" -m mypy --strict tests/typing
+check 'pyright (strict) tests/typing' "$PYTHON" -m pyright tests/typing
+mapfile -t modules < <(stubbed_modules)
+check 'stubtest' "$PYTHON" -m mypy.stubtest --mypy-config-file pyproject.toml \
+    --allowlist tools/stubtest_allowlist.txt "${modules[@]}"
+check 'ruff check' "$PYTHON" -m ruff check .
+
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "check_types: FAILED: ${failed[*]}" >&2
+    exit 1
+fi
+echo "check_types: all checks passed" >&2
