@@ -33,9 +33,10 @@ import functools
 import logging
 from types import TracebackType
 from typing import (
-    Any, Awaitable, Callable, Deque, Generator, List, Optional, Set, Tuple, Type, Union)
+    Any, Awaitable, Callable, Deque, Generator, List, Optional, Set, Tuple, Type, Union, overload)
 
 from mypgdriver import connector, deadlines, exceptions
+from mypgdriver._typing import ArgumentRows, RecordT
 from mypgdriver.connection import Connection
 from mypgdriver.pool.proxy import PoolConnectionProxy
 from mypgdriver.pool.reset import close_quietly, default_reset, in_unknown_state
@@ -99,7 +100,7 @@ class Pool:
                  reset: Optional[Callable[[Connection], Awaitable[None]]] = None,
                  loop: Optional[asyncio.AbstractEventLoop] = None,
                  connection_class: Type[Connection] = Connection,
-                 record_class: type = Record,
+                 record_class: Type[Record] = Record,
                  connect_retry_timeout: float = 10.0,
                  **connect_kwargs: Any) -> None:
         if max_size <= 0:
@@ -889,28 +890,44 @@ class Pool:
     # (BEGIN, SET, LISTEN, temporary tables, advisory locks, ...) take a
     # connection of their own, as acquire() does.
 
-    async def execute(self, query: str, *args: Any, timeout: Optional[float] = None) -> str:
+    async def execute(self, query: str, *args: object, timeout: Optional[float] = None) -> str:
         """Run a command on a pooled connection; see :meth:`Connection.execute`."""
         return await self._shortcut('execute', query, *args, timeout=timeout)
 
-    async def executemany(self, command: str, args: Any, *,
+    async def executemany(self, command: str, args: ArgumentRows, *,
                           timeout: Optional[float] = None) -> None:
         """Run a command for each argument sequence; see ``Connection.executemany``."""
         return await self._shortcut('executemany', command, args, timeout=timeout)
 
-    async def fetch(self, query: str, *args: Any, timeout: Optional[float] = None,
-                    record_class: Optional[type] = None) -> List[Any]:
+    @overload
+    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+                    record_class: None = None) -> List[Record]: ...
+
+    @overload
+    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+                    record_class: Type[RecordT]) -> List[RecordT]: ...
+
+    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+                    record_class: Optional[Type[Record]] = None) -> List[Any]:
         """Run a query on a pooled connection and return all rows."""
         return await self._shortcut('fetch', query, *args, timeout=timeout,
                                     record_class=record_class)
 
-    async def fetchrow(self, query: str, *args: Any, timeout: Optional[float] = None,
-                       record_class: Optional[type] = None) -> Any:
+    @overload
+    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                       record_class: None = None) -> Optional[Record]: ...
+
+    @overload
+    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                       record_class: Type[RecordT]) -> Optional[RecordT]: ...
+
+    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                       record_class: Optional[Type[Record]] = None) -> Any:
         """Run a query on a pooled connection and return its first row (or None)."""
         return await self._shortcut('fetchrow', query, *args, timeout=timeout,
                                     record_class=record_class)
 
-    async def fetchval(self, query: str, *args: Any, column: Union[int, str] = 0,
+    async def fetchval(self, query: str, *args: object, column: Union[int, str] = 0,
                        timeout: Optional[float] = None) -> Any:
         """Run a query on a pooled connection and return one value of its first row."""
         return await self._shortcut('fetchval', query, *args, column=column, timeout=timeout)
@@ -1015,8 +1032,19 @@ class Pool:
         self._sharing.remove(entry)
         await self._release_entry(entry, 0, None)
 
-    async def fetchmany(self, query: str, args: Any, *, timeout: Optional[float] = None,
-                        record_class: Optional[type] = None) -> List[Any]:
+    @overload
+    async def fetchmany(self, query: str, args: ArgumentRows, *,
+                        timeout: Optional[float] = None,
+                        record_class: None = None) -> List[Record]: ...
+
+    @overload
+    async def fetchmany(self, query: str, args: ArgumentRows, *,
+                        timeout: Optional[float] = None,
+                        record_class: Type[RecordT]) -> List[RecordT]: ...
+
+    async def fetchmany(self, query: str, args: ArgumentRows, *,
+                        timeout: Optional[float] = None,
+                        record_class: Optional[Type[Record]] = None) -> List[Any]:
         """Run a query for each argument sequence and return all rows; see ``Connection.fetchmany``."""
         async with self.acquire() as con:
             return await con.fetchmany(query, args, timeout=timeout, record_class=record_class)
@@ -1083,7 +1111,7 @@ def create_pool(dsn: Optional[str] = None, *,
                 reset: Optional[Callable[[Connection], Awaitable[None]]] = None,
                 loop: Optional[asyncio.AbstractEventLoop] = None,
                 connection_class: Type[Connection] = Connection,
-                record_class: type = Record,
+                record_class: Type[Record] = Record,
                 connect_retry_timeout: float = 10.0,
                 **connect_kwargs: Any) -> Pool:
     """Create a connection pool.

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Type, overload
 
 from mypgdriver import exceptions
 from mypgdriver.connection import Connection
+from mypgdriver._typing import RecordT
 from mypgdriver.pool.slots import PooledConnection
+from mypgdriver.protocol.record import Record
 
 if TYPE_CHECKING:
     from mypgdriver.pool.pool import Pool
@@ -28,7 +30,16 @@ CONNECTION_LOST_ERRORS: Tuple[Type[BaseException], ...] = (
 RETRIED_WHEN_LOST = frozenset(('execute', 'fetch', 'fetchrow', 'fetchval'))
 
 
-class PoolConnectionProxy:
+if TYPE_CHECKING:
+    # To type checkers a proxy is a Connection: it forwards every attribute
+    # to one (and isinstance(proxy, Connection) is true at runtime), so it
+    # can be passed wherever a Connection is expected.
+    _ProxyBase = Connection
+else:
+    _ProxyBase = object
+
+
+class PoolConnectionProxy(_ProxyBase):
     """A pooled connection as seen by the code that acquired it.
 
     ``isinstance(proxy, Connection)`` is true, as in asyncpg.
@@ -124,9 +135,27 @@ class PoolConnectionProxy:
         """Run a command; see :meth:`Connection.execute`."""
         return await self._call('execute', (query, *args), kwargs)
 
+    # The overloads are Connection's; the implementations pass the caller's
+    # arguments on exactly as given (see the class docstring).
+    @overload
+    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+                    record_class: None = None) -> List[Record]: ...
+
+    @overload
+    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+                    record_class: Type[RecordT]) -> List[RecordT]: ...
+
     async def fetch(self, query: str, *args: Any, **kwargs: Any) -> List[Any]:
         """Run a query and return all rows; see :meth:`Connection.fetch`."""
         return await self._call('fetch', (query, *args), kwargs)
+
+    @overload
+    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                       record_class: None = None) -> Optional[Record]: ...
+
+    @overload
+    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                       record_class: Type[RecordT]) -> Optional[RecordT]: ...
 
     async def fetchrow(self, query: str, *args: Any, **kwargs: Any) -> Any:
         """Run a query and return its first row; see :meth:`Connection.fetchrow`."""
