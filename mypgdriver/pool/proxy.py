@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Type, overload
+from typing import (
+    TYPE_CHECKING, Any, Callable, Coroutine, Dict, List, Optional, Tuple, Type, overload)
 
 from mypgdriver import exceptions
 from mypgdriver.connection import Connection
@@ -129,11 +130,14 @@ class PoolConnectionProxy(_ProxyBase):
 
     # The query methods are spelled out (rather than forwarded through
     # __getattr__) because they are the hot path, and because they are the
-    # calls the first-call retry applies to.
+    # calls the first-call retry applies to.  They return _call()'s
+    # coroutine instead of awaiting it in one of their own: one coroutine
+    # frame per call, not two (asyncpg's proxy methods are plain functions
+    # returning the connection's coroutine too).
 
-    async def execute(self, query: str, *args: Any, **kwargs: Any) -> str:
+    def execute(self, query: str, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, str]:
         """Run a command; see :meth:`Connection.execute`."""
-        return await self._call('execute', (query, *args), kwargs)
+        return self._call('execute', (query, *args), kwargs)
 
     # The overloads are Connection's; the implementations pass the caller's
     # arguments on exactly as given (see the class docstring).
@@ -145,9 +149,9 @@ class PoolConnectionProxy(_ProxyBase):
     async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
                     record_class: Type[RecordT]) -> List[RecordT]: ...
 
-    async def fetch(self, query: str, *args: Any, **kwargs: Any) -> List[Any]:
+    def fetch(self, query: str, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, List[Any]]:
         """Run a query and return all rows; see :meth:`Connection.fetch`."""
-        return await self._call('fetch', (query, *args), kwargs)
+        return self._call('fetch', (query, *args), kwargs)
 
     @overload
     async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
@@ -157,13 +161,13 @@ class PoolConnectionProxy(_ProxyBase):
     async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
                        record_class: Type[RecordT]) -> Optional[RecordT]: ...
 
-    async def fetchrow(self, query: str, *args: Any, **kwargs: Any) -> Any:
+    def fetchrow(self, query: str, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
         """Run a query and return its first row; see :meth:`Connection.fetchrow`."""
-        return await self._call('fetchrow', (query, *args), kwargs)
+        return self._call('fetchrow', (query, *args), kwargs)
 
-    async def fetchval(self, query: str, *args: Any, **kwargs: Any) -> Any:
+    def fetchval(self, query: str, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
         """Run a query and return one value of its first row; see :meth:`Connection.fetchval`."""
-        return await self._call('fetchval', (query, *args), kwargs)
+        return self._call('fetchval', (query, *args), kwargs)
 
     # --- the checkout, for the pool ---
 
