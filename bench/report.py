@@ -404,7 +404,7 @@ def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
         "## Pipeline scenario: queries/s (ratio to asyncpg's pool of 10; higher is better)",
         "",
         f"{tasks} tasks on one event loop, each looping on one query. mypgdriver-1conn and",
-        f"psycopg-1conn share one connection (psycopg's lock runs one query at a time);",
+        "psycopg-1conn share one connection (psycopg's lock runs one query at a time);",
         "asyncpg cannot share one, so it runs a pool of 10 or of 1. psycopg-pipeline sends",
         f"batches of {batch} statements in `conn.pipeline()`. pgbench-pipeline is pgbench with",
         f"{batch} statements per `\\startpipeline` on one connection (`-M prepared`, one Sync",

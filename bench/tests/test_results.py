@@ -16,7 +16,7 @@ import pytest
 
 from bench import cli, provenance, report
 from bench.contenders import LINEUPS, OURS, driver_of, is_control
-from bench.runner import Cell, MemoryProbe, PipelineCell, PoolCell, RunResults
+from bench.runner import Cell, MemoryProbe, PoolCell, RunResults
 
 from .markdown import squeeze, tables
 
