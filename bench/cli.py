@@ -6,13 +6,14 @@ import datetime
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
-from . import drivers, memory, pipeline_scenario, pool_scenario, report
+from . import drivers, memory, pipeline_scenario, pool_scenario, provenance, report
+from .contenders import PIPELINE, POOL, POOL_SHORTCUTS
 from .runner import (SCENARIOS, MemoryProbe, Options, PipelineCell, PoolCell, Progress, Runner,
                      plan)
 from .server import REPO_ROOT, BenchServer
-from .workloads import BY_NAME, WORKLOADS
+from .workloads import BY_NAME, CURSOR_BATCH, WORKLOADS
 
 ALL_DRIVERS = [*drivers.MODULES, "pgbench"]
 # Throughput workloads first, then the scenarios that are not throughput cells.
@@ -94,12 +95,14 @@ def parser() -> argparse.ArgumentParser:
                    help="at concurrency 1 and in the pipeline scenario, run the client on "
                         "core 0 and the server on core 1")
     p.add_argument("--quick", action="store_true",
-                   help=f"smoke run: {QUICK_DURATION:g} s cells at concurrency 10 only")
+                   help=f"smoke run: {QUICK_DURATION:g} s cells at concurrency 10 only, one "
+                        f"round; its ratios are noise, and it leaves latest/ alone")
     p.add_argument("--no-control", dest="aa_control", action="store_false",
                    help="skip the A/A control (asyncpg measured twice)")
     p.add_argument("--output", type=Path, default=REPO_ROOT / "bench" / "results",
-                   help="results folder: a <timestamp>/ run and a latest/ copy go in it "
-                        "(default: bench/results)")
+                   help="results folder: each run goes in a <timestamp>/ folder, and a full "
+                        "run (no --quick, no option changing what is measured) is copied to "
+                        "latest/ (default: bench/results)")
     p.add_argument("--list", action="store_true", help="list drivers and workloads, then exit")
     return p
 
@@ -131,22 +134,46 @@ def options_from(args: argparse.Namespace) -> Options:
     )
 
 
+# Options that change what a run measures, by the Options field they set.
+# --pin is not one: pinned or not, a run measures the whole suite.
+_MEASURING_FLAGS = {"drivers": "--drivers", "workloads": "--workloads/--skip",
+                    "scenarios": "--workloads/--skip", "concurrency": "--concurrency",
+                    "duration": "--duration", "warmup": "--warmup", "rounds": "--rounds",
+                    "pool_users": "--pool-users", "pool_size": "--pool-size",
+                    "aa_control": "--no-control"}
+
+
+def run_kind(args: argparse.Namespace, options: Options) -> tuple[str, list[str]]:
+    """("full", []), ("smoke", ["--quick"]) or ("partial", the options that make it so).
+
+    A full run measures everything with the default settings; only a full
+    run may replace latest/, which the docs show.  Options given with their
+    default values do not make a run partial.
+    """
+    if args.quick:
+        return "smoke", ["--quick"]
+    defaults = options_from(parser().parse_args([]))
+    changed = [flag for name, flag in _MEASURING_FLAGS.items()
+               if getattr(options, name) != getattr(defaults, name)]
+    return ("partial", list(dict.fromkeys(changed))) if changed else ("full", [])
+
+
 def _list() -> None:
     print("drivers:", ", ".join(ALL_DRIVERS))
     print("workloads:")
     for w in WORKLOADS:
         print(f"  {w.name:<20} {w.description}")
-    pipeline_contenders = ", ".join(pipeline_scenario.CONTENDERS)
+    pipeline_contenders = ", ".join(PIPELINE.contenders)
     for variant in pipeline_scenario.VARIANTS.values():
         print(f"  {variant.name:<20} pipeline scenario: {variant.description}; "
               f"{pipeline_contenders}")
     print(f"  {pool_scenario.NAME:<20} in-app pool scenario: web requests of "
           f"{pool_scenario.QUERIES_PER_REQUEST[0]}-{pool_scenario.QUERIES_PER_REQUEST[1]} "
-          f"queries, {', '.join(pool_scenario.DEFAULT_CONTENDERS)}")
+          f"queries, {', '.join(POOL.contenders)}")
     print(f"  {pool_scenario.SHORTCUTS_NAME:<20} pool scenario level: "
           f"{pool_scenario.SHORTCUT_USERS} users, pool of {pool_scenario.SHORTCUT_POOL_SIZE}, "
           f"one pool.fetchrow/fetch/fetchval/execute call per statement (no acquire), "
-          f"{', '.join(pool_scenario.SHORTCUT_CONTENDERS)}")
+          f"{', '.join(POOL_SHORTCUTS.contenders)}")
     print(f"  {memory.NAME:<20} {memory.CURSOR_1M.description}, once per driver")
 
 
@@ -184,14 +211,20 @@ def describe_plan(cells: list, options: Options) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the suite as `argv` asks; 0 when every cell ran (some may be n/a), else 1 or 2."""
     args = parser().parse_args(argv)
     if args.list:
         _list()
         return 0
     options = options_from(args)
     cells = plan(options)
+    kind, because = run_kind(args, options)
+    # The code measured is the code at the start: a checkout edited during
+    # the run is not what ran.
+    checkout = provenance.checkout_state(REPO_ROOT)
     started = datetime.datetime.now().astimezone()
     print(describe_plan(cells, options), file=sys.stderr)
+    print(describe_run(kind, because, checkout), file=sys.stderr)
     if not cells:
         return 2
 
@@ -203,18 +236,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = Runner(server, options).run(cells, progress.start, progress.finish)
     finally:
         server.stop()
+    complete = len(results) == len(cells)
 
-    full = {
+    full: dict[str, Any] = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "machine": report.machine_info(server.description, results.cells,
-                                       [*results.pool, *results.pool_shortcuts],
-                                       results.memory, results.pipeline),
+        **checkout,
+        "run": kind,
+        **({"note": report.SMOKE_NOTE} if kind == "smoke" else {}),
+        **({"partial_because": because} if kind == "partial" else {}),
+        "machine": provenance.machine_info(server.description, results.cells,
+                                           [*results.pool, *results.pool_shortcuts],
+                                           results.memory, results.pipeline),
         "settings": {"duration": options.duration, "warmup": options.warmup,
                      "rounds": options.rounds,
                      "concurrency": options.concurrency, "pin": options.pin, "quick": args.quick},
         "results": results.cells,
     }
+    if not complete:
+        full["interrupted"] = True
     if any(isinstance(c, PipelineCell) for c in cells):
         full["pipeline"] = {
             "settings": pipeline_scenario.settings(
@@ -243,11 +283,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
     if any(isinstance(c, MemoryProbe) for c in cells):
         full["memory"] = {"rows": memory.ROWS, "target_mb": memory.TARGET_MB,
-                          "results": results.memory}
+                          "batch": CURSOR_BATCH, "results": results.memory}
     outdir = args.output / started.strftime("%Y%m%d-%H%M%S")
-    notes = report.save(full, outdir, args.output / "latest")
+    latest = args.output / "latest"
+    replace_latest = kind == "full" and complete
+    notes = report.save(full, outdir, latest if replace_latest else None)
     print(report.markdown(full))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print(f"saved to {outdir} (and {args.output / 'latest'})", file=sys.stderr)
-    return 0 if len(results) == len(cells) else 1
+    print(describe_saved(outdir, latest, kind, because, complete), file=sys.stderr)
+    return 0 if complete else 1
+
+
+def describe_run(kind: str, because: list[str], checkout: dict[str, Any]) -> str:
+    """One line saying what kind of run this is and which commit it measures."""
+    commit = checkout.get("commit")
+    if commit is None:
+        source = "code not in a git checkout (no commit recorded)"
+    else:
+        source = f"commit {commit[:12]}" + (
+            " with uncommitted changes (dirty)" if checkout.get("dirty") else "")
+    if kind == "smoke":
+        return f"{report.SMOKE_NOTE} (--quick); {source}"
+    if kind == "partial":
+        return f"partial run ({', '.join(because)}); {source}"
+    return f"full run; {source}"
+
+
+def describe_saved(outdir: Path, latest: Path, kind: str, because: list[str],
+                   complete: bool) -> str:
+    """Where the results went, and why latest/ was left alone when it was."""
+    if kind == "full" and complete:
+        return f"saved to {outdir} (and {latest})"
+    why = ("the run was interrupted" if not complete
+           else "a smoke run (--quick)" if kind == "smoke"
+           else f"a partial run ({', '.join(because)})")
+    return f"saved to {outdir}; {latest} left alone: {why}, only a full run replaces it"

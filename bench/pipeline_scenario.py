@@ -47,6 +47,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from .contenders import PIPELINE
 from .stats import cell_result
 
 SCENARIO = "pipeline"  # the worker's `scenario` for a Python contender's cell
@@ -57,30 +58,8 @@ TABLE_ROWS = 10_000
 LOOKUP_ROWS = 5
 CASES = 1_000  # distinct lookups, replayed in a cycle
 
-CONTENDERS = ("asyncpg-pool10", "mypgdriver-1conn", "asyncpg-pool1", "psycopg-1conn",
-              "psycopg-pipeline", "pgbench-pipeline", "pgbench-pipeline-sync",
-              "pgbench-pipeline-extended", "pgbench-1conn")
-BASELINE = "asyncpg-pool10"
-AA_LABEL = "asyncpg-pool10 (A/A)"
-CEILING = "pgbench-pipeline"  # one Sync per 100 statements
-SYNC_CEILING = "pgbench-pipeline-sync"  # a Sync per statement: mypgdriver's shape
+# The contenders' names, baseline and A/A label: contenders.PIPELINE.
 
-# Which of the suite's drivers (`--drivers`) each contender belongs to (the
-# report takes that driver's version from it).
-CONTENDER_DRIVERS: Dict[str, str] = {
-    "mypgdriver-1conn": "mypgdriver",
-    "asyncpg-pool10": "asyncpg",
-    "asyncpg-pool1": "asyncpg",
-    "psycopg-1conn": "psycopg-async",
-    "psycopg-pipeline": "psycopg-async",
-    "pgbench-pipeline": "pgbench",
-    "pgbench-pipeline-sync": "pgbench",
-    "pgbench-pipeline-extended": "pgbench",
-    "pgbench-1conn": "pgbench",
-}
-# Contenders run by another program than their driver's (a pgbench 17+ for
-# \\syncpipeline): the report lists their version under their own name.
-OWN_VERSION = ("pgbench-pipeline-sync",)
 # Server connections each contender uses, for the report.
 CONNECTIONS: Dict[str, int] = {
     "mypgdriver-1conn": 1, "asyncpg-pool10": 10, "asyncpg-pool1": 1, "psycopg-1conn": 1,
@@ -172,10 +151,10 @@ def contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, 
     asyncpg's pool of 10 runs first (the baseline) and once more last as the
     A/A control, as in the throughput cells.
     """
-    chosen = [c for c in CONTENDERS if CONTENDER_DRIVERS[c] in drivers]
+    chosen = [c for c in PIPELINE.contenders if PIPELINE.drivers[c] in drivers]
     pairs = [(c, c) for c in chosen]
-    if aa_control and BASELINE in chosen:
-        pairs.append((BASELINE, AA_LABEL))
+    if aa_control and PIPELINE.baseline in chosen:
+        pairs.append((PIPELINE.baseline, PIPELINE.control))
     return pairs
 
 

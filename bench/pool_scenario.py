@@ -44,13 +44,16 @@ import asyncio
 import dataclasses
 import importlib.util
 import json
-import math
 import random
 import resource
 import sys
 import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
+
+from . import provenance, report
+from .contenders import POOL, POOL_SHORTCUTS, Lineup
+from .stats import percentiles
 
 NAME = "pool"
 TABLE = "mypgdriver_bench_pool_items"
@@ -60,38 +63,15 @@ QUERIES_PER_REQUEST = (4, 10)
 DEFAULT_LEVELS = (10, 50, 100)
 DEFAULT_POOL_SIZE = 10
 DEFAULT_CONNECT_PER = "query"  # what mypgdriver-connect opens a connection for
-DEFAULT_CONTENDERS = ("mypgdriver-pool", "mypgdriver-connect", "asyncpg-pool", "psycopg-pool")
-BASELINE = "asyncpg-pool"
-AA_LABEL = "asyncpg-pool (A/A)"
+# The contenders' names, baselines and A/A labels: contenders.POOL and
+# contenders.POOL_SHORTCUTS.
 
 # The shortcut level: many users on a small pool, one pool shortcut call
 # per statement.
 SHORTCUTS_NAME = "pool_shortcuts"
 SHORTCUT_USERS = 200
 SHORTCUT_POOL_SIZE = 4
-SHORTCUT_CONTENDERS = ("mypgdriver-shortcuts", "asyncpg-shortcuts")
-SHORTCUT_BASELINE = "asyncpg-shortcuts"
-SHORTCUT_AA_LABEL = "asyncpg-shortcuts (A/A)"
-ALL_CONTENDERS = DEFAULT_CONTENDERS + SHORTCUT_CONTENDERS
-
-# Which of the suite's drivers (`--drivers`) each contender belongs to, and
-# which package's version it reports.
-CONTENDER_DRIVERS: Dict[str, str] = {
-    "mypgdriver-pool": "mypgdriver",
-    "mypgdriver-connect": "mypgdriver",
-    "asyncpg-pool": "asyncpg",
-    "psycopg-pool": "psycopg-async",
-    "mypgdriver-shortcuts": "mypgdriver",
-    "asyncpg-shortcuts": "asyncpg",
-}
-CONTENDER_PACKAGES: Dict[str, str] = {
-    "mypgdriver-pool": "mypgdriver",
-    "mypgdriver-connect": "mypgdriver",
-    "asyncpg-pool": "asyncpg",
-    "psycopg-pool": "psycopg_pool",
-    "mypgdriver-shortcuts": "mypgdriver",
-    "asyncpg-shortcuts": "asyncpg",
-}
+ALL_CONTENDERS = POOL.contenders + POOL_SHORTCUTS.contenders
 
 # One entry per kind of query: (weight, SQL with $n, how to draw its arguments).
 # Small, index-backed statements: the pool, not the server, should be the
@@ -149,21 +129,20 @@ def contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, 
     asyncpg's pool runs first (the baseline) and, as in the throughput cells,
     once more last as the A/A control.
     """
-    chosen = [c for c in DEFAULT_CONTENDERS if CONTENDER_DRIVERS[c] in drivers]
-    chosen.sort(key=lambda c: c != BASELINE)
-    pairs = [(c, c) for c in chosen]
-    if aa_control and BASELINE in chosen:
-        pairs.append((BASELINE, AA_LABEL))
-    return pairs
+    return _run_order(POOL, drivers, aa_control)
 
 
 def shortcut_contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, str]]:
     """(contender, label) pairs of the shortcut level, asyncpg's first and last (A/A)."""
-    chosen = [c for c in SHORTCUT_CONTENDERS if CONTENDER_DRIVERS[c] in drivers]
-    chosen.sort(key=lambda c: c != SHORTCUT_BASELINE)
+    return _run_order(POOL_SHORTCUTS, drivers, aa_control)
+
+
+def _run_order(lineup: Lineup, drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, str]]:
+    chosen = [c for c in lineup.contenders if lineup.drivers[c] in drivers]
+    chosen.sort(key=lambda c: c != lineup.baseline)
     pairs = [(c, c) for c in chosen]
-    if aa_control and SHORTCUT_BASELINE in chosen:
-        pairs.append((SHORTCUT_BASELINE, SHORTCUT_AA_LABEL))
+    if aa_control and lineup.baseline in chosen:
+        pairs.append((lineup.baseline, lineup.control))
     return pairs
 
 
@@ -363,14 +342,6 @@ class CellResult:
         return 1e6 * self.cpu_seconds / self.requests if self.requests else None
 
 
-def percentile(sorted_values: Sequence[float], fraction: float) -> Optional[float]:
-    """Nearest-rank percentile of sorted values, or None if there are none."""
-    if not sorted_values:
-        return None
-    rank = max(1, math.ceil(fraction * len(sorted_values)))
-    return sorted_values[rank - 1]
-
-
 def cpu_time() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -440,16 +411,12 @@ async def run_cell(contender: Any, users: int, plans: Sequence[Plan],
         stopping = True
         await asyncio.gather(*tasks, return_exceptions=True)
         await contender.close()
-    ordered = sorted(latencies)
-
-    def ms(fraction: float) -> Optional[float]:
-        value = percentile(ordered, fraction)
-        return None if value is None else value * 1e3
-
-    return CellResult(contender=contender.name, users=users, requests=len(ordered),
+    p50, p95, p99 = (None if value is None else value * 1e3
+                     for value in percentiles(latencies, (50, 95, 99)))
+    return CellResult(contender=contender.name, users=users, requests=len(latencies),
                       queries=queries, errors=errors, elapsed=elapsed,
-                      cpu_seconds=cpu_seconds, p50_ms=ms(0.50), p95_ms=ms(0.95),
-                      p99_ms=ms(0.99), first_error=first_error)
+                      cpu_seconds=cpu_seconds, p50_ms=p50, p95_ms=p95, p99_ms=p99,
+                      first_error=first_error)
 
 
 def event_loop_name(use_uvloop: bool = True) -> str:
@@ -599,9 +566,9 @@ def parser() -> argparse.ArgumentParser:
                    help="server to use (default: $MYPGDRIVER_BENCH_DSN, else start one)")
     p.add_argument("--levels", type=lambda t: [int(n) for n in _list(t)],
                    default=list(DEFAULT_LEVELS), help="concurrent users per level (10,50,100)")
-    p.add_argument("--contenders", type=_list, default=list(DEFAULT_CONTENDERS),
+    p.add_argument("--contenders", type=_list, default=list(POOL.contenders),
                    help=f"comma-separated subset of {','.join(ALL_CONTENDERS)} "
-                        f"(default: {','.join(DEFAULT_CONTENDERS)})")
+                        f"(default: {','.join(POOL.contenders)})")
     p.add_argument("--pool-size", type=int, default=DEFAULT_POOL_SIZE,
                    help=f"connections per pool ({DEFAULT_POOL_SIZE})")
     p.add_argument("--connect-per", choices=("query", "request"), default=DEFAULT_CONNECT_PER,
@@ -638,10 +605,11 @@ def settings(levels: Sequence[int], pool_size: int, connect_per: str, warmup: fl
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from . import report
-    from .server import BenchServer
+    # Not at the top: a worker process running one cell needs no server.
+    from .server import REPO_ROOT, BenchServer
 
     args = parser().parse_args(argv)
+    checkout = provenance.checkout_state(REPO_ROOT)
     unknown = [c for c in args.contenders if c not in ALL_CONTENDERS]
     if unknown:
         parser().error(f"unknown contenders: {', '.join(unknown)}")
@@ -675,6 +643,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 cell = combine_rounds(rounds[(users, name)])
                 results.append(verify({"users": users, "contender": name, **result_dict(cell)}))
     scenario = {
+        **checkout,
         "settings": {**settings(args.levels, args.pool_size, args.connect_per, args.warmup,
                                 args.duration, args.rounds),
                      "event_loop": event_loop_name(not args.no_uvloop),
@@ -685,6 +654,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     header = [
         "# Pool scenario",
         "",
+        *report.run_header(scenario),
         f"- {server.description}; {info['event_loop']}; "
         + ", ".join(f"{module} {info[module]}" for module in VERSIONED_MODULES),
         f"- {report.pool_settings_text(info)}",

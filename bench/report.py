@@ -1,74 +1,26 @@
-"""Results out: machine info, the markdown table, the JSON file and the charts."""
+"""Results out: the markdown tables, results.json and the charts, from result data only.
+
+Everything here reads the dictionaries a run produced (or a results.json
+read back): the names of contenders, baselines and controls come from
+`contenders`, nothing from the runner or the scenarios, so a report can be
+rebuilt from a saved run.
+"""
 from __future__ import annotations
 
 import json
-import os
-import platform
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
-from . import pipeline_scenario, pool_scenario
-from .runner import AA_LABEL
-from .workloads import CURSOR_BATCH
+from .contenders import (OURS, PIPELINE, PIPELINE_CEILING, PIPELINE_OURS, PIPELINE_SYNC_CEILING,
+                         POOL, POOL_SHORTCUTS, THROUGHPUT, Lineup, driver_of, is_control,
+                         is_main_contender)
 
-BASELINE = "asyncpg"
 ERROR_WIDTH = 50  # characters of an error message kept in a table cell
 POOL_CHART = "pool.png"
 MEMORY_CHART = "cursor_1m_rss.png"
 OVERVIEW_CHART = "rows_per_s.png"
-
-
-def machine_info(server_description: str, results: Iterable[dict[str, Any]],
-                 pool: Iterable[dict[str, Any]] = (),
-                 memory_probes: Iterable[dict[str, Any]] = (),
-                 pipeline: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
-    """Where the numbers came from: CPU, Python, server and each driver's version.
-
-    Versions come from throughput cells and memory probes (by driver), from
-    pool cells (by the package providing the pool: psycopg_pool) and from
-    pipeline cells (by the driver each contender belongs to; under its own
-    name for a contender run by another program, the pgbench 17+ of
-    pgbench-pipeline-sync).
-    """
-    versions: dict[str, str] = {}
-    loops: dict[str, str] = {}
-    for r in [*results, *memory_probes]:
-        if "driver_version" in r and r["driver"] != AA_LABEL:
-            versions.setdefault(r["driver"], r["driver_version"])
-            loops.setdefault(r["driver"], r.get("event_loop", ""))
-    for r in pipeline:
-        driver = pipeline_scenario.CONTENDER_DRIVERS.get(r["contender"])
-        if driver and "driver_version" in r:
-            own = r["contender"] in pipeline_scenario.OWN_VERSION
-            versions.setdefault(r["contender"] if own else driver, r["driver_version"])
-            if driver != "pgbench":
-                loops.setdefault(driver, r.get("event_loop", ""))
-    for r in pool:
-        package = pool_scenario.CONTENDER_PACKAGES.get(r["contender"])
-        if package and "driver_version" in r:
-            versions.setdefault(package, r["driver_version"])
-    return {
-        "cpu": _cpu_model(),
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "server": server_description,
-        "drivers": versions,
-        # Sync drivers run threads ("10 threads", "1 thread"), not a loop.
-        "event_loops": {d: loop for d, loop in loops.items() if "thread" not in loop},
-    }
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+SMOKE_NOTE = "smoke run: ratios are noise"
 
 
 def si(value: float) -> str:
@@ -94,8 +46,25 @@ def _na(result: dict[str, Any]) -> str:
     return f"n/a ({_clip(result['error'])})"
 
 
-def _row(cells: Iterable[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
+def table(header: Sequence[str], rows: Iterable[Sequence[str]],
+          numeric: Sequence[bool]) -> list[str]:
+    """A markdown table whose columns line up in a terminal too.
+
+    `numeric[i]` right-aligns column i (its header, its cells and its
+    markdown alignment mark); the others are left-aligned.  Short rows are
+    padded with empty cells.
+    """
+    body = [list(row) + [""] * (len(header) - len(row)) for row in rows]
+    # Three dashes at least (and a colon) for the alignment row to be markdown.
+    widths = [max([len(header[i]), 4 if numeric[i] else 3,
+                   *(len(row[i]) for row in body)]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.rjust(w) if right else c.ljust(w)
+                                 for c, w, right in zip(cells, widths, numeric)) + " |"
+
+    marks = ["-" * (w - 1) + ":" if right else "-" * w for w, right in zip(widths, numeric)]
+    return [line(header), line(marks), *(line(row) for row in body)]
 
 
 def _ratio(value: float | None, base: float | None) -> str:
@@ -111,63 +80,101 @@ def _groups(results: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, di
 
 
 def _labels(results: list[dict[str, Any]]) -> list[str]:
-    """Driver labels in table order: asyncpg, its control, ours, the others, pgbench last."""
-    seen = list(dict.fromkeys(r["driver"] for r in results))
-    rank = {BASELINE: 0, AA_LABEL: 1, "mypgdriver": 2, "pgbench": 4}
-    return sorted(seen, key=lambda d: rank.get(d, 3))
+    """Driver labels in table order (contenders.THROUGHPUT), without the A/A control."""
+    return THROUGHPUT.order([r["driver"] for r in results])
+
+
+def _cell(r: dict[str, Any] | None, metric: str, fmt: Callable[[float], str],
+          base: float | None, is_base: bool) -> str:
+    """One matrix cell: the value and its ratio to the baseline (with `base`), n/a or empty."""
+    if r is None:
+        return ""
+    if "error" in r:
+        return _na(r)
+    if r.get(metric) is None:
+        return "–"
+    if base and not is_base:
+        return f"{fmt(r[metric])} ({_ratio(r[metric], base)})"
+    return fmt(r[metric])
 
 
 def _matrix(results: list[dict[str, Any]], metric: str, fmt: Callable[[float], str],
             with_ratio: bool) -> list[str]:
     # The control has its own column, as a ratio: the noise next to the ratios.
-    all_labels = _labels(results)
-    control = [AA_LABEL] if AA_LABEL in all_labels else []
-    labels = [label for label in all_labels if label != AA_LABEL]
-    lines = [_row(["workload", "c", *(["A/A"] if control else []), *labels]),
-             _row(["---", "---:", *["---:"] * (len(control) + len(labels))])]
+    labels = _labels(results)
+    control = any(r["driver"] == THROUGHPUT.control for r in results)
+    rows = []
     for (workload, concurrency), by_driver in _groups(results).items():
-        base = by_driver.get(BASELINE, {}).get(metric)
-        aa = [_ratio(by_driver.get(AA_LABEL, {}).get(metric), base)] if control else []
-        cells = []
-        for label in labels:
-            r = by_driver.get(label)
-            if r is None:
-                cells.append("")
-            elif "error" in r:
-                cells.append(_na(r))
-            elif with_ratio and base and label != BASELINE:
-                cells.append(f"{fmt(r[metric])} ({_ratio(r[metric], base)})")
-            else:
-                cells.append(fmt(r[metric]))
-        lines.append(_row([workload, str(concurrency), *aa, *cells]))
-    return lines
+        base = by_driver.get(THROUGHPUT.baseline, {}).get(metric)
+        aa = [_ratio(by_driver.get(THROUGHPUT.control, {}).get(metric), base)] if control else []
+        rows.append([workload, str(concurrency), *aa,
+                     *(_cell(by_driver.get(label), metric, fmt, base if with_ratio else None,
+                             label == THROUGHPUT.baseline) for label in labels)])
+    header = ["workload", "c", *(["A/A"] if control else []), *labels]
+    return table(header, rows, [False] + [True] * (len(header) - 1))
 
 
 def _details(results: list[dict[str, Any]]) -> list[str]:
     lines = []
     header = ["driver", "c", "rows/s", "queries/s", "mean ms", "p50 ms", "p99 ms",
-              "CPU µs/query", "rows/s vs asyncpg", "peak RSS +MB"]
+              "CPU µs/query", f"rows/s vs {THROUGHPUT.baseline}", "peak RSS +MB"]
+    # The control's row comes last in each group, as it ran.
+    labels = [*_labels(results), THROUGHPUT.control]
     for workload in dict.fromkeys(r["workload"] for r in results):
-        lines += ["", f"### {workload}", "", _row(header), _row(["---"] + ["---:"] * (len(header) - 1))]
+        rows = []
         for (w, concurrency), by_driver in _groups(results).items():
             if w != workload:
                 continue
-            base = by_driver.get(BASELINE, {}).get("rows_per_s")
-            for label in _labels(results):
+            base = by_driver.get(THROUGHPUT.baseline, {}).get("rows_per_s")
+            for label in labels:
                 r = by_driver.get(label)
                 if r is None:
                     continue
                 if "error" in r:
-                    lines.append(_row([label, str(concurrency), _na(r)] + [""] * (len(header) - 3)))
+                    rows.append([label, str(concurrency), _na(r)])
                     continue
-                lines.append(_row([
+                rows.append([
                     label, str(concurrency), si(r["rows_per_s"]), si(r["queries_per_s"]),
-                    f"{r['latency_mean_ms']:.3f}", f"{r['latency_p50_ms']:.3f}",
-                    f"{r['latency_p99_ms']:.3f}", f"{r['cpu_per_query_us']:.1f}",
-                    _ratio(r["rows_per_s"], base),
-                    f"{r['rss_growth_mb']:.1f}" if "rss_growth_mb" in r else "–",
-                ]))
+                    _fixed(r.get("latency_mean_ms"), 3), _fixed(r.get("latency_p50_ms"), 3),
+                    _fixed(r.get("latency_p99_ms"), 3), _fixed(r.get("cpu_per_query_us"), 1),
+                    _ratio(r["rows_per_s"], base), _fixed(r.get("rss_growth_mb"), 1),
+                ])
+        lines += ["", f"### {workload}", "",
+                  *table(header, rows, [False] + [True] * (len(header) - 1))]
     return lines
+
+
+def _fixed(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def run_header(report: dict[str, Any]) -> list[str]:
+    """What kind of run this was and which code it measured, as the report's first lines.
+
+    A smoke or partial run says so before any number; a result saved
+    before commits were recorded says that instead of a commit.
+    """
+    lines = []
+    kind = report.get("run", "full")
+    if kind == "smoke":
+        lines += ["**Smoke run: ratios are noise.** `--quick` measures each cell once, for a",
+                  "second; the A/A column shows how far a ratio moves by noise alone. Compare",
+                  "drivers with a full run (`python -m bench` without options).", ""]
+    elif kind == "partial":
+        why = ", ".join(report.get("partial_because", [])) or "options"
+        lines += [f"**Partial run** (not the full suite: {why}): not comparable with a full",
+                  "run as a whole.", ""]
+    commit = report.get("commit")
+    if "commit" not in report:
+        source = "not recorded (a run from before commits were recorded)"
+    elif commit is None:
+        source = "unknown (not run from a git checkout)"
+    else:
+        dirty = report.get("dirty")
+        source = f"`{commit[:12]}`" + (
+            ", **dirty**: the working tree differed from this commit" if dirty
+            else " (clean)" if dirty is False else "")
+    return lines + [f"- Commit: {source}"]
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -182,9 +189,12 @@ def markdown(report: dict[str, Any]) -> str:
     charts = report.get("charts", [])
     drivers = ", ".join(f"{d} {v}" for d, v in m["drivers"].items()) or "none measured"
     loops = ", ".join(f"{d}: {loop}" for d, loop in m["event_loops"].items())
+    kind = report.get("run", "full")
     lines = [
-        f"# mypgdriver benchmark, {report['started']}",
+        f"# mypgdriver benchmark{f' ({kind} run)' if kind != 'full' else ''}, "
+        f"{report['started']}",
         "",
+        *run_header(report),
         f"- Machine: {m['cpu']}, {m['cores']} cores, {m['platform']}",
         f"- {m['python']}; {m['server']}",
         f"- Drivers: {drivers}" + (f"; async event loop: {loops}" if loops else ""),
@@ -209,10 +219,10 @@ def markdown(report: dict[str, Any]) -> str:
     if results:
         lines += [
             "",
-            "## Rows/s (ratio to asyncpg)",
+            f"## Rows/s (ratio to {THROUGHPUT.baseline}; higher is better)",
             "",
-            "A/A is asyncpg measured a second time in the same run: how far a ratio",
-            "moves from 1.00 by noise alone.",
+            f"A/A is {THROUGHPUT.baseline} measured a second time in the same run: how far a",
+            "ratio moves from 1.00 by noise alone.",
             "",
             *_matrix(results, "rows_per_s", si, with_ratio=True),
             "",
@@ -251,15 +261,6 @@ def pool_settings_text(settings: dict[str, Any]) -> str:
                f"; mypgdriver-connect opens a connection per {settings['connect_per']}"))
 
 
-def _pool_labels(results: list[dict[str, Any]],
-                 aa_label: str = pool_scenario.AA_LABEL) -> list[str]:
-    """Contenders in table order: asyncpg's pool, ours, no pool, the others; no A/A."""
-    rank = {pool_scenario.BASELINE: 0, "mypgdriver-pool": 1, "mypgdriver-connect": 2,
-            pool_scenario.SHORTCUT_BASELINE: 0, "mypgdriver-shortcuts": 1}
-    seen = dict.fromkeys(r["contender"] for r in results if r["contender"] != aa_label)
-    return sorted(seen, key=lambda c: rank.get(c, 3))
-
-
 def _pool_levels(results: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:
     """users -> contender label -> result."""
     levels: dict[int, dict[str, dict[str, Any]]] = {}
@@ -270,7 +271,7 @@ def _pool_levels(results: list[dict[str, Any]]) -> dict[int, dict[str, dict[str,
 
 def pool_markdown(pool: dict[str, Any], chart: str | None = None) -> list[str]:
     """The pool scenario's tables: requests/s per level and contender, then the details."""
-    control = any(r["contender"] == pool_scenario.AA_LABEL for r in pool["results"])
+    control = any(r["contender"] == POOL.control for r in pool["results"])
     intro = [
         "Simulated web requests: each takes a connection from the pool, runs 4 to 10",
         "small queries (lookups, a short range, a count, a one-row update) and gives it",
@@ -278,15 +279,14 @@ def pool_markdown(pool: dict[str, Any], chart: str | None = None) -> list[str]:
         f"a connection per {pool['settings']['connect_per']}."
         + (" A/A is asyncpg's pool measured a second time." if control else ""),
     ]
-    return _pool_tables(pool["results"], pool_scenario.BASELINE, pool_scenario.AA_LABEL,
-                        "Pool scenario", "requests/s (ratio to asyncpg's pool)", intro, chart)
+    return _pool_tables(pool["results"], POOL, "Pool scenario", intro, chart)
 
 
 def pool_shortcuts_markdown(section: dict[str, Any]) -> list[str]:
     """The shortcut level's tables, against asyncpg's pool used the same way."""
     results = section["results"]
     settings = section["settings"]
-    control = any(r["contender"] == pool_scenario.SHORTCUT_AA_LABEL for r in results)
+    control = any(r["contender"] == POOL_SHORTCUTS.control for r in results)
     intro = [
         f"The pool scenario's requests with {', '.join(map(str, settings['levels']))} users on "
         f"a pool of {settings['pool_size']}, each statement one `pool.fetchrow` / `fetch` /",
@@ -295,48 +295,35 @@ def pool_shortcuts_markdown(section: dict[str, Any]) -> list[str]:
         "methods, so it has no contender here."
         + (" A/A is asyncpg's measured a second time." if control else ""),
     ]
-    return _pool_tables(results, pool_scenario.SHORTCUT_BASELINE,
-                        pool_scenario.SHORTCUT_AA_LABEL, "Pool shortcuts",
-                        "requests/s (ratio to asyncpg's pool)", intro)
+    return _pool_tables(results, POOL_SHORTCUTS, "Pool shortcuts", intro)
 
 
-def _pool_tables(results: list[dict[str, Any]], base_name: str, aa_label: str, name: str,
-                 rate_title: str, intro: list[str], chart: str | None = None) -> list[str]:
-    labels = _pool_labels(results, aa_label)
+def _pool_tables(results: list[dict[str, Any]], lineup: Lineup, name: str, intro: list[str],
+                 chart: str | None = None) -> list[str]:
+    base_name, aa_label = lineup.baseline, lineup.control
+    labels = lineup.order([r["contender"] for r in results])
     levels = _pool_levels(results)
     control = any(r["contender"] == aa_label for r in results)
+    rows = []
+    for users, by_name in levels.items():
+        base = by_name.get(base_name, {}).get("requests_per_s")
+        aa = [_ratio(by_name.get(aa_label, {}).get("requests_per_s"), base)] if control else []
+        rows.append([str(users), *aa,
+                     *(_cell(by_name.get(label), "requests_per_s", si, base, label == base_name)
+                       for label in labels)])
+    header = ["users", *(["A/A"] if control else []), *labels]
     lines = [
-        f"## {name}: {rate_title}",
+        f"## {name}: requests/s (ratio to asyncpg's pool; higher is better)",
         "",
         *intro,
         "",
-        _row(["users", *(["A/A"] if control else []), *labels]),
-        _row(["---:", *["---:"] * (int(control) + len(labels))]),
+        *table(header, rows, [True] * len(header)),
     ]
-    for users, by_name in levels.items():
-        base = by_name.get(base_name, {}).get("requests_per_s")
-        aa = [_ratio(by_name.get(aa_label, {}).get("requests_per_s"), base)]
-        cells = []
-        for label in labels:
-            r = by_name.get(label)
-            if r is None:
-                cells.append("")
-            elif "error" in r:
-                cells.append(_na(r))
-            elif base and label != base_name:
-                cells.append(f"{si(r['requests_per_s'])} ({_ratio(r['requests_per_s'], base)})")
-            else:
-                cells.append(si(r["requests_per_s"]))
-        lines.append(_row([str(users), *(aa if control else []), *cells]))
     if chart:
         lines += ["", f"![requests/s and p99 latency per contender]({chart})"]
     header = ["users", "contender", "requests/s", f"vs {base_name}", "p50 ms", "p95 ms",
               "p99 ms", f"p99 vs {base_name}", "CPU µs/request", "failed requests"]
-    lines += ["", f"## {name}: latency and client CPU per request", "",
-              "Latency is one whole request, from asking for a connection to giving it",
-              "back. CPU is the client process's CPU time over the window divided by the",
-              "requests finished in it.", "",
-              _row(header), _row(["---:", "---", *["---:"] * (len(header) - 2)])]
+    rows = []
     failures = []
     for users, by_name in levels.items():
         base = by_name.get(base_name, {})
@@ -345,18 +332,24 @@ def _pool_tables(results: list[dict[str, Any]], base_name: str, aa_label: str, n
             if r is None:
                 continue
             if "error" in r:
-                lines.append(_row([str(users), label, _na(r)] + [""] * (len(header) - 3)))
+                rows.append([str(users), label, _na(r)])
                 continue
-            lines.append(_row([
+            cpu = r.get("cpu_per_request_us")
+            rows.append([
                 str(users), label, si(r["requests_per_s"]),
                 _ratio(r["requests_per_s"], base.get("requests_per_s")),
                 ms(r["latency_p50_ms"]), ms(r["latency_p95_ms"]), ms(r["latency_p99_ms"]),
                 _ratio(r["latency_p99_ms"], base.get("latency_p99_ms")),
-                f"{r['cpu_per_request_us']:,.0f}", str(r["errors"]),
-            ]))
+                "–" if cpu is None else f"{cpu:,.0f}", str(r["errors"]),
+            ])
             if r.get("first_error"):
                 failures.append(f"- {label}, {users} users: {r['errors']} failed requests, "
                                 f"the first with {_clip(r['first_error'], 4 * ERROR_WIDTH)}")
+    lines += ["", f"## {name}: latency and client CPU per request (lower is better)", "",
+              "Latency is one whole request, from asking for a connection to giving it",
+              "back. CPU is the client process's CPU time over the window divided by the",
+              "requests finished in it.", "",
+              *table(header, rows, [True, False, *[True] * (len(header) - 2)])]
     if failures:
         lines += ["", *failures]
     return lines
@@ -376,14 +369,6 @@ def pipeline_settings_text(settings: dict[str, Any]) -> str:
             + f"; pinning {'client core 0, server core 1' if settings.get('pin') else 'off'}")
 
 
-def _pipeline_labels(results: list[dict[str, Any]]) -> list[str]:
-    """Contenders in table order (pipeline_scenario.CONTENDERS), without the A/A control."""
-    order = {c: i for i, c in enumerate(pipeline_scenario.CONTENDERS)}
-    seen = dict.fromkeys(r["contender"] for r in results
-                         if r["contender"] != pipeline_scenario.AA_LABEL)
-    return sorted(seen, key=lambda c: order.get(c, len(order)))
-
-
 def _pipeline_variants(results: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """variant -> contender label -> result."""
     variants: dict[str, dict[str, dict[str, Any]]] = {}
@@ -394,46 +379,32 @@ def _pipeline_variants(results: list[dict[str, Any]]) -> dict[str, dict[str, dic
 
 def _pipeline_matrix(results: list[dict[str, Any]], metric: str, fmt: Callable[[float], str],
                      with_ratio: bool) -> list[str]:
-    labels = _pipeline_labels(results)
-    aa_label, base_name = pipeline_scenario.AA_LABEL, pipeline_scenario.BASELINE
+    labels = PIPELINE.order([r["contender"] for r in results])
+    aa_label, base_name = PIPELINE.control, PIPELINE.baseline
     control = any(r["contender"] == aa_label for r in results)
-    lines = [_row(["variant", *(["A/A"] if control else []), *labels]),
-             _row(["---", *["---:"] * (int(control) + len(labels))])]
+    rows = []
     for variant, by_name in _pipeline_variants(results).items():
         base = by_name.get(base_name, {}).get(metric)
         aa = [_ratio(by_name.get(aa_label, {}).get(metric), base)] if control else []
-        cells = []
-        for label in labels:
-            r = by_name.get(label)
-            if r is None:
-                cells.append("")
-            elif "error" in r:
-                cells.append(_na(r))
-            elif r.get(metric) is None:
-                cells.append("–")
-            elif with_ratio and base and label != base_name:
-                cells.append(f"{fmt(r[metric])} ({_ratio(r[metric], base)})")
-            else:
-                cells.append(fmt(r[metric]))
-        lines.append(_row([variant, *aa, *cells]))
-    return lines
-
-
-OURS = "mypgdriver-1conn"  # the contender the summary line compares
+        rows.append([variant, *aa,
+                     *(_cell(by_name.get(label), metric, fmt, base if with_ratio else None,
+                             label == base_name) for label in labels)])
+    header = ["variant", *(["A/A"] if control else []), *labels]
+    return table(header, rows, [False] + [True] * (len(header) - 1))
 
 
 def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
     """The pipeline scenario's tables: queries/s and CPU per query, then the details."""
     results = pipeline["results"]
     tasks, batch = pipeline["settings"]["tasks"], pipeline["settings"]["batch"]
-    base_name, ceiling = pipeline_scenario.BASELINE, pipeline_scenario.CEILING
-    sync_ceiling = pipeline_scenario.SYNC_CEILING
-    control = any(r["contender"] == pipeline_scenario.AA_LABEL for r in results)
+    base_name, ceiling = PIPELINE.baseline, PIPELINE_CEILING
+    sync_ceiling = PIPELINE_SYNC_CEILING
+    control = any(r["contender"] == PIPELINE.control for r in results)
     lines = [
-        "## Pipeline scenario: queries/s (ratio to asyncpg's pool of 10)",
+        "## Pipeline scenario: queries/s (ratio to asyncpg's pool of 10; higher is better)",
         "",
         f"{tasks} tasks on one event loop, each looping on one query. mypgdriver-1conn and",
-        f"psycopg-1conn share one connection (psycopg's lock runs one query at a time);",
+        "psycopg-1conn share one connection (psycopg's lock runs one query at a time);",
         "asyncpg cannot share one, so it runs a pool of 10 or of 1. psycopg-pipeline sends",
         f"batches of {batch} statements in `conn.pipeline()`. pgbench-pipeline is pgbench with",
         f"{batch} statements per `\\startpipeline` on one connection (`-M prepared`, one Sync",
@@ -452,39 +423,41 @@ def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
     header = ["variant", "contender", "connections", "queries/s", f"vs {base_name}",
               f"vs {ceiling}", f"vs {sync_ceiling}", "p50 ms", "p99 ms", "CPU µs/query",
               "most in flight"]
+    rows = []
+    labels = PIPELINE.order([r["contender"] for r in results])
+    for variant, by_name in _pipeline_variants(results).items():
+        base = by_name.get(base_name, {}).get("queries_per_s")
+        top = by_name.get(ceiling, {}).get("queries_per_s")
+        sync_top = by_name.get(sync_ceiling, {}).get("queries_per_s")
+        for label in [*labels, *([PIPELINE.control] if control else [])]:
+            r = by_name.get(label)
+            if r is None:
+                continue
+            if "error" in r:
+                rows.append([variant, label, _na(r)])
+                continue
+            rows.append([
+                variant, label, str(r.get("connections", "–")), si(r["queries_per_s"]),
+                _ratio(r["queries_per_s"], base), _ratio(r["queries_per_s"], top),
+                _ratio(r["queries_per_s"], sync_top),
+                ms(r.get("latency_p50_ms")), ms(r.get("latency_p99_ms")),
+                _fixed(r.get("cpu_per_query_us"), 1), str(r.get("max_in_flight", "–")),
+            ])
     lines += ["", "## Pipeline scenario: details", "",
               "Latency is one query, from the call to its result (for psycopg-pipeline from",
               "the start of its batch); pgbench logs one line per transaction, a whole",
               "pipeline, so only its one-statement floor has a per-query latency. Most in",
               "flight is the deepest mypgdriver's pipeline got (`get_pipeline_stats()`).", "",
-              _row(header), _row(["---", "---", *["---:"] * (len(header) - 2)])]
-    labels = _pipeline_labels(results)
-    for variant, by_name in _pipeline_variants(results).items():
-        base = by_name.get(base_name, {}).get("queries_per_s")
-        top = by_name.get(ceiling, {}).get("queries_per_s")
-        sync_top = by_name.get(sync_ceiling, {}).get("queries_per_s")
-        for label in [*labels, *([pipeline_scenario.AA_LABEL] if control else [])]:
-            r = by_name.get(label)
-            if r is None:
-                continue
-            if "error" in r:
-                lines.append(_row([variant, label, _na(r)] + [""] * (len(header) - 3)))
-                continue
-            lines.append(_row([
-                variant, label, str(r.get("connections", "–")), si(r["queries_per_s"]),
-                _ratio(r["queries_per_s"], base), _ratio(r["queries_per_s"], top),
-                _ratio(r["queries_per_s"], sync_top),
-                ms(r.get("latency_p50_ms")), ms(r.get("latency_p99_ms")),
-                f"{r['cpu_per_query_us']:.1f}", str(r.get("max_in_flight", "–")),
-            ]))
+              *table(header, rows, [False, False, *[True] * (len(header) - 2)])]
     same_shape = [
-        f"{variant} {_ratio(by_name[OURS]['queries_per_s'], by_name[sync_ceiling]['queries_per_s'])}"
+        f"{variant} "
+        f"{_ratio(by_name[PIPELINE_OURS]['queries_per_s'], by_name[sync_ceiling]['queries_per_s'])}"
         for variant, by_name in _pipeline_variants(results).items()
-        if "queries_per_s" in by_name.get(OURS, {})
+        if "queries_per_s" in by_name.get(PIPELINE_OURS, {})
         and "queries_per_s" in by_name.get(sync_ceiling, {})]
     if same_shape:
-        lines += ["", f"{OURS} / {sync_ceiling} (the same protocol shape, a Sync per query): "
-                  + "; ".join(same_shape) + "."]
+        lines += ["", f"{PIPELINE_OURS} / {sync_ceiling} (the same protocol shape, a Sync per "
+                  "query): " + "; ".join(same_shape) + "."]
     return lines
 
 
@@ -494,33 +467,82 @@ def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
 def memory_markdown(probe: dict[str, Any], chart: str | None = None) -> list[str]:
     """The cursor memory probe's table: peak RSS growth per driver against the target."""
     rows, target = probe["rows"], probe["target_mb"]
+    # Results saved before the batch size was recorded do not say it.
+    batch = f", {probe['batch']:,} per fetch" if "batch" in probe else ""
     header = ["driver", "peak RSS +MB", f"under {target:g} MB", "rows/s", "seconds",
               "RSS at start MB"]
     lines = [
-        f"## Memory: {rows:,} rows through a cursor",
+        f"## Memory: {rows:,} rows through a cursor (lower is better)",
         "",
         f"Peak RSS growth of a fresh client process while one connection streams {rows:,}",
-        f"rows (int, text, float8) through a server-side cursor, {CURSOR_BATCH:,} per",
-        f"fetch, keeping none. Target: under {target:g} MB.",
+        f"rows (int, text, float8) through a server-side cursor{batch}, keeping",
+        f"none. Target: under {target:g} MB.",
         "",
-        _row(header),
-        _row(["---", *["---:"] * (len(header) - 1)]),
     ]
+    body = []
     for r in probe["results"]:
         if "error" in r:
-            lines.append(_row([r["driver"], _na(r)] + [""] * (len(header) - 2)))
+            body.append([r["driver"], _na(r)])
             continue
         growth = r["peak_rss_growth_mb"]
-        lines.append(_row([
+        body.append([
             r["driver"], f"{growth:.1f}", "yes" if growth < target else "**no**",
             si(r["rows_per_s"]), f"{r['seconds']:.2f}", f"{r['rss_start_mb']:.1f}",
-        ]))
+        ])
+    lines += table(header, body, [False, True, False, True, True, True])
     if any(r.get("method", "VmHWM") != "VmHWM" for r in probe["results"] if "error" not in r):
         lines += ["", "The peak could not be reset before streaming here (no",
                   "`/proc/self/clear_refs`): growths are from `ru_maxrss` and may be too high."]
     if chart:
         lines += ["", f"![peak RSS growth per driver]({chart})"]
     return lines
+
+
+# -- charts -----------------------------------------------------------------------------
+#
+# Every chart draws a driver in the same colour (DRIVER_COLOURS); a driver's
+# other contenders (mypgdriver-connect beside mypgdriver-pool) keep its colour
+# with a dotted pattern. mypgdriver is outlined in black and bold in the
+# legends; the A/A control is grey and hatched, a control rather than a
+# contender. Figures are at most MAX_WIDTH inches wide at DPI, so that they
+# fit the docs' text column without being shrunk to unreadable labels.
+
+DPI = 100
+MAX_WIDTH = 9.6  # inches: 960 px
+DRIVER_COLOURS: dict[str, str] = {
+    "asyncpg": "#1f77b4",  # blue
+    "mypgdriver": "#2ca02c",  # green
+    "psycopg": "#d62728",  # red
+    "psycopg-async": "#9467bd",  # purple
+    "psycopg2": "#8c564b",  # brown
+    "pgbench": "#e377c2",  # pink
+}
+UNKNOWN_COLOUR = "#17becf"  # a driver the suite does not know (tests, new drivers)
+CONTROL_COLOUR = "#c8c8c8"
+REFERENCE = "pgbench"  # drawn as a line, not a bar: see _reference_lines
+
+
+def colour_of(label: str) -> str:
+    """The fill colour of a contender or control in every chart."""
+    if is_control(label):
+        return CONTROL_COLOUR
+    return DRIVER_COLOURS.get(driver_of(label) or "", UNKNOWN_COLOUR)
+
+
+def bar_style(label: str) -> dict[str, Any]:
+    """matplotlib `bar` keywords for a contender or control (see the note above)."""
+    if is_control(label):
+        return {"color": CONTROL_COLOUR, "edgecolor": "#7f7f7f", "hatch": "///",
+                "linewidth": 0.8}
+    style: dict[str, Any] = {"color": colour_of(label)}
+    ours = driver_of(label) == OURS
+    if ours:
+        style.update(edgecolor="black", linewidth=1.4)
+    if not is_main_contender(label):
+        # The hatch is drawn in the edge colour: black on ours, white on the others.
+        style.update(hatch="..", edgecolor="black" if ours else "white",
+                     linewidth=1.4 if ours else 0.5)
+    return style
 
 
 def _pyplot() -> Any:
@@ -533,81 +555,154 @@ def _pyplot() -> Any:
     return plt
 
 
-def charts(results: list[dict[str, Any]], outdir: Path) -> list[str]:
-    """Bar charts of rows/s, one PNG per workload and one with all; returns the file names.
+def _tick_format(axis: Any, fmt: Callable[[float], str]) -> None:
+    from matplotlib.ticker import FuncFormatter
 
-    Raises ImportError when matplotlib is missing.
+    axis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v)))
+
+
+def _legend(fig: Any, handles: list[Any], names: list[str], ncol: int) -> None:
+    """One legend under the plots, mypgdriver's entries in bold, the pgbench line last."""
+    entries = sorted(zip(handles, names), key=lambda entry: entry[1] == REFERENCE)
+    legend = fig.legend([h for h, _ in entries], [n for _, n in entries], loc="lower center",
+                        ncol=min(ncol, len(names)), fontsize="small", frameon=False)
+    for text in legend.get_texts():
+        if driver_of(text.get_text()) == OURS:
+            text.set_fontweight("bold")
+
+
+def _with_control(labels: list[str], lineup: Lineup, results: Iterable[str]) -> list[str]:
+    """`labels` with the lineup's control right after the baseline, if it ran."""
+    if lineup.control not in set(results):
+        return labels
+    at = labels.index(lineup.baseline) + 1 if lineup.baseline in labels else len(labels)
+    return [*labels[:at], lineup.control, *labels[at:]]
+
+
+def _bars(ax: Any, labels: list[str], groups: list[dict[str, dict[str, Any]]],
+          metric: str) -> float:
+    """Grouped bars: one group per entry of `groups`, one bar per label; returns the tallest.
+
+    A cell that failed gets an "n/a" mark at the foot of its slot: an empty
+    slot would read as zero, not as "did not run".
     """
-    if not results:
-        return []
-    import matplotlib
+    width = 0.8 / max(1, len(labels))
+    tallest = 0.0
+    for i, label in enumerate(labels):
+        cells = [group.get(label, {}) for group in groups]
+        xs = [x - 0.4 + (i + 0.5) * width for x in range(len(groups))]
+        values = [cell.get(metric) or 0.0 for cell in cells]
+        ax.bar(xs, values, width, label=label, **bar_style(label))
+        tallest = max(tallest, *values)
+        for x, cell in zip(xs, cells):
+            if "error" in cell:
+                ax.text(x, 0.01, " n/a", rotation=90, ha="center", va="bottom",
+                        fontsize="x-small", transform=ax.get_xaxis_transform())
+    return tallest
 
-    plt = _pyplot()
-    workloads = list(dict.fromkeys(r["workload"] for r in results))
-    labels = _labels(results)
+
+def _reference_lines(ax: Any, values: list[float | None], tallest: float) -> None:
+    """pgbench as a dashed line across each group, on a scale set by the Python drivers.
+
+    pgbench is the C client's floor, not a contender, and on the workloads
+    where it streams fastest it is several times the best driver: as a bar it
+    would set the scale and flatten the drivers' bars into a few pixels. The
+    axis ends a little above the tallest driver (or above pgbench, when that
+    is at most half as tall again); a pgbench line beyond the top is drawn at
+    the top with its value written under it.
+    """
+    present = [v for v in values if v]
+    top = tallest * 1.15 if tallest else max(present, default=1.0) * 1.1
+    if present and max(present) <= tallest * 1.5:
+        top = max(top, max(present) * 1.08)
+    ax.set_ylim(0, top)
+    colour = colour_of(REFERENCE)
+    first = True
+    for x, value in enumerate(values):
+        if not value:
+            continue
+        y = min(value, top * 0.985)
+        ax.plot([x - 0.42, x + 0.42], [y, y], color=colour, linestyle="--", linewidth=2,
+                label=REFERENCE if first else "_nolegend_")
+        first = False
+        if value > top:
+            ax.text(x, y, f"pgbench {si(value)} ↑", ha="center", va="top", fontsize="small",
+                    color="black")
+
+
+def _throughput_panel(ax: Any, workload: str, results: list[dict[str, Any]],
+                      title: str) -> None:
     groups = _groups(results)
-    colours = {label: plt.get_cmap("tab10")(i % 10) for i, label in enumerate(labels)}
-
-    def draw(ax: Any, workload: str) -> None:
-        levels = [c for (w, c) in groups if w == workload]
-        width = 0.8 / len(labels)
-        for i, label in enumerate(labels):
-            cells = [groups[(workload, c)].get(label, {}) for c in levels]
-            xs = [x + i * width for x in range(len(levels))]
-            ax.bar(xs, [cell.get("rows_per_s") or 0 for cell in cells], width,
-                   label=label, color=colours[label])
-            for x, cell in zip(xs, cells):
-                if "error" in cell:  # an empty slot would read as "zero", not "did not run"
-                    ax.text(x, 0, " n/a", rotation=90, ha="center", va="bottom", fontsize="x-small")
-        ax.set_xticks([x + width * (len(labels) - 1) / 2 for x in range(len(levels))])
-        ax.set_xticklabels([f"c={c}" for c in levels])
-        ax.set_title(workload)
-        ax.set_ylabel("rows/s")
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: si(v)))
-
-    files = []
-    for workload in workloads:
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        draw(ax, workload)
-        ax.legend(fontsize="small", loc="best")
-        fig.tight_layout()
-        name = f"rows_per_s_{workload}.png"
-        fig.savefig(outdir / name, dpi=100)
-        plt.close(fig)
-        files.append(name)
-
-    cols = 3
-    rows = -(-len(workloads) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
-    for ax, workload in zip(axes.flat, workloads):
-        draw(ax, workload)
-    for ax in list(axes.flat)[len(workloads):]:
-        ax.set_visible(False)
-    handles, names = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=min(len(labels), 7))
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.savefig(outdir / OVERVIEW_CHART, dpi=100)
-    plt.close(fig)
-    return [OVERVIEW_CHART, *files]
+    levels = [c for (w, c) in groups if w == workload]
+    cells = [groups[(workload, c)] for c in levels]
+    labels = _with_control([label for label in _labels(results) if label != REFERENCE],
+                           THROUGHPUT, (r["driver"] for r in results))
+    tallest = _bars(ax, labels, cells, "rows_per_s")
+    _reference_lines(ax, [cell.get(REFERENCE, {}).get("rows_per_s") for cell in cells], tallest)
+    ax.set_xticks(range(len(levels)))
+    ax.set_xticklabels([f"c={c}" for c in levels])
+    ax.set_title(title)
+    _tick_format(ax.yaxis, si)
 
 
-def pool_chart(results: list[dict[str, Any]], outdir: Path) -> list[str]:
-    """POOL_CHART: requests/s and p99 latency per contender, grouped by users.
+def throughput_figures(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rows/s charts: OVERVIEW_CHART with every workload, and one per workload.
 
-    Returns the file names written (none without results); raises
+    Returns {file name: matplotlib figure}, none without results; raises
     ImportError when matplotlib is missing.
     """
     if not results:
-        return []
-    import matplotlib
+        return {}
+    plt = _pyplot()
+    workloads = list(dict.fromkeys(r["workload"] for r in results))
+    figures: dict[str, Any] = {}
 
+    cols = min(3, len(workloads))
+    rows = -(-len(workloads) // cols)
+    with plt.rc_context({"font.size": 8}):
+        fig, axes = plt.subplots(rows, cols, figsize=(MAX_WIDTH, 2.5 * rows + 1.1),
+                                 squeeze=False)
+        for ax, workload in zip(axes.flat, workloads):
+            _throughput_panel(ax, workload, results, workload)
+        for ax in list(axes.flat)[len(workloads):]:
+            ax.set_visible(False)
+        for ax in axes[:, 0]:
+            ax.set_ylabel("rows/s")
+        # Every label once, from whichever panel has it (pgbench has no line
+        # where it cannot run the workload).
+        legend: dict[str, Any] = {}
+        for ax in axes.flat:
+            for handle, name in zip(*ax.get_legend_handles_labels()):
+                legend.setdefault(name, handle)
+        _legend(fig, list(legend.values()), list(legend), ncol=4)
+        fig.suptitle("Rows/s per driver (higher is better); pgbench, the C client, "
+                     "as a dashed line")
+        fig.tight_layout(rect=(0, 0.07 if rows > 1 else 0.14, 1, 1))
+    figures[OVERVIEW_CHART] = fig
+
+    for workload in workloads:
+        fig, ax = plt.subplots(figsize=(8, 4.2))
+        _throughput_panel(ax, workload, results, f"{workload}: rows/s (higher is better)")
+        ax.set_ylabel("rows/s")
+        handles, names = ax.get_legend_handles_labels()
+        _legend(fig, handles, names, ncol=4)
+        fig.tight_layout(rect=(0, 0.13, 1, 1))
+        figures[f"rows_per_s_{workload}.png"] = fig
+    return figures
+
+
+def pool_figure(results: list[dict[str, Any]]) -> Any:
+    """POOL_CHART: requests/s and p99 latency per contender, grouped by users.
+
+    None without results; raises ImportError when matplotlib is missing.
+    """
+    if not results:
+        return None
     plt = _pyplot()
     levels = _pool_levels(results)
-    labels = _pool_labels(results)
-    if any(r["contender"] == pool_scenario.AA_LABEL for r in results):
-        labels.append(pool_scenario.AA_LABEL)
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    width = 0.8 / len(labels)
+    labels = _with_control(POOL.order([r["contender"] for r in results]), POOL,
+                           (r["contender"] for r in results))
+    fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH, 4.4))
     # p99 on a log scale: connecting per query is a hundred times slower
     # than any pool and would flatten the pools' bars to nothing.
     panels = (("requests_per_s", "requests/s (higher is better)", si, "linear"),
@@ -615,72 +710,85 @@ def pool_chart(results: list[dict[str, Any]], outdir: Path) -> list[str]:
                lambda v: f"{v:g}", "log"))
     for ax, (metric, title, fmt, scale) in zip(axes, panels):
         ax.set_yscale(scale)
-        for i, label in enumerate(labels):
-            cells = [by_name.get(label, {}) for by_name in levels.values()]
-            xs = [x + i * width for x in range(len(levels))]
-            ax.bar(xs, [cell.get(metric) or 0 for cell in cells], width, label=label,
-                   color=plt.get_cmap("tab10")(i % 10))
-            for x, cell in zip(xs, cells):
-                if "error" in cell:  # at the bottom of the axes, log scale or not
-                    ax.text(x, 0.01, " n/a", rotation=90, ha="center", va="bottom",
-                            fontsize="x-small", transform=ax.get_xaxis_transform())
-        ax.set_xticks([x + width * (len(labels) - 1) / 2 for x in range(len(levels))])
+        _bars(ax, labels, list(levels.values()), metric)
+        ax.set_xticks(range(len(levels)))
         ax.set_xticklabels([f"{users} users" for users in levels])
-        ax.set_title(title)
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _, f=fmt: f(v)))
+        ax.set_title(title, fontsize="medium")
+        _tick_format(ax.yaxis, fmt)
     handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=len(labels))
+    _legend(fig, handles, names, ncol=3)
     fig.suptitle("Pool scenario: simulated web requests")
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig(outdir / POOL_CHART, dpi=100)
-    plt.close(fig)
-    return [POOL_CHART]
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    return fig
 
 
-def memory_chart(probe: dict[str, Any], outdir: Path) -> list[str]:
+def memory_figure(probe: dict[str, Any]) -> Any:
     """MEMORY_CHART: peak RSS growth per driver against the target line.
 
-    Returns the file names written (none without results); raises
-    ImportError when matplotlib is missing.
+    None without results; raises ImportError when matplotlib is missing.
     """
     results = probe["results"]
     if not results:
-        return []
+        return None
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 0.5 * len(results) + 1.8))
-    names = [r["driver"] for r in results]
-    ax.barh(names, [r.get("peak_rss_growth_mb") or 0 for r in results], color="tab:blue")
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(results) + 1.9))
     for y, r in enumerate(results):
-        text = " n/a" if "error" in r else f" {r['peak_rss_growth_mb']:.1f} MB"
-        ax.text(r.get("peak_rss_growth_mb") or 0, y, text, va="center", fontsize="small")
-    ax.axvline(probe["target_mb"], color="tab:red", linestyle="--",
+        growth = r.get("peak_rss_growth_mb") or 0.0
+        ax.barh([y], [growth], label=r["driver"], **bar_style(r["driver"]))
+        text = " n/a" if "error" in r else f" {growth:.1f} MB"
+        ax.text(growth, y, text, va="center", fontsize="small")
+    ax.set_yticks(range(len(results)))
+    ax.set_yticklabels([r["driver"] for r in results])
+    for tick in ax.get_yticklabels():
+        if driver_of(tick.get_text()) == OURS:
+            tick.set_fontweight("bold")
+    # Black, not red: red is a driver's colour (psycopg) in the other charts.
+    ax.axvline(probe["target_mb"], color="black", linestyle="--", linewidth=1.2,
                label=f"target: under {probe['target_mb']:g} MB")
     ax.invert_yaxis()  # first driver on top, as in the table
-    ax.set_xlabel("peak RSS growth, MB")
+    ax.set_xlabel("peak RSS growth, MB (lower is better)")
     ax.set_title(f"Memory: {probe['rows']:,} rows through a cursor")
-    ax.legend(loc="lower right", fontsize="small")
+    handles, names = ax.get_legend_handles_labels()
+    ax.legend([h for h, n in zip(handles, names) if n.startswith("target")],
+              [n for n in names if n.startswith("target")], loc="lower right", fontsize="small")
     fig.tight_layout()
-    fig.savefig(outdir / MEMORY_CHART, dpi=100)
-    plt.close(fig)
-    return [MEMORY_CHART]
+    return fig
+
+
+def figures(report: dict[str, Any]) -> dict[str, Any]:
+    """Every chart of `report` by file name, drawn but not saved.
+
+    Raises ImportError when matplotlib is missing.
+    """
+    drawn = dict(throughput_figures(report["results"]))
+    if "pool" in report:
+        fig = pool_figure(report["pool"]["results"])
+        if fig is not None:
+            drawn[POOL_CHART] = fig
+    if "memory" in report:
+        fig = memory_figure(report["memory"])
+        if fig is not None:
+            drawn[MEMORY_CHART] = fig
+    return drawn
 
 
 def save(report: dict[str, Any], outdir: Path, latest: Path | None) -> list[str]:
-    """Write results.json, results.md and the charts into `outdir`; copy to `latest`.
+    """Write results.json, results.md and the charts into `outdir`; copy it to `latest`.
 
+    `latest` is None when the run must not replace it (see cli.run_kind).
     Returns notes for the user (e.g. charts skipped).
     """
     outdir.mkdir(parents=True, exist_ok=True)
     notes = []
     try:
-        report["charts"] = charts(report["results"], outdir)
-        if "pool" in report:
-            report["charts"] += pool_chart(report["pool"]["results"], outdir)
-        if "memory" in report:
-            report["charts"] += memory_chart(report["memory"], outdir)
+        drawn = figures(report)
     except ImportError:
-        report["charts"] = []
+        drawn = {}
         notes.append("charts skipped: matplotlib is not installed (pip install matplotlib)")
+    for name, fig in drawn.items():
+        fig.savefig(outdir / name, dpi=DPI)
+        _pyplot().close(fig)
+    report["charts"] = list(drawn)
     text = markdown(report)
     # The overview chart closes the report; pool and memory charts are in
     # their sections already.

@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
 from . import memory, pgbench, pipeline_scenario, pool_scenario
+from .contenders import THROUGHPUT
 from .server import REPO_ROOT, BenchServer
 from .stats import combine_rounds
 from .workloads import BY_NAME, Workload
-
-AA_LABEL = "asyncpg (A/A)"
 
 # Seconds a cell may take beyond warm-up + duration (connecting, a slow
 # driver's last iteration) before it is killed and marked n/a.
@@ -145,7 +144,7 @@ def plan(options: Options) -> list[Job]:
     first and last), the pool scenario, level by level (asyncpg's pool first
     and last), its shortcut level, and the memory probes, one per driver.
     """
-    order = sorted(options.drivers, key=lambda d: d != "asyncpg")
+    order = sorted(options.drivers, key=lambda d: d != THROUGHPUT.baseline)
     cells: list[Job] = []
     rounds = options.rounds
     for workload in options.workloads:
@@ -153,8 +152,9 @@ def plan(options: Options) -> list[Job]:
             for r in range(1, rounds + 1):
                 for driver in order:
                     cells.append(Cell(workload, concurrency, driver, driver, r, rounds))
-                if options.aa_control and "asyncpg" in options.drivers:
-                    cells.append(Cell(workload, concurrency, "asyncpg", AA_LABEL, r, rounds))
+                if options.aa_control and THROUGHPUT.baseline in options.drivers:
+                    cells.append(Cell(workload, concurrency, THROUGHPUT.baseline,
+                                      THROUGHPUT.control, r, rounds))
     for variant in pipeline_scenario.NAMES:
         if variant in options.scenarios:
             contenders = pipeline_scenario.contenders_for(options.drivers, options.aa_control)

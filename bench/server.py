@@ -3,19 +3,20 @@
 By default a throwaway server from tools/pgcluster.py; with
 `MYPGDRIVER_BENCH_DSN` set, that server instead (nothing is started or
 stopped, and pinning works only if it runs on this machine).
+
+`tools` is a package beside `bench`: `python -m bench`, run from the
+repository root, and pytest (`pythonpath` in pyproject.toml) both have the
+root on sys.path.
 """
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from tools.pgcluster import ExternalCluster, PgCluster
 
-from tools.pgcluster import ExternalCluster, PgCluster  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 DSN_ENV = "MYPGDRIVER_BENCH_DSN"
 

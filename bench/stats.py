@@ -1,17 +1,24 @@
 """Turning raw timings into the numbers a cell reports."""
 from __future__ import annotations
 
-import math
 import statistics
 from typing import Any, Sequence
 
 
-def percentile(sorted_values: Sequence[float], fraction: float) -> float:
-    """Nearest-rank percentile of already sorted values (`fraction` in 0..1)."""
-    if not sorted_values:
-        return math.nan
-    rank = max(1, math.ceil(fraction * len(sorted_values)))
-    return sorted_values[rank - 1]
+def percentiles(values: Sequence[float], points: Sequence[int]) -> list[float | None]:
+    """The percentiles `points` (each 1..99) of `values`, in any order; None each without values.
+
+    Interpolated between the two nearest values ("inclusive": never outside
+    the values measured, which the default "exclusive" method can be for a
+    p99 of few samples).  One value is every percentile of itself (before
+    Python 3.13 `statistics.quantiles` refuses a single value).
+    """
+    if not values:
+        return [None] * len(points)
+    if len(values) == 1:
+        return [float(values[0])] * len(points)
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return [cuts[point - 1] for point in points]
 
 
 def cell_result(
@@ -26,10 +33,10 @@ def cell_result(
 
     Numbers that cannot exist (no query finished) are `None`, which JSON keeps.
     """
-    ordered = sorted(latencies)
+    p50, p99 = percentiles(latencies, (50, 99))
 
-    def ms(seconds: float) -> float | None:
-        return 1e3 * seconds if ordered else None
+    def ms(seconds: float | None) -> float | None:
+        return None if seconds is None else 1e3 * seconds
 
     return {
         "queries": queries,
@@ -37,9 +44,9 @@ def cell_result(
         "elapsed": elapsed,
         "queries_per_s": queries / elapsed if elapsed else 0.0,
         "rows_per_s": rows / elapsed if elapsed else 0.0,
-        "latency_mean_ms": ms(sum(ordered) / len(ordered)) if ordered else None,
-        "latency_p50_ms": ms(percentile(ordered, 0.50)),
-        "latency_p99_ms": ms(percentile(ordered, 0.99)),
+        "latency_mean_ms": ms(sum(latencies) / len(latencies)) if latencies else None,
+        "latency_p50_ms": ms(p50),
+        "latency_p99_ms": ms(p99),
         "cpu_seconds": cpu_seconds,
         "cpu_per_query_us": 1e6 * cpu_seconds / queries if queries else None,
     }

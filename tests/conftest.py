@@ -7,15 +7,12 @@ authentication-method roles) then skip via ``pg_cluster.require_local()``.
 from __future__ import annotations
 
 import os
-import pathlib
-import sys
 from typing import Any, AsyncIterator, Iterator
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
-from tools.pgcluster import ExternalCluster, PgCluster  # noqa: E402
+# The repository root is on sys.path by pyproject.toml's pytest `pythonpath`.
+from tools.pgcluster import ExternalCluster, PgCluster
 
 #: Login roles made in the session cluster: name -> (password, pg_hba.conf method).
 #: The passwords are not ASCII so that SASLprep and the client encoding of the

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-SCRIPT = pathlib.Path(__file__).resolve().parent / "support" / "fuzz_receive.py"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = 500
 WALL_CLOCK_LIMIT = 120
 
@@ -23,8 +23,8 @@ WALL_CLOCK_LIMIT = 120
 def test_receive_path_survives_hostile_input(mode):
     try:
         result = subprocess.run(
-            [sys.executable, str(SCRIPT), mode, str(EXAMPLES)],
-            capture_output=True, text=True, timeout=WALL_CLOCK_LIMIT)
+            [sys.executable, "-m", "tests.support.fuzz_receive", mode, str(EXAMPLES)],
+            cwd=ROOT, capture_output=True, text=True, timeout=WALL_CLOCK_LIMIT)
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"fuzz run {mode!r} hung (over {WALL_CLOCK_LIMIT} s):\n{exc.stderr}")
     assert result.returncode == 0, (

@@ -34,7 +34,7 @@ def test_sqlalchemy_dialect_suites_pass_as_with_asyncpg(pg_cluster: Any,
                                                         tmp_path: pathlib.Path) -> None:
     report = tmp_path / 'report.json'
     proc = subprocess.run(
-        [sys.executable, str(ROOT / 'tools' / 'sqlalchemy_suite.py'), '--quiet',
+        [sys.executable, '-m', 'tools.sqlalchemy_suite', '--quiet',
          '--dsn', pg_cluster.dsn(), '--report', str(report)],
         cwd=ROOT, capture_output=True, text=True, timeout=SUITE_TIMEOUT)
     output = proc.stdout + proc.stderr

@@ -7,7 +7,9 @@ lines, so the driver's md5 / SCRAM / cleartext paths can be tested against a rea
 server.  ``ExternalCluster`` wraps an already running server given by a DSN with the
 same attributes, for runs against a server we do not control.
 
-Usable from tests and from ``bench/`` after putting the repository root on sys.path::
+Imported as ``tools.pgcluster`` with the repository root on sys.path: pytest puts it
+there (``pythonpath`` in pyproject.toml), and ``python -m bench`` or ``python -m tools.x``
+run from the root have it::
 
     from tools.pgcluster import PgCluster
 

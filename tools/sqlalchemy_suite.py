@@ -17,10 +17,12 @@ every test that passes with asyncpg but not with mypgdriver; the exit status
 is 1 when there is one.  Without ``--dsn`` it starts a throwaway server with
 tools/pgcluster.py.
 
-    python tools/sqlalchemy_suite.py                     # both dialects, compare
-    python tools/sqlalchemy_suite.py --dsn postgresql://postgres@127.0.0.1:5432/postgres
-    python tools/sqlalchemy_suite.py --only mypgdriver -- -k test_reflection -x
-    python tools/sqlalchemy_suite.py --report out.json   # per-test outcomes as JSON
+    python -m tools.sqlalchemy_suite                     # both dialects, compare
+    python -m tools.sqlalchemy_suite --dsn postgresql://postgres@127.0.0.1:5432/postgres
+    python -m tools.sqlalchemy_suite --only mypgdriver -- -k test_reflection -x
+    python -m tools.sqlalchemy_suite --report out.json   # per-test outcomes as JSON
+
+(from the repository root, which puts ``tools`` and ``mypgdriver`` on sys.path).
 
 Arguments after ``--`` go to pytest.  SQLAlchemy's tests need pytest and
 greenlet (the project's ``test`` extra installs them).
@@ -42,10 +44,9 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tools.pgcluster import ExternalCluster, PgCluster
 
-from tools.pgcluster import ExternalCluster, PgCluster  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 DEFAULT_CACHE = ROOT / '.cache' / 'sqlalchemy'
 SUITES = ('test/dialect/postgresql', 'test/dialect/test_suite.py')

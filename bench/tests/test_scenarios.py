@@ -5,12 +5,16 @@ import asyncio
 
 import pytest
 
-from bench import cli, memory, pool_scenario, report, runner, worker
+from bench import cli, memory, pool_scenario, provenance, report, runner, worker
+from bench.contenders import POOL, THROUGHPUT
 from bench.drivers.base import Session
-from bench.runner import AA_LABEL, Cell, MemoryProbe, Options, PoolCell, RunResults, plan
+from bench.runner import Cell, MemoryProbe, Options, PoolCell, RunResults, plan
 from bench.workloads import WORKLOADS
 
-POOL_AA = pool_scenario.AA_LABEL
+from .markdown import squeeze
+
+AA_LABEL = THROUGHPUT.control
+POOL_AA = POOL.control
 MB = 2**20
 
 
@@ -378,7 +382,7 @@ def test_worker_rejects_an_unknown_scenario():
 
 
 def test_open_contender_knows_every_default_contender():
-    for name in pool_scenario.DEFAULT_CONTENDERS:
+    for name in POOL.contenders:
         assert pool_scenario.open_contender(name, {}, 5, "query").name == name
     with pytest.raises(ValueError):
         pool_scenario.open_contender("pgbouncer", {}, 5, "query")
@@ -505,7 +509,7 @@ def _full_report(results=()):
     ]
     return {
         "started": "2026-01-01T00:00:00+00:00",
-        "machine": report.machine_info("PostgreSQL 15.0", list(results), pool, probes),
+        "machine": provenance.machine_info("PostgreSQL 15.0", list(results), pool, probes),
         "settings": {"duration": 1.0, "warmup": 0.3, "concurrency": [10], "pin": False},
         "results": list(results),
         "pool": {"settings": pool_scenario.settings([10], 10, "query", 0.3, 1.0),
@@ -515,7 +519,7 @@ def _full_report(results=()):
 
 
 def test_markdown_pool_tables():
-    text = report.markdown(_full_report())
+    text = squeeze(report.markdown(_full_report()))
     assert ("- Pool scenario: 4 to 10 queries per request, pool size 10, 10 concurrent users; "
             "0.3 s warm-up, then 1 s measured per cell; mypgdriver-connect opens a connection "
             "per query") in text
@@ -530,16 +534,16 @@ def test_markdown_pool_tables():
 
 
 def test_markdown_memory_table_flags_a_missed_target():
-    text = report.markdown(_full_report())
+    text = squeeze(report.markdown(_full_report()))
     assert "## Memory: 1,000,000 rows through a cursor" in text
     assert "| asyncpg | 0.8 | yes | 800k | 1.25 | 30.2 |" in text
     assert "| psycopg2 | 275.6 | **no** | 500k | 2.00 | 29.0 |" in text
 
 
 def test_markdown_without_throughput_cells_has_only_the_scenarios():
-    text = report.markdown(_full_report())
+    text = squeeze(report.markdown(_full_report()))
     assert "## Rows/s" not in text and "- Cells:" not in text
-    assert "## Pool scenario: requests/s (ratio to asyncpg's pool)" in text
+    assert "## Pool scenario: requests/s (ratio to asyncpg's pool; higher is better)" in text
 
 
 def test_machine_info_takes_versions_from_pool_and_probes():

@@ -15,9 +15,18 @@ from bench import pipeline_scenario as ps
 from bench.runner import run_worker
 from bench.server import REPO_ROOT, BenchServer
 
+from .markdown import squeeze
+
 asyncpg = pytest.importorskip("asyncpg")
 if shutil.which("initdb") is None and not glob.glob("/usr/lib/postgresql/*/bin/initdb"):
     pytest.skip("no PostgreSQL server binaries", allow_module_level=True)
+
+
+def _saved_run(folder):
+    """The one <timestamp>/ run a filtered run saved in `folder`: it leaves latest/ alone."""
+    assert not (folder / "latest").exists()
+    (run,) = [p for p in folder.iterdir() if p.is_dir()]
+    return run
 
 
 def test_small_run_saves_a_table_json_and_an_error_cell(tmp_path):
@@ -28,7 +37,14 @@ def test_small_run_saves_a_table_json_and_an_error_cell(tmp_path):
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    report = json.loads((tmp_path / "latest" / "results.json").read_text())
+    run = _saved_run(tmp_path)
+    report = json.loads((run / "results.json").read_text())
+    assert report["run"] == "partial"
+    assert report["partial_because"] == ["--drivers", "--workloads/--skip", "--concurrency",
+                                         "--duration", "--warmup"]
+    if (REPO_ROOT / ".git").exists():  # a checkout (or worktree), not an unpacked sdist
+        assert len(report["commit"]) == 40 and isinstance(report["dirty"], bool)
+    assert "left alone: a partial run (--drivers," in proc.stderr
     cells = {(r["workload"], r["driver"]): r for r in report["results"]}
     assert sorted(cells) == [
         ("copyfrom", "asyncpg"), ("copyfrom", "asyncpg (A/A)"), ("copyfrom", "pgbench"),
@@ -42,8 +58,8 @@ def test_small_run_saves_a_table_json_and_an_error_cell(tmp_path):
     assert cells[("copyfrom", "asyncpg")]["rows"] == 10_000 * cells[("copyfrom", "asyncpg")]["queries"]
     assert report["machine"]["drivers"]["asyncpg"] == asyncpg.__version__
     assert report["machine"]["server"].startswith("PostgreSQL ")
-    assert "| oneplusone | 2 |" in proc.stdout
-    assert (tmp_path / "latest" / "results.md").read_text().startswith("# mypgdriver benchmark")
+    assert "| oneplusone | 2 |" in squeeze(proc.stdout)
+    assert (run / "results.md").read_text().startswith("# mypgdriver benchmark (partial run)")
 
 
 def test_worker_turns_an_unknown_driver_into_an_error_cell():
@@ -60,7 +76,7 @@ def test_pool_scenario_and_memory_probe_run_and_are_saved(tmp_path):
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    report = json.loads((tmp_path / "latest" / "results.json").read_text())
+    report = json.loads((_saved_run(tmp_path) / "results.json").read_text())
     assert report["results"] == []
     assert report["pool"]["settings"]["levels"] == [3]
     assert report["pool"]["settings"]["pool_size"] == 2
@@ -77,8 +93,8 @@ def test_pool_scenario_and_memory_probe_run_and_are_saved(tmp_path):
     assert probe["rows"] == 1_000_000
     assert probe["peak_rss_growth_mb"] >= 0
     assert report["memory"]["target_mb"] == 50.0
-    assert "| users | A/A | asyncpg-pool |" in proc.stdout
-    assert "| asyncpg | " in proc.stdout
+    assert "| users | A/A | asyncpg-pool |" in squeeze(proc.stdout)
+    assert "| asyncpg | " in squeeze(proc.stdout)
     assert "## Memory: 1,000,000 rows through a cursor" in proc.stdout
 
 
@@ -90,7 +106,7 @@ def test_pipeline_scenario_and_shortcut_level_run_and_are_saved(tmp_path):
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    report = json.loads((tmp_path / "latest" / "results.json").read_text())
+    report = json.loads((_saved_run(tmp_path) / "results.json").read_text())
     assert report["results"] == []
     cells = {r["contender"]: r for r in report["pipeline"]["results"]}
     assert sorted(cells) == ["asyncpg-pool1", "asyncpg-pool10", "pgbench-1conn",
@@ -115,8 +131,9 @@ def test_pipeline_scenario_and_shortcut_level_run_and_are_saved(tmp_path):
     assert (shortcuts["users"], shortcuts["contender"]) == (200, "asyncpg-shortcuts")
     assert "error" not in shortcuts and shortcuts["requests"] > 0
     assert report["pool_shortcuts"]["settings"]["pool_size"] == 4
-    assert "## Pipeline scenario: queries/s (ratio to asyncpg's pool of 10)" in proc.stdout
-    assert "## Pool shortcuts: requests/s (ratio to asyncpg's pool)" in proc.stdout
+    assert ("## Pipeline scenario: queries/s (ratio to asyncpg's pool of 10; higher is better)"
+            in proc.stdout)
+    assert "## Pool shortcuts: requests/s (ratio to asyncpg's pool; higher is better)" in proc.stdout
 
 
 def _transactions_of(server, executable, script, pipelines, at_least):

@@ -6,12 +6,16 @@ import sys
 
 import pytest
 
-from bench import cli, pgbench, report, stats, worker
+from bench import cli, pgbench, provenance, report, stats, worker
+from bench.contenders import THROUGHPUT
 from bench.drivers import MODULES
-from bench.runner import AA_LABEL, Cell, Options, plan
+from bench.runner import Cell, Options, plan
 from bench.workloads import BY_NAME, CURSOR_BATCH, WORKLOADS, Workload, sql_literal
 
 from . import fake_driver
+from .markdown import squeeze
+
+AA_LABEL = THROUGHPUT.control
 
 
 # -- workloads -----------------------------------------------------------------
@@ -82,11 +86,13 @@ def test_every_driver_module_handles_every_kind():
 # -- stats ---------------------------------------------------------------------
 
 
-def test_percentile_is_nearest_rank():
-    values = [float(v) for v in range(1, 101)]
-    assert stats.percentile(values, 0.50) == 50.0
-    assert stats.percentile(values, 0.99) == 99.0
-    assert stats.percentile([7.0], 0.99) == 7.0
+def test_percentiles_interpolate_inside_the_values():
+    values = [float(v) for v in range(100, 0, -1)]  # any order
+    assert stats.percentiles(values, (50, 99)) == [pytest.approx(50.5), pytest.approx(99.01)]
+    assert stats.percentiles([7.0], (50, 99)) == [7.0, 7.0]
+    assert stats.percentiles([], (50,)) == [None]
+    # Never past the largest value, however few there are.
+    assert stats.percentiles([1.0, 2.0], (99,)) == [pytest.approx(1.99)]
 
 
 def test_cell_result_numbers():
@@ -95,8 +101,8 @@ def test_cell_result_numbers():
     assert r["queries_per_s"] == 2.0
     assert r["rows_per_s"] == 200.0
     assert r["latency_mean_ms"] == pytest.approx(2.5)
-    assert r["latency_p50_ms"] == pytest.approx(2.0)
-    assert r["latency_p99_ms"] == pytest.approx(4.0)
+    assert r["latency_p50_ms"] == pytest.approx(2.5)
+    assert r["latency_p99_ms"] == pytest.approx(3.97)
     assert r["cpu_per_query_us"] == pytest.approx(500.0)
 
 
@@ -389,7 +395,7 @@ def _cell(driver, rows_per_s, cpu=10.0, workload="oneplusone", concurrency=10):
 
 def _report(results):
     return {"started": "2026-01-01T00:00:00+00:00",
-            "machine": report.machine_info("PostgreSQL 15.0", results),
+            "machine": provenance.machine_info("PostgreSQL 15.0", results),
             "settings": {"duration": 5.0, "warmup": 2.0, "concurrency": [10], "pin": False},
             "results": results}
 
@@ -402,7 +408,7 @@ def test_markdown_shows_ratios_the_control_spread_and_errors():
         _cell("psycopg", 60_000, cpu=15.0),
         _cell(AA_LABEL, 36_000, cpu=21.0),
     ]
-    text = report.markdown(_report(results))
+    text = squeeze(report.markdown(_report(results)))
     assert "| workload | c | A/A | asyncpg | mypgdriver | psycopg |" in text
     assert ("| oneplusone | 10 | 0.90 | 40k | n/a (AttributeError: 'Connection' object has no "
             "attrib…) | 60k (1.50) |") in text
@@ -411,7 +417,7 @@ def test_markdown_shows_ratios_the_control_spread_and_errors():
 
 
 def test_machine_info_lists_driver_versions_once():
-    info = report.machine_info("PostgreSQL 15.0", [_cell("asyncpg", 1), _cell(AA_LABEL, 1)])
+    info = provenance.machine_info("PostgreSQL 15.0", [_cell("asyncpg", 1), _cell(AA_LABEL, 1)])
     assert info["drivers"] == {"asyncpg": "1.0"}
     assert info["event_loops"] == {"asyncpg": "uvloop 0.23.0"}
 
@@ -428,7 +434,7 @@ def test_save_writes_json_markdown_and_latest_copy(tmp_path):
 
 
 def test_markdown_without_control_has_no_spread_column():
-    text = report.markdown(_report([_cell("psycopg", 60_000), _cell("psycopg2", 30_000)]))
+    text = squeeze(report.markdown(_report([_cell("psycopg", 60_000), _cell("psycopg2", 30_000)])))
     assert "| workload | c | psycopg | psycopg2 |" in text
     assert "| oneplusone | 10 | 60k | 30k |" in text
 

@@ -1,6 +1,6 @@
 """Fuzz the receive path: run as a child process by tests/test_fuzz_receive_path.py.
 
-    python tests/support/fuzz_receive.py MODE MAX_EXAMPLES
+    python -m tests.support.fuzz_receive MODE MAX_EXAMPLES    # from the repository root
 
 The process limits its own address space first (RLIMIT_AS), so a huge
 allocation fails as a MemoryError here instead of taking the machine's
@@ -24,23 +24,20 @@ Modes:
 from __future__ import annotations
 
 import asyncio
-import pathlib
 import resource
 import struct
 import sys
 
-ADDRESS_SPACE_LIMIT = 1024 * 1024 * 1024
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
-
-from mypgdriver import exceptions  # noqa: E402
-from mypgdriver.codecs.registry import CodecRegistry  # noqa: E402
-from mypgdriver.protocol.protocol import Protocol  # noqa: E402
-from mypgdriver.protocol.statement import StatementState, resolve_statement_codecs  # noqa: E402
-from tests.support.scripted_server import (  # noqa: E402
+from mypgdriver import exceptions
+from mypgdriver.codecs.registry import CodecRegistry
+from mypgdriver.protocol.protocol import Protocol
+from mypgdriver.protocol.statement import StatementState, resolve_statement_codecs
+from tests.support.scripted_server import (
     command_complete, data_row, message, ready_for_query, row_description, startup_reply)
+
+ADDRESS_SPACE_LIMIT = 1024 * 1024 * 1024
 
 ALLOWED = (exceptions.ProtocolError, exceptions.InterfaceError, exceptions.PostgresError)
 
