@@ -10,8 +10,7 @@ from typing import Any, Callable, Sequence
 
 from . import drivers, memory, pipeline_scenario, pool_scenario, provenance, report
 from .contenders import PIPELINE, POOL, POOL_SHORTCUTS
-from .runner import (SCENARIOS, MemoryProbe, Options, PipelineCell, PoolCell, Progress, Runner,
-                     plan)
+from .runner import SCENARIOS, MemoryProbe, Options, PipelineCell, PoolCell, Progress, Runner, plan
 from .server import REPO_ROOT, BenchServer
 from .workloads import BY_NAME, CURSOR_BATCH, WORKLOADS
 

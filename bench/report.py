@@ -12,9 +12,20 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from .contenders import (OURS, PIPELINE, PIPELINE_CEILING, PIPELINE_OURS, PIPELINE_SYNC_CEILING,
-                         POOL, POOL_SHORTCUTS, THROUGHPUT, Lineup, driver_of, is_control,
-                         is_main_contender)
+from .contenders import (
+    OURS,
+    PIPELINE,
+    PIPELINE_CEILING,
+    PIPELINE_OURS,
+    PIPELINE_SYNC_CEILING,
+    POOL,
+    POOL_SHORTCUTS,
+    THROUGHPUT,
+    Lineup,
+    driver_of,
+    is_control,
+    is_main_contender,
+)
 
 ERROR_WIDTH = 50  # characters of an error message kept in a table cell
 POOL_CHART = "pool.png"

@@ -14,17 +14,17 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, overload
 
 from mypgdriver._typing import ArgumentRows, RecordT
+from mypgdriver.copy import CopyMixin
 from mypgdriver.cursor import CursorFactory, check_prefetch
+from mypgdriver.deadlines import check_timeout, timeout_error
+from mypgdriver.listeners import ListenersMixin
 from mypgdriver.prepared import PreparedStatement
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
-from mypgdriver.deadlines import check_timeout, timeout_error
 from mypgdriver.session import LoggedQuery, Session, warn_unclosed
-from mypgdriver.type_codecs import TypeCodecsMixin
-from mypgdriver.copy import CopyMixin
-from mypgdriver.listeners import ListenersMixin
 from mypgdriver.transaction import Transaction
+from mypgdriver.type_codecs import TypeCodecsMixin
 
 if TYPE_CHECKING:
     from mypgdriver.connect_params import ConnectParams

@@ -20,7 +20,6 @@ from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, Protocol, check_r
 from mypgdriver.protocol.record import Record
 
 
-
 async def connect(dsn: Optional[str] = None, *,
                   host: Union[str, Sequence[str], None] = None,
                   port: Union[int, str, Sequence[Union[int, str]], None] = None,
@@ -338,7 +337,7 @@ async def _startup_with_fallback(loop, hostspec, params, config, connection_clas
             # must not hide why the first attempt failed ("password
             # authentication failed").  The other one stays chained.
             if _is_hba_rejection(second_error) and not _is_hba_rejection(first_error):
-                raise first_error
+                raise first_error from second_error
             raise
 
 

@@ -12,14 +12,12 @@ import asyncio
 import inspect
 import itertools
 import os
-from typing import (Any, AsyncIterable, Awaitable, Callable, Iterable, Optional, Sequence,
-                    Union)
+from typing import Any, AsyncIterable, Awaitable, Callable, Iterable, Optional, Sequence, Union
 
 from mypgdriver import exceptions
 from mypgdriver._typing import ArgumentRows
 from mypgdriver.protocol.buffer import WriteBuffer
 from mypgdriver.sql import quote_ident, quote_literal, substitute_parameters
-
 
 #: COPY OUT: stop reading from the socket once this much data waits for a
 #: slow output, and read again once the output took it.

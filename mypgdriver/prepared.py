@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any, Generic, Optional
 from mypgdriver import exceptions
 from mypgdriver._typing import ArgumentRows, RecordT
 from mypgdriver.cursor import CursorFactory, check_prefetch
+from mypgdriver.deadlines import check_timeout
 from mypgdriver.protocol.coreproto import StatusSink
 from mypgdriver.protocol.protocol import WANT_ROWS
-from mypgdriver.deadlines import check_timeout
 from mypgdriver.types import Attribute, Type
 
 if TYPE_CHECKING:

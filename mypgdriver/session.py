@@ -40,13 +40,17 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from mypgdriver import deadlines, exceptions
 from mypgdriver.codecs import introspection
+from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.deadlines import check_timeout
 from mypgdriver.exceptions._hints import append_hint, in_list_hint
-from mypgdriver.codecs.registry import CodecRegistry
-from mypgdriver.protocol.protocol import WANT_ROWS, WANT_STATUS, check_record_class
+from mypgdriver.protocol.protocol import WANT_ROWS, check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.protocol.statement import (
-    StatementState, check_argument_count, missing_statement_types, resolve_statement_codecs)
+    StatementState,
+    check_argument_count,
+    missing_statement_types,
+    resolve_statement_codecs,
+)
 from mypgdriver.sql import is_plain_read
 from mypgdriver.statement_cache import StatementCache
 

@@ -1,12 +1,11 @@
 """Transaction: a transaction block, or a savepoint when nested."""
 from __future__ import annotations
 
+import asyncio
 import enum
+import sys
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional
-
-import asyncio
-import sys
 
 from mypgdriver import exceptions
 

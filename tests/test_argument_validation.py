@@ -23,8 +23,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
-from tests.support.session_state import (  # noqa: F401  (fixtures)
-    backend_state, monitor, shared_table)
+from tests.support.session_state import backend_state, monitor, shared_table  # noqa: F401  (fixtures)
 
 REFUSALS = (TypeError, ValueError, exceptions.InterfaceError, exceptions.DataError)
 

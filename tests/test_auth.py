@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.pgcluster import PgCluster
+from mypgdriver import tls_certificates
 from mypgdriver.exceptions import InterfaceError, ProtocolError
 from mypgdriver.protocol.auth import (
     ScramSha256,
@@ -33,8 +33,8 @@ from mypgdriver.protocol.auth import (
     saslprep,
     start_scram_exchange,
 )
-from mypgdriver import tls_certificates
 from mypgdriver.tls_certificates import tls_server_end_point
+from tools.pgcluster import PgCluster
 
 OPENSSL = shutil.which("openssl")
 

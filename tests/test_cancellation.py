@@ -19,8 +19,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
-from tests.support.cancel_loop import (
-    assert_in_sync, check_loop_outcomes, run_cancellation_loop)
+from tests.support.cancel_loop import assert_in_sync, check_loop_outcomes, run_cancellation_loop
 
 SLEEP_FOREVER = "SELECT pg_sleep(30)"
 # How long the server may take to notice a CancelRequest.

@@ -25,8 +25,7 @@ from hypothesis import strategies as st
 
 from mypgdriver import exceptions
 from mypgdriver.protocol.record import Record
-from mypgdriver.types import (
-    BitString, Box, Circle, Line, LineSegment, Path, Point, Polygon, Range)
+from mypgdriver.types import BitString, Box, Circle, Line, LineSegment, Path, Point, Polygon, Range
 
 pytestmark = pytest.mark.asyncio
 

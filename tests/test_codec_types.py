@@ -12,8 +12,14 @@ from __future__ import annotations
 import ipaddress
 import pickle
 import uuid
-from ipaddress import (IPv4Address, IPv4Interface, IPv4Network, IPv6Address,
-                       IPv6Interface, IPv6Network)
+from ipaddress import (
+    IPv4Address,
+    IPv4Interface,
+    IPv4Network,
+    IPv6Address,
+    IPv6Interface,
+    IPv6Network,
+)
 from typing import Any, NamedTuple
 
 import pytest
@@ -21,7 +27,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mypgdriver.types import (
-    BitString, Box, Circle, Line, LineSegment, Path, Point, Polygon, Range, ServerVersion)
+    BitString,
+    Box,
+    Circle,
+    Line,
+    LineSegment,
+    Path,
+    Point,
+    Polygon,
+    Range,
+    ServerVersion,
+)
 
 U = uuid.UUID('12345678-1234-5678-9abc-def012345678')
 MAX_UINT64 = 2 ** 64 - 1

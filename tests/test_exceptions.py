@@ -380,7 +380,12 @@ def test_outdated_schema_cache_error_attributes():
 
 def test_placeholder_names_still_import():
     from mypgdriver.exceptions import (  # noqa: F401
-        ClientConfigurationError, DataError, InterfaceError, InternalClientError, ProtocolError)
+        ClientConfigurationError,
+        DataError,
+        InterfaceError,
+        InternalClientError,
+        ProtocolError,
+    )
     with pytest.raises(exc.DataError) as info:
         raise DataError('invalid input for query argument $1')
     assert str(info.value) == 'invalid input for query argument $1'

@@ -28,11 +28,23 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 from mypgdriver.server_info import UNKNOWN_SERVER_VERSION
-
 from tests.support.scripted_server import (
-    BYTEA_OID, INT4_ARRAY_OID, INT4_OID, INT4MULTIRANGE_OID, INT4RANGE_OID, RECORD_OID,
-    TEXT_ARRAY_OID, TEXT_OID, ScriptedServer, command_complete, data_row, message,
-    parameter_status, ready_for_query, startup_reply)
+    BYTEA_OID,
+    INT4_ARRAY_OID,
+    INT4_OID,
+    INT4MULTIRANGE_OID,
+    INT4RANGE_OID,
+    RECORD_OID,
+    TEXT_ARRAY_OID,
+    TEXT_OID,
+    ScriptedServer,
+    command_complete,
+    data_row,
+    message,
+    parameter_status,
+    ready_for_query,
+    startup_reply,
+)
 
 STEP_TIMEOUT = 5
 INT32_MAX = 2**31 - 1

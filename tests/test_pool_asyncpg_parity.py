@@ -11,8 +11,7 @@ import pytest
 from mypgdriver import exceptions
 from mypgdriver.connection import Connection
 from mypgdriver.pool import PoolConnectionProxy, create_pool
-from tests.test_pool import (app_name, backends, observer, pool_kwargs,  # noqa: F401 (fixtures)
-                             wait_until, watchdog)
+from tests.test_pool import app_name, backends, observer, pool_kwargs, wait_until, watchdog  # noqa: F401 (fixtures)
 
 
 class NarrowConnection(Connection):

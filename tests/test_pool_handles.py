@@ -21,8 +21,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
-from tests.support.session_state import (  # noqa: F401  (fixtures)
-    SharedTable, monitor, shared_table)
+from tests.support.session_state import SharedTable, monitor, shared_table  # noqa: F401  (fixtures)
 
 RELEASED = "released back to the pool"
 #: Rows the handles of the first user (A) would write, and the next user's (B).

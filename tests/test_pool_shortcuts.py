@@ -11,7 +11,6 @@ from mypgdriver.pool import _may_share, create_pool
 from tests.test_pool import app_name, observer, pool_kwargs  # noqa: F401  (fixtures)
 
 
-
 async def _backends(observer: Any, app_name: str) -> int:
     return await observer.fetchval(
         "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app_name)

@@ -325,7 +325,7 @@ async def test_get_settings_attributes(conn):
     assert settings.standard_conforming_strings == "on"
     assert settings.session_authorization == await conn.fetchval("SELECT session_user")
     with pytest.raises(AttributeError):
-        settings.no_such_setting
+        settings.no_such_setting  # noqa: B018 (the attribute access is what raises)
 
 
 async def test_get_settings_follows_set(conn):

@@ -3,7 +3,8 @@ import asyncio
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mypgdriver.protocol.protocol import Protocol
 

@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 from mypgdriver.protocol.record import (
     Record,
     RecordDescriptor,
-    _make_record_for_tests as make,
     _restore_record,
+)
+from mypgdriver.protocol.record import (
+    _make_record_for_tests as make,
 )
 
 
@@ -260,7 +262,7 @@ def test_ordering_is_tuple_ordering():
 @pytest.mark.parametrize("other", [1, [1, 2], "ab", None])
 def test_ordering_against_non_tuples_raises_type_error(other):
     with pytest.raises(TypeError, match="not supported between instances"):
-        make(["a", "b"], [1, 2]) < other
+        make(["a", "b"], [1, 2]) < other  # noqa: B015 (the comparison is what raises)
 
 
 def test_nan_value_equals_itself_by_identity_like_tuples():

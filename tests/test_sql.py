@@ -6,7 +6,6 @@ import pytest
 
 from mypgdriver import exceptions, sql
 
-
 # --- quoting ----------------------------------------------------------------------------
 
 def test_quote_ident_keeps_case_and_doubles_quotes():

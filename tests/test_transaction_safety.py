@@ -29,8 +29,17 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 from tests.support.session_state import (  # noqa: F401  (fixtures)
-    SharedTable, assert_session_clean, backend_state, commit_claim, monitor, run_cancelled,
-    run_timed_out, settle, settled_backend_state, shared_table)
+    SharedTable,
+    assert_session_clean,
+    backend_state,
+    commit_claim,
+    monitor,
+    run_cancelled,
+    run_timed_out,
+    settle,
+    settled_backend_state,
+    shared_table,
+)
 
 #: Rows the block writes (block=<id>, i=0..BLOCK_ROWS-1).
 BLOCK_ROWS = 3
@@ -144,7 +153,7 @@ async def test_cancelled_transaction_block_leaves_no_open_transaction(shared_tab
     for spins in range(MAX_SPINS + 1):
         block = next(_block_ids)
         where = f"{shape}, cancelled after {spins} loop iterations"
-        result = await run_cancelled(lambda: body(conn, shared_table.name, block), spins, where)
+        result = await run_cancelled(lambda block=block: body(conn, shared_table.name, block), spins, where)
         outcomes.add(await check_block_outcome(conn, shared_table, block, result, where,
                                                interrupt=asyncio.CancelledError))
     # Sanity check of the loop itself (how many blocks complete depends on the
@@ -161,7 +170,7 @@ async def test_timed_out_transaction_block_leaves_no_open_transaction(shared_tab
             block = next(_block_ids)
             where = f"{shape}, wait_for(timeout={timeout}) round {round_}"
             result = await run_timed_out(
-                lambda: body(conn, shared_table.name, block, TIMED_PAUSE), timeout, where)
+                lambda block=block: body(conn, shared_table.name, block, TIMED_PAUSE), timeout, where)
             outcomes.add(await check_block_outcome(conn, shared_table, block, result, where,
                                                    interrupt=asyncio.TimeoutError))
     assert any(o.startswith("interrupted") for o in outcomes), outcomes
@@ -429,7 +438,7 @@ async def test_connection_released_after_cancelled_block_comes_back_outside_tran
         block = next(_block_ids)
         where = f"pool user cancelled after {spins} loop iterations"
         async with pool.acquire() as con:
-            await run_cancelled(lambda: block_async_with(con, shared_table.name, block),
+            await run_cancelled(lambda block=block: block_async_with(con, shared_table.name, block),
                                 spins, where)
         assert await shared_table.count(block, bulk_only=True) in (0, BLOCK_ROWS)
         async with pool.acquire() as con:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from sqlalchemy.dialects import registry
 
 registry.register(

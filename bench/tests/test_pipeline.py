@@ -5,7 +5,8 @@ import asyncio
 
 import pytest
 
-from bench import cli, pipeline_scenario as ps, pool_scenario, provenance, report, runner, worker
+from bench import cli, pool_scenario, provenance, report, runner, worker
+from bench import pipeline_scenario as ps
 from bench.contenders import PIPELINE, POOL_SHORTCUTS
 from bench.runner import Options, PipelineCell, PoolCell, RunResults, plan
 

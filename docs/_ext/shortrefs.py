@@ -10,7 +10,6 @@ one object matches; an ambiguous or unknown name stays unlinked, as before.
 """
 from __future__ import annotations
 
-from docutils import nodes
 from sphinx.util.nodes import make_refnode
 
 # Role -> object types it may point at (as Sphinx's Python domain names them).

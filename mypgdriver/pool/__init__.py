@@ -14,10 +14,10 @@ One job per module:
 """
 from mypgdriver.pool.pool import Pool, PoolAcquireContext, create_pool
 from mypgdriver.pool.proxy import PoolConnectionProxy
-from mypgdriver.pool.stats import WAIT_HISTOGRAM_BOUNDS, PoolStats
 
 # Imported from here by the tests since before the pool was a package.
 from mypgdriver.pool.shortcuts import may_share as _may_share  # noqa: F401
+from mypgdriver.pool.stats import WAIT_HISTOGRAM_BOUNDS, PoolStats
 
 __all__ = ('Pool', 'PoolAcquireContext', 'PoolConnectionProxy', 'PoolStats',
            'WAIT_HISTOGRAM_BOUNDS', 'create_pool')

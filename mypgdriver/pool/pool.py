@@ -33,7 +33,19 @@ import functools
 import logging
 from types import TracebackType
 from typing import (
-    Any, Awaitable, Callable, Deque, Generator, List, Optional, Set, Tuple, Type, Union, overload)
+    Any,
+    Awaitable,
+    Callable,
+    Deque,
+    Generator,
+    List,
+    Optional,
+    Set,
+    Tuple,
+    Type,
+    Union,
+    overload,
+)
 
 from mypgdriver import connector, deadlines, exceptions
 from mypgdriver._typing import ArgumentRows, RecordT

@@ -4,11 +4,21 @@ from __future__ import annotations
 import functools
 import inspect
 from typing import (
-    TYPE_CHECKING, Any, Callable, Coroutine, Dict, List, Optional, Tuple, Type, overload)
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Coroutine,
+    Dict,
+    List,
+    Optional,
+    Tuple,
+    Type,
+    overload,
+)
 
 from mypgdriver import exceptions
-from mypgdriver.connection import Connection
 from mypgdriver._typing import RecordT
+from mypgdriver.connection import Connection
 from mypgdriver.pool.slots import PooledConnection
 from mypgdriver.protocol.record import Record
 

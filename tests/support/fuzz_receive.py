@@ -28,14 +28,21 @@ import resource
 import struct
 import sys
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mypgdriver import exceptions
 from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.protocol.protocol import Protocol
 from mypgdriver.protocol.statement import StatementState, resolve_statement_codecs
 from tests.support.scripted_server import (
-    command_complete, data_row, message, ready_for_query, row_description, startup_reply)
+    command_complete,
+    data_row,
+    message,
+    ready_for_query,
+    row_description,
+    startup_reply,
+)
 
 ADDRESS_SPACE_LIMIT = 1024 * 1024 * 1024
 
