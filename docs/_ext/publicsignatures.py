@@ -22,6 +22,8 @@ import sys
 import typing
 from typing import Any, Optional
 
+from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
@@ -56,12 +58,31 @@ def _rename_typevars(text: str, home_module: str) -> str:
 def _process_signature(app: Sphinx, what: str, name: str, obj: Any, options: Any,
                        signature: Optional[str],
                        return_annotation: Optional[str]) -> Optional[tuple[str, str]]:
-    if not signature and not return_annotation:
-        return None
+    # The first handler that returns something wins: return None when
+    # nothing changed, so that other handlers (conf.py's) still run.
     home = getattr(obj, '__module__', None) or name.rpartition('.')[0]
-    return (_rename_typevars(signature or '', home) if signature else signature,
-            _rename_typevars(return_annotation or '', home)
-            if return_annotation else return_annotation)
+    new_signature = _rename_typevars(signature, home) if signature else signature
+    new_return = (_rename_typevars(return_annotation, home) if return_annotation
+                  else return_annotation)
+    if new_signature == signature and new_return == return_annotation:
+        return None
+    return new_signature, new_return
+
+
+def _rename_typevar_references(app: Sphinx, doctree: nodes.document) -> None:
+    """The same renaming where no signature event runs: the type of a property
+    or an attribute, which autodoc passes on as a ``:type:`` option and the
+    Python domain turns into cross-references."""
+    for signature in doctree.findall(addnodes.desc_signature):
+        for ref in list(signature.findall(addnodes.pending_xref)):
+            if ref.get('refdomain') != 'py':
+                continue
+            target = ref.get('reftarget', '')
+            module_name, _, name = target.rpartition('.')
+            if not name.startswith('_'):
+                continue
+            if _is_typevar(module_name or ref.get('py:module') or '', name):
+                ref.replace_self(nodes.Text(name.lstrip('_')))
 
 
 def _process_bases(app: Sphinx, name: str, obj: Any, options: Any, bases: list) -> None:
@@ -88,7 +109,9 @@ def _check_rendered_signatures(app: Sphinx, exception: Optional[BaseException]) 
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect('autodoc-process-signature', _process_signature)
+    # After conf.py's handler, which hides some constructors altogether.
+    app.connect('autodoc-process-signature', _process_signature, priority=600)
+    app.connect('doctree-read', _rename_typevar_references)
     app.connect('autodoc-process-bases', _process_bases)
     app.connect('build-finished', _check_rendered_signatures)
     return {'version': '1', 'parallel_read_safe': True, 'parallel_write_safe': True}
