@@ -1,7 +1,9 @@
 """Sphinx configuration for the mypgdriver documentation.
 
-Build from the repository root, with the package's extensions built in place
-(``python setup.py build_ext --inplace``):
+Build from the repository root, in an environment where the package is
+installed in editable mode (``pip install -e '.[docs]'``, which also builds
+the compiled modules in place: autodoc imports them); docs/README.md has the
+steps:
 
     python -m sphinx -W -b html docs docs/_build/html
 """
@@ -39,6 +41,7 @@ extensions = [
     'benchresults',
     'sqlstates',
     'shortrefs',
+    'publicsignatures',
 ]
 
 exclude_patterns = ['_build', 'README.md']
@@ -78,6 +81,7 @@ def _hide_internal_constructor(app, what, name, obj, options, signature, return_
     if what in ('class', 'exception') and name in _MADE_BY_THE_DRIVER:
         return '', None
     return None
+
 
 # --- HTML ----------------------------------------------------------------------
 
