@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 DEFAULT_PREFETCH = 50
 
 
-
 def check_prefetch(prefetch: object) -> None:
     """Refuse a bad `prefetch` before anything is sent."""
     if prefetch is None:

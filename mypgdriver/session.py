@@ -70,6 +70,8 @@ RETRYABLE_ERRORS = (exceptions.InvalidCachedStatementError,
                     exceptions.DuplicatePreparedStatementError)
 _NAME_TROUBLE = (exceptions.InvalidSQLStatementNameError,
                  exceptions.DuplicatePreparedStatementError)
+# How the names of the statements the driver generates begin (prepare_state).
+_STATEMENT_PREFIX = '__mypg_'
 
 # Tasks running async query loggers: the loop keeps only weak references.
 _logger_tasks: set = set()
@@ -840,7 +842,7 @@ class Session:
         """
         use_cache = cache and name is None and self.is_cacheable(query)
         if name is None:
-            name = (f'__mypg_{self.conn_id}_{next(self._stmt_ids)}__'
+            name = (f'{_STATEMENT_PREFIX}{self.conn_id}_{next(self._stmt_ids)}__'
                     if use_cache or named else '')
         state = StatementState(name, query)
         if self.needs_sync():
@@ -1002,6 +1004,9 @@ class Session:
         its own) and run once more, outside a transaction block.
         """
         if isinstance(error, _NAME_TROUBLE):
+            if not described and _STATEMENT_PREFIX not in (error.message or ''):
+                # About a statement of the user's own SQL (EXECUTE x), not ours.
+                return False
             if isinstance(error, exceptions.InvalidSQLStatementNameError):
                 # Which of our statements are gone is unknown: all are suspect.
                 self.forget_server_statements()

@@ -276,3 +276,11 @@ async def test_statement_name_already_taken_is_prepared_under_another_name(conn)
     # SQLSTATE 42P05 on our Parse: prepared again under a fresh name.
     assert await conn.fetchval("SELECT $1::int - 1", 10) == 9
     assert await conn.fetchval(f'EXECUTE "{taken}"') == 0
+
+
+async def test_missing_statement_of_the_users_own_sql_is_not_retried(conn):
+    assert await conn.fetchval("SELECT $1::int + 0", 1) == 1
+    with pytest.raises(exceptions.InvalidSQLStatementNameError):
+        await conn.fetchval("EXECUTE mypg_no_such_statement")
+    # Not one of the driver's statements: the cache was left alone.
+    assert conn._session.stmt_cache.get("SELECT $1::int + 0") is not None
