@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Generator, Generic,
 from mypgdriver import exceptions
 from mypgdriver._typing import RecordT
 from mypgdriver.protocol.rowstream import RowStream
+from mypgdriver.session import RETRYABLE_ERRORS
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection
@@ -18,8 +19,6 @@ if TYPE_CHECKING:
     from mypgdriver.session import Session
 
 DEFAULT_PREFETCH = 50
-
-_SCHEMA_CHANGED = (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError)
 
 
 def check_prefetch(prefetch: object) -> None:
@@ -143,7 +142,7 @@ class BaseCursor(Generic[RecordT]):
         try:
             rows, more = await session.bind_portal(self._state, self._args, portal, limit,
                                                    timeout, self._record_class)
-        except _SCHEMA_CHANGED as e:
+        except RETRYABLE_ERRORS as e:
             # Inside a transaction there is no retry, but the stale cache
             # entries must go so that the next attempt succeeds.
             session.may_retry_after(e, self._query)
@@ -161,7 +160,7 @@ class BaseCursor(Generic[RecordT]):
         try:
             await session.bind_portal(self._state, self._args, portal, 0, timeout, None,
                                       fetch=False)
-        except _SCHEMA_CHANGED as e:
+        except RETRYABLE_ERRORS as e:
             session.may_retry_after(e, self._query)
             raise
         self._portal = portal

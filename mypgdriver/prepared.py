@@ -162,8 +162,10 @@ class PreparedStatement(Generic[RecordT]):
     # --- internals ---
 
     def _check_usable(self, method: str) -> None:
-        self._session.check_handle(self._checkout, 'PreparedStatement', method)
-        if self._state.closed:
+        session = self._session
+        session.check_handle(self._checkout, 'PreparedStatement', method)
+        # (A statement the server dropped is prepared again at its next run.)
+        if self._state.closed and self._state not in session.dropped_stmts:
             raise exceptions.InterfaceError(
                 f'cannot call PreparedStatement.{method}(): the prepared statement is closed')
 
@@ -180,7 +182,10 @@ class PreparedStatement(Generic[RecordT]):
         session = self._session
         old = self._state
         if self._fixed_name:
-            # The user's name is still taken on the server: free it first.
+            # The user's name may still be taken on the server (even after
+            # an error said it was not: others may be gone, not this one):
+            # free it first.
+            old.closed = False
             session.queue_statement_close(old)
             timeout = await session.sync(session.time_left(deadline))
             new = await session.prepare_state(self._query, timeout, name=old.name, cache=False)

@@ -59,7 +59,19 @@ from mypgdriver.statement_cache import StatementCache
 #: closed instead: a connection is in sync or closed, never in doubt.
 TRANSACTION_CLEANUP_TIMEOUT = 5.0
 
-_SCHEMA_CHANGED = (exceptions.InvalidCachedStatementError, exceptions.OutdatedSchemaCacheError)
+# Errors after which a statement may be prepared again and run once more
+# (see Session.may_retry_after): the schema changed under a cached statement
+# (0A000, or our own type knowledge is stale), or its name is unknown (26000:
+# dropped behind our back, a pooler on a new server connection) or taken
+# (42P05) on the server.
+RETRYABLE_ERRORS = (exceptions.InvalidCachedStatementError,
+                    exceptions.OutdatedSchemaCacheError,
+                    exceptions.InvalidSQLStatementNameError,
+                    exceptions.DuplicatePreparedStatementError)
+_NAME_TROUBLE = (exceptions.InvalidSQLStatementNameError,
+                 exceptions.DuplicatePreparedStatementError)
+# How the names of the statements the driver generates begin (prepare_state).
+_STATEMENT_PREFIX = '__mypg_'
 
 # Tasks running async query loggers: the loop keeps only weak references.
 _logger_tasks: set = set()
@@ -71,8 +83,11 @@ _XACT_SCOPES: contextvars.ContextVar[tuple] = contextvars.ContextVar(
     'mypgdriver_transaction_scopes', default=())
 
 # Simple queries that may switch the connection into COPY mode run alone:
-# pipelined messages behind them would be read as a broken copy stream.
-_MENTIONS_COPY = re.compile(r'\bcopy\b', re.IGNORECASE).search
+# pipelined messages behind them would be read as a broken copy stream.  So
+# do those that may drop every prepared statement (DISCARD ALL, DEALLOCATE):
+# a Bind pipelined behind them could name a statement already gone (through
+# pgbouncer 1.22+, that gets the connection closed).
+_RUNS_ALONE = re.compile(r'\b(?:copy|discard|deallocate)\b', re.IGNORECASE).search
 
 
 class SettledStatement(NamedTuple):
@@ -116,6 +131,7 @@ class Session:
 
     __slots__ = ('protocol', 'loop', 'addr', 'params', 'command_timeout', 'record_class',
                  'max_cacheable_size', 'stmt_cache', 'codecs', 'stmts_to_close', 'held_stmts',
+                 'dropped_stmts',
                  'query_loggers', 'closed', 'checkout', 'facade', 'top_xact', 'xact_broken',
                  'xact_scope', 'xact_owner', 'cleanup',
                  'server_version', 'introspection_query', 'conn_id', '_stmt_ids',
@@ -139,6 +155,9 @@ class Session:
         # Named statements that no cache owns, kept alive by PreparedStatement
         # and cursor references (StatementState.refs); closed when refs drop to 0.
         self.held_stmts: set = set()
+        # Held statements the server dropped (see forget_server_statements):
+        # prepared again before their next use.
+        self.dropped_stmts: set = set()
         self.query_loggers: list = []
         self.closed = False
         # Pool checkouts: a handle remembers the value at its creation and
@@ -163,6 +182,7 @@ class Session:
         self._stmt_ids = itertools.count(1)
         self._portal_ids = itertools.count(1)
         self._savepoint_ids = itertools.count(1)
+        protocol.on_statements_dropped = self.forget_server_statements
 
     # --- state ---------------------------------------------------------------------------
 
@@ -444,7 +464,7 @@ class Session:
             except asyncio.CancelledError:
                 proto.abandon(fut)
                 raise
-        except _SCHEMA_CHANGED as e:
+        except RETRYABLE_ERRORS as e:
             if not self.may_retry_after(e, query):
                 raise
             # The one retry after a schema change: prepare afresh and run once more.
@@ -494,8 +514,8 @@ class Session:
             return await self.logged(self.simple(query, timeout, False), query, (), timeout)
         self.check_open()
         timeout = self.resolve_timeout(timeout)
-        if _MENTIONS_COPY(query):
-            # It may start a COPY: it runs alone.
+        if _RUNS_ALONE(query):
+            # It may start a COPY or drop our statements: it runs alone.
             timeout = await self.hold(timeout)
             try:
                 return await self.wait(self.protocol.simple_query(query, timeout, True))
@@ -525,6 +545,9 @@ class Session:
         # ConnectionDoesNotExistError), so it is not checked here.
         if stmt._checkout != self.checkout or self.closed or state.closed:
             stmt._check_usable(method)
+            # Still usable, yet closed: the server dropped it (DISCARD ALL).
+            state = await self.restore_dropped(
+                stmt, self.deadline(self.resolve_timeout(timeout)))
         timeout = self.command_timeout if timeout is None else check_timeout(timeout)
         record_class = stmt._record_class
         if record_class is None:
@@ -549,7 +572,7 @@ class Session:
         except asyncio.CancelledError:
             proto.abandon(fut)
             raise
-        except _SCHEMA_CHANGED as e:
+        except RETRYABLE_ERRORS as e:
             if not self.may_retry_after(e, state.query, described=True):
                 raise
             return await stmt.run_again(args, limit, deadline)
@@ -581,8 +604,12 @@ class Session:
             state = self.stmt_cache.get(query)
             if state is None:
                 state = await self.prepare_state(query, timeout)
-        elif state.codecs_generation != self.codecs.generation:
-            await self.refresh_codecs(state, timeout)
+        else:
+            if retry is not None and state in self.dropped_stmts:
+                # A PreparedStatement's statement that DISCARD ALL dropped.
+                state = await retry(deadline)
+            if state.codecs_generation != self.codecs.generation:
+                await self.refresh_codecs(state, self.time_left(deadline))
         try:
             return await self._executemany_state(state, args, deadline, return_rows,
                                                  record_class)
@@ -596,7 +623,7 @@ class Session:
                 raise
             return await self._executemany_state(state, args, deadline, return_rows,
                                                  record_class)
-        except _SCHEMA_CHANGED as e:
+        except RETRYABLE_ERRORS as e:
             # Only a sequence can be sent again: an iterator is partly consumed.
             if not isinstance(args, (list, tuple)) or not self.may_retry_after(
                     e, query, described=retry is not None):
@@ -815,7 +842,7 @@ class Session:
         """
         use_cache = cache and name is None and self.is_cacheable(query)
         if name is None:
-            name = (f'__mypg_{self.conn_id}_{next(self._stmt_ids)}__'
+            name = (f'{_STATEMENT_PREFIX}{self.conn_id}_{next(self._stmt_ids)}__'
                     if use_cache or named else '')
         state = StatementState(name, query)
         if self.needs_sync():
@@ -893,7 +920,42 @@ class Session:
         state.refs -= 1
         if state.refs <= 0 and state in self.held_stmts:
             self.held_stmts.discard(state)
+            self.dropped_stmts.discard(state)
             self.queue_statement_close(state)
+
+    def forget_server_statements(self) -> None:
+        """The server dropped every prepared statement of the session (DISCARD ALL, DEALLOCATE).
+
+        Called by the protocol when such a command completes, wherever it
+        came from (the user, a pool's reset, a multi-statement query).  The
+        cache is emptied without sending Close (there is nothing left to
+        close), and statements held by PreparedStatement objects are prepared
+        again before their next use (restore_dropped()).  A DEALLOCATE run
+        inside a function, where no command tag reaches us, is not seen: the
+        next use of a cached statement then gets SQLSTATE 26000 and the
+        retry policy (may_retry_after) takes over, except through a pooler
+        that closes the connection instead (see docs/guide/poolers.rst).
+        """
+        in_use = [state for state in self.held_stmts if not state.closed]
+        for state in self.stmt_cache.states():
+            if state.refs > 0:
+                in_use.append(state)
+            state.closed = True
+        self.stmt_cache.clear()
+        for state in in_use:
+            state.closed = True
+            self.dropped_stmts.add(state)
+        self.stmts_to_close = []
+
+    async def restore_dropped(self, stmt, deadline) -> StatementState:
+        """Prepare a PreparedStatement's statement again after the server dropped it; its state.
+
+        Its query text and name are the same, so are its types (unless the
+        schema changed meanwhile, which the server then reports as for any
+        statement).
+        """
+        # The old state leaves dropped_stmts when its last reference goes.
+        return await stmt._reprepare(deadline)
 
     def _on_statement_removed(self, state) -> None:
         if state.refs > 0:
@@ -933,7 +995,27 @@ class Session:
         types changed (InvalidCachedStatementError raised by the protocol,
         not the server, which ran the statement: see coreproto's
         _check_redescribed).
+
+        SQLSTATE 26000 (the statement does not exist: dropped where we could
+        not see it, or a pooler without statement tracking moved us to
+        another server connection) and 42P05 (our Parse named a statement
+        that already exists) also failed before anything ran: the statement
+        is prepared again (under a new name, or, for a PreparedStatement,
+        its own) and run once more, outside a transaction block.
         """
+        if isinstance(error, _NAME_TROUBLE):
+            if not described and _STATEMENT_PREFIX not in (error.message or ''):
+                # About a statement of the user's own SQL (EXECUTE x), not ours.
+                return False
+            if isinstance(error, exceptions.InvalidSQLStatementNameError):
+                # Which of our statements are gone is unknown: all are suspect.
+                self.forget_server_statements()
+            if self.protocol.is_in_transaction():
+                _add_hint(error, 'The statement cache was cleared. Inside a transaction '
+                          'block the statement cannot be retried: roll back and run the '
+                          'transaction again.')
+                return False
+            return True
         if (isinstance(error, exceptions.InvalidCachedStatementError)
                 and error.severity is not None):
             # The schema changed: other cached statements are suspect too.

@@ -5,25 +5,24 @@ whichever server connection is free, so named prepared statements do not
 follow a client.  With ``statement_cache_size=0`` the driver uses only the
 unnamed statement and re-sends its Parse with every Bind, which works.
 
-pgbouncer comes from Debian's package; the test installs it when missing
-and skips, saying why, when that is impossible.
+pgbouncer comes from Debian's package (1.18); the test installs it when
+missing and skips, saying why, when that is impossible.  The statement
+cache on, through pgbouncer 1.25: test_pooler_prepared.py.
 """
 from __future__ import annotations
 
 import asyncio
 import os
-import pwd
 import random
 import shutil
-import socket
 import subprocess
-import tempfile
 import time
 from typing import Iterator
 
 import pytest
 
 import mypgdriver
+from tools.pgbouncer import Pgbouncer
 
 CLIENTS = 50
 SERVER_POOL_SIZE = 10
@@ -51,29 +50,9 @@ def _install_pgbouncer() -> str:
     return ''
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
-def _wait_listening(port: int, proc: subprocess.Popen, logfile: str) -> None:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            break
-        try:
-            socket.create_connection(('127.0.0.1', port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    log = open(logfile).read() if os.path.exists(logfile) else ''
-    raise RuntimeError(f'pgbouncer did not start listening on port {port}:\n{log[-2000:]}')
-
-
 @pytest.fixture(scope='module')
 def pgbouncer_port(pg_cluster) -> Iterator[int]:
-    """Port of a pgbouncer (pool_mode=transaction) in front of the session's server."""
+    """Port of Debian's pgbouncer (pool_mode=transaction) in front of the session's server."""
     pg_cluster.require_local()
     path = _find_pgbouncer()
     if path is None:
@@ -81,49 +60,10 @@ def pgbouncer_port(pg_cluster) -> Iterator[int]:
         path = _find_pgbouncer()
         if path is None:
             pytest.skip(reason or 'pgbouncer is not installed')
-    # pgbouncer refuses to run as root.
-    run_as = pwd.getpwnam('postgres') if os.geteuid() == 0 else None
-    workdir = tempfile.mkdtemp(prefix='mypg-pgbouncer-')
-    port = _free_port()
-    logfile = os.path.join(workdir, 'pgbouncer.log')
-    with open(os.path.join(workdir, 'userlist.txt'), 'w') as f:
-        f.write('"postgres" ""\n')
-    with open(os.path.join(workdir, 'pgbouncer.ini'), 'w') as f:
-        f.write(f"""\
-[databases]
-postgres = host={pg_cluster.host} port={pg_cluster.port} dbname=postgres user=postgres
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = {port}
-unix_socket_dir =
-auth_type = trust
-auth_file = {workdir}/userlist.txt
-pool_mode = transaction
-default_pool_size = {SERVER_POOL_SIZE}
-max_client_conn = {CLIENTS * 2}
-logfile = {logfile}
-server_reset_query =
-""")
-    if run_as is not None:
-        os.chown(workdir, run_as.pw_uid, run_as.pw_gid)
-        for name in os.listdir(workdir):
-            os.chown(os.path.join(workdir, name), run_as.pw_uid, run_as.pw_gid)
-    proc = subprocess.Popen(
-        [path, os.path.join(workdir, 'pgbouncer.ini')],
-        user=run_as.pw_uid if run_as else None, group=run_as.pw_gid if run_as else None,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_listening(port, proc, logfile)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
+    settings = {'pool_mode': 'transaction', 'default_pool_size': SERVER_POOL_SIZE,
+                'max_client_conn': CLIENTS * 2}
+    with Pgbouncer(path, pg_cluster.host, pg_cluster.port, settings=settings) as bouncer:
+        yield bouncer.port
 
 
 @pytest.fixture

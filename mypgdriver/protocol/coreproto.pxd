@@ -90,6 +90,7 @@ cdef class CoreProtocol:
         bint decoding_row                 # a DataRow is being decoded (for error routing)
         str result_status
         str last_tag            # the last CommandComplete tag, reused when it repeats
+        bint last_tag_drops     # last_tag says every prepared statement was dropped
         object result_error               # first ErrorResponse (or client-side failure) of the operation
         bint discard_rows                 # after a cancel: drain without decoding
         bint portal_suspended
@@ -105,6 +106,7 @@ cdef class CoreProtocol:
     cdef int _on_notice(self, object message) except -1
     cdef int _on_notification(self, int32_t pid, str channel, str payload) except -1
     cdef int _on_parameter_status(self, str name, str value) except -1
+    cdef int _on_statements_dropped(self) except -1
 
     # --- operations ---
     cdef int _reset_result(self) except -1

@@ -217,6 +217,10 @@ cdef class CoreProtocol:
     cdef int _on_parameter_status(self, str name, str value) except -1:
         return 0
 
+    cdef int _on_statements_dropped(self) except -1:
+        # DISCARD ALL / DEALLOCATE completed: see _command_tag.
+        return 0
+
     # --- the queue of operations in flight ---
 
     cdef int _push_op(self, Operation op) except -1:
@@ -571,6 +575,12 @@ cdef class CoreProtocol:
                 return last
         last = frame_read_cstr(frame)
         self.last_tag = last
+        # DISCARD ALL and DEALLOCATE [ALL] drop prepared statements, ours
+        # included, and a pooler tracking them (pgbouncer 1.22+) forgets
+        # them too: binding one later would get the connection closed
+        # there, not an ordinary error.  (DEALLOCATE of one name says
+        # "DEALLOCATE" without the name: every statement is suspect.)
+        self.last_tag_drops = last == 'DISCARD ALL' or last.startswith('DEALLOCATE')
         return last
 
     cdef int _flush_copy_out(self) except -1:
@@ -593,6 +603,8 @@ cdef class CoreProtocol:
             return self._on_data_row(frame)
         elif mtype == b'C':
             self.result_status = self._command_tag(frame)
+            if self.last_tag_drops:
+                self._on_statements_dropped()
         elif mtype == b'Z':
             return self._on_ready_for_query(frame)
         elif mtype == b'2' or mtype == b'1' or mtype == b'3':

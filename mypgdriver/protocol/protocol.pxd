@@ -10,6 +10,7 @@ cdef class BaseProtocol(CoreProtocol):
         public object on_notice
         public object on_notification
         public object on_connection_lost
+        public object on_statements_dropped   # callable(): DISCARD ALL / DEALLOCATE completed
         public object cancel_request   # async callable sending a CancelRequest
         readonly object lost_exc
         bint cancel_done

@@ -25,6 +25,7 @@ class BaseProtocol(CoreProtocol):
     on_notice: Callable[..., Any] | None
     on_notification: Callable[..., Any] | None
     on_connection_lost: Callable[..., Any] | None
+    on_statements_dropped: Callable[[], Any] | None
     cancel_request: Callable[[], Any] | None
     @property
     def lost_exc(self) -> BaseException | None: ...

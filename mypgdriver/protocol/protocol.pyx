@@ -99,6 +99,7 @@ cdef class BaseProtocol(CoreProtocol):
         self.n_turn_waiters = 0
         self.reserved = 0
         self.exclusive = False
+        self.on_statements_dropped = None
 
     # --- asyncio.Protocol interface ---
 
@@ -666,6 +667,11 @@ cdef class BaseProtocol(CoreProtocol):
     cdef int _on_notification(self, int32_t pid, str channel, str payload) except -1:
         if self.on_notification is not None:
             self.on_notification(pid, channel, payload)
+        return 0
+
+    cdef int _on_statements_dropped(self) except -1:
+        if self.on_statements_dropped is not None:
+            self.on_statements_dropped()
         return 0
 
     cdef int _on_parameter_status(self, str name, str value) except -1:

@@ -1,0 +1,286 @@
+"""The statement cache on, through pgbouncer 1.25 in transaction pooling mode.
+
+pgbouncer 1.21+ with ``max_prepared_statements`` tracks the named statements
+each client prepares with protocol messages (Parse), prepares them again on
+whichever server connection a later Bind lands, and answers the client's
+Close itself.  For that to work the driver must prepare with Parse (never SQL
+PREPARE), close with Close (never SQL DEALLOCATE), and notice when the user
+drops every statement (DISCARD ALL, DEALLOCATE ALL): pgbouncer forgets them
+too, and closes the client connection if it later binds one of them.
+
+pgbouncer is built from its source tarball (tools/pgbouncer.py); without a
+tarball these tests skip, saying so.
+"""
+from __future__ import annotations
+
+import asyncio
+import io
+import itertools
+import random
+from typing import Any, AsyncIterator, Iterator
+
+import pytest
+
+import mypgdriver
+from mypgdriver import exceptions
+from tests.support.pgbouncer import (
+    SERVER_POOL_SIZE,
+    ClientMessageRecorder,
+    pgbouncer_125,
+    sql_sent,
+    transaction_pool_settings,
+)
+from tools.pgbouncer import Pgbouncer
+
+CLIENTS = 200
+ROUNDS = 6
+
+
+@pytest.fixture(scope="module")
+def pooler(pg_cluster) -> Iterator[Pgbouncer]:
+    """pgbouncer 1.25, pool_mode=transaction, max_prepared_statements, 10 server connections."""
+    pg_cluster.require_local()
+    binary = pgbouncer_125()
+    with Pgbouncer(binary, pg_cluster.host, pg_cluster.port,
+                   settings=transaction_pool_settings(CLIENTS + 100)) as bouncer:
+        yield bouncer
+
+
+async def _connect(pooler: Pgbouncer, **kwargs: Any) -> Any:
+    return await mypgdriver.connect(host="127.0.0.1", port=pooler.port, user="postgres",
+                                    database="postgres", **kwargs)
+
+
+@pytest.fixture
+async def via_pooler(pooler: Pgbouncer) -> AsyncIterator[Any]:
+    """A connection through pgbouncer with the default statement cache."""
+    conn = await _connect(pooler)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def pooler_table(conn) -> AsyncIterator[Any]:
+    await conn.execute("""
+        DROP TABLE IF EXISTS pooler_log;
+        CREATE TABLE pooler_log (client int, seq int, kind text, payload text)""")
+    yield conn
+    await conn.execute("DROP TABLE IF EXISTS pooler_log")
+
+
+# --- many clients over few server connections ---------------------------------------------
+
+
+async def _client(number: int, pooler: Pgbouncer, pids: set[int], start: asyncio.Event) -> int:
+    """Mix every kind of operation for ROUNDS rounds, checking each result; rows inserted."""
+    # A few clients get a tiny cache, so that statements are evicted (and closed) all the time.
+    cache = 3 if number % 10 == 0 else 100
+    conn = await _connect(pooler, statement_cache_size=cache)
+    rng = random.Random(number)
+    inserted = 0
+    await start.wait()
+    try:
+        for seq in range(ROUNDS):
+            step = (number + seq) % 5
+            if step == 0:
+                a, b = rng.randint(-1000, 1000), rng.randint(-1000, 1000)
+                assert await conn.fetchval("SELECT $1::int + $2::int", a, b) == a + b
+                text = f"c{number}-{seq}"
+                row = await conn.fetchrow(
+                    "SELECT upper($1::text) AS u, length($1::text) AS n", text)
+                assert (row["u"], row["n"]) == (text.upper(), len(text))
+                # A statement of this client's own: pgbouncer must keep names apart.
+                assert await conn.fetchval(f"SELECT $1::int * {number}", seq) == seq * number
+            elif step == 1:
+                async with conn.transaction():
+                    pid = await conn.fetchval("SELECT pg_backend_pid()")
+                    pids.add(pid)
+                    await conn.execute("INSERT INTO pooler_log VALUES ($1, $2, 'xact', $3)",
+                                       number, seq, f"pid {pid}")
+                    rows = await conn.fetch(
+                        "SELECT seq, payload FROM pooler_log WHERE client = $1 AND seq = $2",
+                        number, seq)
+                    assert [tuple(r) for r in rows] == [(seq, f"pid {pid}")]
+                    # The whole transaction stays on one server connection.
+                    assert await conn.fetchval("SELECT pg_backend_pid()") == pid
+                inserted += 1
+            elif step == 2:
+                stmt = await conn.prepare(
+                    "SELECT count(*) FROM pooler_log WHERE client = $1 AND seq <= $2")
+                before = await stmt.fetchval(number, seq)
+                await conn.executemany(
+                    "INSERT INTO pooler_log VALUES ($1, $2, 'many', $3)",
+                    [(number, seq, "a"), (number, seq, "b")])
+                inserted += 2
+                assert await stmt.fetchval(number, seq) == before + 2
+            elif step == 3:
+                async with conn.transaction():
+                    values = [r[0] async for r in conn.cursor(
+                        "SELECT generate_series(1, $1::int)", 25, prefetch=10)]
+                    assert values == list(range(1, 26))
+                    cur = await conn.cursor("SELECT generate_series(1, $1::int) * $2::int",
+                                            10, number)
+                    assert [r[0] for r in await cur.fetch(4)] == [number * i for i in (1, 2, 3, 4)]
+            else:
+                records = [(number, seq, "copy", f"r{i}") for i in range(3)]
+                status = await conn.copy_records_to_table("pooler_log", records=records)
+                assert status == "COPY 3"
+                inserted += 3
+                out = io.BytesIO()
+                await conn.copy_from_query(
+                    f"SELECT payload FROM pooler_log WHERE client = {number} AND seq = {seq} "
+                    f"AND kind = 'copy' ORDER BY payload", output=out)
+                assert out.getvalue() == b"r0\nr1\nr2\n"
+    finally:
+        await conn.close()
+    return inserted
+
+
+async def test_two_hundred_clients_share_ten_server_connections_with_the_cache_on(
+        pooler, pooler_table):
+    pids: set[int] = set()
+    start = asyncio.Event()
+    clients = [asyncio.ensure_future(_client(n, pooler, pids, start)) for n in range(CLIENTS)]
+    # Every client is connected before the work starts: 200 client
+    # connections really are open at once over the pool of 10.
+    await asyncio.sleep(0)
+    start.set()
+    # Any error (a "prepared statement ... does not exist / already exists"
+    # included) fails the test: no return_exceptions.
+    inserted = await asyncio.gather(*clients)
+    assert await pooler_table.fetchval("SELECT count(*) FROM pooler_log") == sum(inserted)
+    assert 1 < len(pids) <= SERVER_POOL_SIZE
+
+
+# --- how statements reach the pooler ------------------------------------------------------
+
+
+async def test_statements_are_closed_with_close_messages_never_deallocate(pooler):
+    with ClientMessageRecorder("127.0.0.1", pooler.port) as recorder:
+        conn = await mypgdriver.connect(host="127.0.0.1", port=recorder.port, user="postgres",
+                                        database="postgres", statement_cache_size=3)
+        try:
+            for round_ in range(2):
+                for i in range(8):
+                    assert await conn.fetchval(f"SELECT $1::int + {i}", round_) == round_ + i
+            stmt = await conn.prepare("SELECT 42")
+            assert await stmt.fetchval() == 42
+            del stmt
+            assert await conn.fetchval("SELECT 1") == 1
+        finally:
+            await conn.close()
+        closes = recorder.sent(b"C")
+        texts = sql_sent(recorder)
+    # Evictions (8 queries in a cache of 3, twice) and the dropped
+    # PreparedStatement were closed with Close('S'), which pgbouncer answers
+    # and tracks; SQL DEALLOCATE would reach a random server connection.
+    assert sum(1 for body in closes if body[:1] == b"S") >= 13
+    assert not [t for t in texts if "DEALLOCATE" in t.upper()]
+    # Every statement was prepared with a named protocol-level Parse.
+    assert not [t for t in texts if t.lstrip().upper().startswith("PREPARE")]
+
+
+async def test_statement_described_on_one_server_connection_runs_on_another(pooler):
+    # pgbouncer reuses the server connection released last (LIFO): while
+    # `holder` keeps that one inside a transaction, `user`'s next Bind
+    # lands on another connection, where pgbouncer prepares it again from
+    # the client's Parse.  This is what makes the separate prepare round
+    # trip (Parse/Describe/Sync, then Bind/Execute/Sync) safe.
+    user = await _connect(pooler)
+    holder = await _connect(pooler)
+    try:
+        stmt = await user.prepare("SELECT pg_backend_pid(), $1::int * 2")
+        first_pid, doubled = await stmt.fetchrow(21)
+        assert doubled == 42
+        cached_pid = await user.fetchval("SELECT pg_backend_pid() + $1::int", 0)
+        async with holder.transaction():
+            held_pid = await holder.fetchval("SELECT pg_backend_pid()")
+            other_pid, doubled = await stmt.fetchrow(5)
+            assert doubled == 10
+            assert other_pid != held_pid
+            assert await user.fetchval("SELECT pg_backend_pid() + $1::int", 0) != held_pid
+        assert held_pid in (first_pid, cached_pid)
+    finally:
+        await user.close()
+        await holder.close()
+
+
+# --- the user drops every statement ------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["DISCARD ALL", "DEALLOCATE ALL"])
+async def test_dropping_all_statements_through_the_pooler_drops_the_cache(via_pooler, command):
+    conn = via_pooler
+    assert await conn.fetchval("SELECT $1::int + 1", 1) == 2
+    stmt = await conn.prepare("SELECT $1::text || '!'")
+    assert await stmt.fetchval("a") == "a!"
+    await conn.execute(command)
+    # pgbouncer forgot the statements too: binding one would get the
+    # connection closed.  The driver saw the command's tag and prepares again.
+    assert await conn.fetchval("SELECT $1::int + 1", 2) == 3
+    assert await stmt.fetchval("b") == "b!"
+    async with conn.transaction():
+        await conn.execute("DEALLOCATE ALL")
+        assert await conn.fetchval("SELECT $1::int + 1", 3) == 4
+        assert await stmt.fetchval("c") == "c!"
+    assert not conn.is_closed()
+
+
+async def test_deallocate_all_in_a_multi_statement_query_drops_the_cache(via_pooler):
+    conn = via_pooler
+    assert await conn.fetchval("SELECT $1::int + 1", 1) == 2
+    await conn.execute("SELECT 1; DEALLOCATE ALL; SELECT 2")
+    assert await conn.fetchval("SELECT $1::int + 1", 5) == 6
+
+
+# --- statements that vanished behind the driver's back (direct server) -------------------
+
+
+def _forget_behind_the_drivers_back(conn, query: str) -> None:
+    """Close `query`'s cached statement on the server without telling the cache."""
+    state = conn._session.stmt_cache.get(query)
+    assert state is not None and state.name
+    conn._session.protocol.close_statements([state.name], None)
+
+
+async def test_missing_statement_is_prepared_again_and_retried_once(conn):
+    query = "SELECT $1::int * 3"
+    assert await conn.fetchval(query, 2) == 6
+    _forget_behind_the_drivers_back(conn, query)
+    # SQLSTATE 26000 outside a transaction: re-prepared, run once more.
+    assert await conn.fetchval(query, 3) == 9
+    assert await conn.fetchval(query, 4) == 12
+
+
+async def test_missing_statement_inside_a_transaction_is_a_clear_error(conn):
+    query = "SELECT $1::int * 5"
+    assert await conn.fetchval(query, 1) == 5
+    _forget_behind_the_drivers_back(conn, query)
+    with pytest.raises(exceptions.InvalidSQLStatementNameError) as info:
+        async with conn.transaction():
+            await conn.fetchval(query, 2)
+    assert "roll back and run the transaction again" in info.value.hint
+    # The cache was cleared: the next call prepares afresh.
+    assert await conn.fetchval(query, 3) == 15
+
+
+async def test_statement_name_already_taken_is_prepared_under_another_name(conn):
+    session = conn._session
+    upcoming = next(session._stmt_ids)
+    session._stmt_ids = itertools.count(upcoming)
+    taken = f"__mypg_{session.conn_id}_{upcoming}__"
+    # Someone else (SQL PREPARE, another driver behind a pooler) has that name.
+    await conn.execute(f'PREPARE "{taken}" AS SELECT 0')
+    # SQLSTATE 42P05 on our Parse: prepared again under a fresh name.
+    assert await conn.fetchval("SELECT $1::int - 1", 10) == 9
+    assert await conn.fetchval(f'EXECUTE "{taken}"') == 0
+
+
+async def test_missing_statement_of_the_users_own_sql_is_not_retried(conn):
+    assert await conn.fetchval("SELECT $1::int + 0", 1) == 1
+    with pytest.raises(exceptions.InvalidSQLStatementNameError):
+        await conn.fetchval("EXECUTE mypg_no_such_statement")
+    # Not one of the driver's statements: the cache was left alone.
+    assert conn._session.stmt_cache.get("SELECT $1::int + 0") is not None
