@@ -187,7 +187,7 @@ packaging_key() {
 # missing: once per extra, again only when pyproject.toml changes.
 ensure_requirements() {
     local extra="$1" stamp="$VENV/.mypgdriver-requirements-$1" key listed requirements
-    key="$(packaging_key)"
+    key="$(sha256sum <pyproject.toml | cut -d' ' -f1)"
     stamp_matches "$stamp" "$key" && return
     # A separate step whose failure stops here (not an empty list handed to
     # pip, which then complains about something else).

@@ -39,6 +39,12 @@ CANDIDATE_NAMES = [f"python3.{minor}" for minor in range(9, 16)]
 SEARCH_DIRS = ["/usr/bin", "/usr/local/bin"]
 
 
+def pyenv_dirs() -> list[str]:
+    """The bin/ of every pyenv-installed Python (its shims run only the selected one)."""
+    root = pathlib.Path(os.environ.get("PYENV_ROOT") or pathlib.Path.home() / ".pyenv")
+    return sorted(str(p) for p in root.glob("versions/*/bin"))
+
+
 class Interpreter(NamedTuple):
     """A CPython found on the machine."""
 
@@ -67,23 +73,31 @@ def run(cmd: Sequence[str | os.PathLike[str]], env: dict[str, str] | None = None
 
 
 def describe(path: str) -> Interpreter | None:
-    """The interpreter at ``path`` if it is a CPython 3.9 or newer."""
-    probe = "import platform, sys; print(platform.python_implementation(), *sys.version_info[:2])"
+    """The interpreter at ``path`` if it is a CPython 3.9 or newer.
+
+    Its path is the one it reports as ``sys.executable``: a pyenv shim or a
+    symlink resolves to the real interpreter.
+    """
+    probe = ("import platform, sys; "
+             "print(platform.python_implementation(), *sys.version_info[:2], sys.executable)")
     try:
         out = subprocess.run(
             [path, "-c", probe], capture_output=True, text=True, timeout=30, check=True
         ).stdout.split()
     except (OSError, subprocess.SubprocessError):
         return None
-    if len(out) != 3 or out[0] != "CPython":
+    if len(out) != 4 or out[0] != "CPython":
         return None
     version = (int(out[1]), int(out[2]))
-    return Interpreter(path, version) if version >= (3, 9) else None
+    return Interpreter(out[3], version) if version >= (3, 9) else None
 
 
 def find_interpreters() -> list[Interpreter]:
-    """Every CPython 3.9+ on PATH or in the usual directories, one per version."""
-    dirs = os.environ.get("PATH", "").split(os.pathsep) + SEARCH_DIRS
+    """Every CPython 3.9+ on PATH, in the usual directories or pyenv's, one per version.
+
+    When a version is in several places, the first on PATH wins.
+    """
+    dirs = os.environ.get("PATH", "").split(os.pathsep) + SEARCH_DIRS + pyenv_dirs()
     # Outside .venv: its python is a link to one of the system ones anyway, and
     # a venv's interpreter cannot make the throwaway venvs we build in.
     venv_bin = str(pathlib.Path(sys.prefix) / "bin")
@@ -168,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         interpreters = find_interpreters()
         if not interpreters:
-            raise SystemExit("build_wheels: no CPython 3.9+ found on PATH or in /usr/bin")
+            raise SystemExit("build_wheels: no CPython 3.9+ found on PATH, in /usr/bin or pyenv")
     say("interpreters: " + ", ".join(f"{i.path} ({i.tag})" for i in interpreters))
 
     DIST.mkdir(exist_ok=True)
