@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,35 @@ class Interpreter(NamedTuple):
 def say(message: str) -> None:
     """One progress line on stderr, in dev.sh's style."""
     print(f"build_wheels: {message}", file=sys.stderr, flush=True)
+
+
+def link_command_without_rpath(interpreter: Interpreter) -> dict[str, str]:
+    """Environment for a build whose modules carry no run-time library path.
+
+    An interpreter built with ``--enable-shared`` (pyenv's) links extensions with
+    ``-Wl,-rpath,<its prefix>/lib``: a path of the build machine, which would stay in
+    every module of the wheel.  The modules do not link against libpython, so the
+    linker command is given without it (distutils reads LDSHARED from the
+    environment first).
+    """
+    ldshared = subprocess.run(
+        [interpreter.path, "-c", "import sysconfig; print(sysconfig.get_config_var('LDSHARED'))"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    env = dict(os.environ)
+    if "-rpath" in ldshared:
+        env["LDSHARED"] = re.sub(r"\s-Wl,-rpath[,=]\S+", "", ldshared)
+    return env
+
+
+def check_no_rpath(wheel: pathlib.Path, patchelf: str) -> None:
+    """Raise SystemExit if a module in ``wheel`` has an RPATH/RUNPATH."""
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.unpack_archive(str(wheel), tmp, format="zip")
+        for module in pathlib.Path(tmp).rglob("*.so"):
+            rpath = subprocess.run([patchelf, "--print-rpath", str(module)],
+                                   capture_output=True, text=True, check=True).stdout.strip()
+            if rpath:
+                raise SystemExit(f"build_wheels: {module.name} in {wheel.name} has RPATH {rpath}")
 
 
 def run(cmd: Sequence[str | os.PathLike[str]], env: dict[str, str] | None = None) -> None:
@@ -144,7 +174,7 @@ def build_wheel(interpreter: Interpreter, sdist: pathlib.Path, outdir: pathlib.P
     # requirements, for this interpreter.  A missing Python.h shows in the
     # compiler's output.
     run([venv / "bin" / "python", "-m", "pip", "wheel", "-q", "--no-deps",
-         "--wheel-dir", outdir, sdist])
+         "--wheel-dir", outdir, sdist], env=link_command_without_rpath(interpreter))
     (wheel,) = outdir.glob(f"mypgdriver-*-{interpreter.tag}-{interpreter.tag}-*.whl")
     return wheel
 
@@ -160,6 +190,7 @@ def repair(wheel: pathlib.Path) -> pathlib.Path:
         # wheel's symbols allow, i.e. the widest compatibility.
         run([sys.executable, "-m", "auditwheel", "repair", "--wheel-dir", tmp, wheel], env=env)
         (repaired,) = pathlib.Path(tmp).glob("*.whl")
+        check_no_rpath(repaired, shutil.which("patchelf", path=env["PATH"]) or "patchelf")
         return pathlib.Path(shutil.move(str(repaired), DIST / repaired.name))
 
 

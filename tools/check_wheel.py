@@ -31,11 +31,10 @@ DIST = ROOT / "dist"
 COMPILERS = ("cc", "gcc", "clang", "c99", "x86_64-linux-gnu-gcc")
 
 # Run by the installed package's interpreter.  It checks that mypgdriver comes from
-# the fresh environment with compiled modules, round-trips a few types, uses a pool,
-# and that a traceback through compiled code shows the .pyx source line (the wheel
-# ships the .pyx files for that).
+# the fresh environment with compiled modules, round-trips a few types, gets the
+# driver's own error for an argument it cannot encode, and uses a pool.
 QUERY_SCRIPT = r'''
-import asyncio, datetime, decimal, os, pathlib, sys, traceback
+import asyncio, datetime, decimal, os, pathlib, sys
 import mypgdriver
 from mypgdriver.protocol import protocol
 
@@ -56,18 +55,10 @@ async def main():
         try:
             await conn.fetchval("SELECT $1::int4", "not a number")
         except mypgdriver.DataError as e:
-            # The codec's own error may be wrapped (raise ... from): look
-            # through the whole chain.
-            chain, error = [], e
-            while error is not None:
-                chain.append(error)
-                error = error.__cause__ or error.__context__
-            frames = [f for err in chain for f in traceback.extract_tb(err.__traceback__)
-                      if f.filename.endswith(".pyx")]
-            assert frames and all(f.line for f in frames), (
-                "no .pyx source lines in the traceback:\n" + "".join(traceback.format_exception(type(e), e, e.__traceback__)))
+            assert "$1" in str(e), e
         else:
             raise AssertionError("a text argument for an int4 parameter was accepted")
+        assert await conn.fetchval("SELECT 1") == 1
         server = row["server"]
     finally:
         await conn.close()
