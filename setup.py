@@ -53,4 +53,9 @@ def _extensions():
     )
 
 
-setup(ext_modules=_extensions())
+setup(
+    ext_modules=_extensions(),
+    # Compile the modules in parallel when pip or a PEP 517 frontend builds
+    # the wheel (they cannot pass -j); a -j on the command line still wins.
+    options={"build_ext": {"parallel": os.cpu_count() or 1}},
+)

@@ -141,7 +141,9 @@ cdef str format_pg_timestamp(int64_t usecs):
     cdef str d = format_pg_date(days)
     cdef str t = f'{tod // 3600:02d}:{tod // 60 % 60:02d}:{tod % 60:02d}'
     if d.endswith(' BC'):
-        return f'{d[:-3]} {t} BC'
+        # The era goes after the time, as the server prints it.  (Not d[:-3]:
+        # negative indices are undefined under the build's wraparound=False.)
+        return f"{d.removesuffix(' BC')} {t} BC"
     return f'{d} {t}'
 
 

@@ -3,7 +3,7 @@
 
 from cpython.bool cimport PyBool_Check
 from cpython.long cimport PyLong_FromLong, PyLong_FromLongLong, PyLong_FromUnsignedLong
-from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, INT64_MAX, INT64_MIN
 from mypgdriver.protocol.buffer cimport Frame, WriteBuffer, frame_read, unpack_int16, unpack_int32, unpack_int64, unpack_uint32
 from mypgdriver.codecs.base cimport (
     Codec, register_builtin, raise_encode_error, check_length, FORMAT_BINARY)
@@ -122,8 +122,10 @@ cdef object int8_decode(Codec codec, Frame *frame):
 
 
 cdef int int8_encode(Codec codec, WriteBuffer buf, object value) except -1:
-    return buf.write_int64(integer_in_range(
-        codec, value, -9223372036854775807 - 1, 9223372036854775807, 'int64'))
+    # The C macros, not literals: Cython folds -9223372036854775807 - 1 into
+    # one literal whose magnitude does not fit int64_t, which C compilers warn
+    # about ("so large that it is unsigned").
+    return buf.write_int64(integer_in_range(codec, value, INT64_MIN, INT64_MAX, 'int64'))
 
 
 cdef object uint4_decode(Codec codec, Frame *frame):

@@ -37,10 +37,6 @@ TUPLE_LAYOUTS = {
 }
 
 
-cdef object call_decoder(Codec codec, object datum):
-    return codec.py_decoder(datum)
-
-
 # --- text ---
 
 cdef object text_decode(Codec codec, Frame *frame):
