@@ -83,6 +83,32 @@ async def test_timeout_on_fetch_stops_server_query(conn, monitor, method):
     await assert_in_sync(conn, 41)
 
 
+@pytest.mark.parametrize("lost", [1, 2, 3])
+async def test_a_cancel_request_the_server_ignored_is_repeated(conn, monitor, lost):
+    # The server ignores a CancelRequest that reaches the backend while it is
+    # still reading the statement (a timeout just after the send, on a busy
+    # machine).  Simulated here by dropping the first `lost` requests: the
+    # driver must send another while the statement runs, or the next call on
+    # the connection waits for the statement's end (30 s here).
+    send = conn._protocol.cancel_request
+    calls = 0
+
+    async def lossy_cancel_request() -> None:
+        nonlocal calls
+        calls += 1
+        if calls > lost:
+            await send()
+
+    conn._protocol.cancel_request = lossy_cancel_request
+    pid = conn.get_server_pid()
+    await wait_not_running(monitor, pid)
+    await expect_timeout(conn.fetchval("SELECT pg_sleep($1)", 30.0, timeout=0.2), 0.2)
+    assert await asyncio.wait_for(conn.fetchval("SELECT $1::int", 44), 5) == 44
+    assert calls == lost + 1
+    await wait_not_running(monitor, pid)
+    await assert_in_sync(conn, 45)
+
+
 async def test_timeout_on_fetch_with_arguments(conn, monitor):
     pid = conn.get_server_pid()
     await expect_timeout(conn.fetchval("SELECT pg_sleep($1)", 30.0, timeout=0.3), 0.3)

@@ -48,6 +48,7 @@ cdef class BaseProtocol(CoreProtocol):
     cdef object _pop_waiter(self)
     cdef _abandon_op(self, Operation op)
     cdef _maybe_cancel(self, Operation op)
+    cdef bint _only_running(self, Operation op)
     cdef _fail_all(self, object exc)
     cdef int _fatal(self, object exc) except -1
     cdef _finish_resync(self)

@@ -72,6 +72,12 @@ DEFAULT_MAX_PIPELINE = 256
 # as soon as they add up to this many bytes.
 cdef Py_ssize_t OUT_PENDING_LIMIT = 65536
 
+# An operation cancelled on timeout that is still running this long after
+# its CancelRequest gets another one, then after twice as long, up to the
+# maximum (see _cancel_and_wait).
+CANCEL_REPEAT_FIRST = 0.1
+CANCEL_REPEAT_MAX = 2.0
+
 
 cdef class BaseProtocol(CoreProtocol):
 
@@ -742,11 +748,9 @@ cdef class BaseProtocol(CoreProtocol):
         # answered (resync_waiter holds every new operation back).  Otherwise
         # op runs to completion and its result is dropped; if it later
         # becomes the last one in flight, the cancel is sent then.
-        if op is not self.cur or op.next is not None or self.reserved != 0:
+        if not self._only_running(op):
             return
         if self.resync_waiter is not None or self.cancel_gate is not None:
-            return
-        if self.exclusive and self.excl_op is not op:
             return
         if self.cancel_request is None or not self.backend_pid:
             return
@@ -757,14 +761,42 @@ cdef class BaseProtocol(CoreProtocol):
         self.cancel_done = False
         self.loop.create_task(self._cancel_and_wait())
 
+    cdef bint _only_running(self, Operation op):
+        # True when a CancelRequest can hit nothing but `op`: it is the head
+        # (everything before it is answered), nothing was sent or held after
+        # it, and no caller may send (reserved slots, another exclusive holder).
+        if op is not self.cur or op.next is not None or self.reserved != 0:
+            return False
+        return not self.exclusive or self.excl_op is op
+
     async def _cancel_and_wait(self):
-        try:
-            await self.cancel_request()
-        except Exception:
-            pass    # best effort: draining to ReadyForQuery keeps us in sync regardless
-        finally:
-            self.cancel_done = True
-            self._finish_resync()
+        target = self.cancel_target
+        delay = CANCEL_REPEAT_FIRST
+        while True:
+            try:
+                await self.cancel_request()
+            except Exception:
+                pass    # best effort: draining to ReadyForQuery keeps us in sync regardless
+            finally:
+                self.cancel_done = True
+                self._finish_resync()
+            # The server ignores a CancelRequest that reaches the backend
+            # while it is still reading the statement (the timeout fired
+            # just after the statement was sent, on a busy machine): the
+            # statement then runs to its end, maybe for minutes, and every
+            # later call waits behind it.  Until the target is answered
+            # nothing else is sent on this connection, so a repeated
+            # request can only hit the target (or nothing): repeat it, less
+            # and less often, while the target runs, and only while nothing
+            # else was sent after it.
+            if self.cancel_target is not target or self.state == STATE_CLOSED:
+                return
+            await asyncio.sleep(delay)
+            if (self.cancel_target is not target or self.state == STATE_CLOSED
+                    or not self._only_running(target) or self.out_pending is not None):
+                return
+            delay = min(delay * 2, CANCEL_REPEAT_MAX)
+            self.cancel_done = False
 
     cdef _finish_resync(self):
         # In sync only when the cancelled operation is answered *and* the
