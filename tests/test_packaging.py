@@ -11,8 +11,8 @@ module, which takes minutes.
 """
 from __future__ import annotations
 
-import email.parser
 import email.message
+import email.parser
 import os
 import pathlib
 import subprocess
