@@ -112,13 +112,14 @@ async def test_extreme_magnitudes_decode(conn) -> None:
     assert huge.as_tuple() == decimal.DecimalTuple(0, (1,) + (0,) * (MAX_INT_DIGITS - 1), 0)
 
 
-async def test_computed_values_decode(conn) -> None:
+async def test_computed_values_decode(conn, server_version: int) -> None:
     # Results of arithmetic carry the server's chosen display scale.
     assert_exact(await conn.fetchval("SELECT 1::numeric / 3"), Decimal("0.33333333333333333333"))
     power, text = await conn.fetchrow("SELECT 2::numeric ^ 200, (2::numeric ^ 200)::text")
     assert power == 2 ** 200
     assert_exact(power, Decimal(text))
-    assert text.endswith(".0000000000000000")
+    # PostgreSQL 16 computes integer powers exactly, with display scale 0.
+    assert text.endswith(".0000000000000000") == (server_version < 160000)
     total = await conn.fetchval("SELECT sum(x) FROM (VALUES (1.10::numeric), (2.205)) v(x)")
     assert_exact(total, Decimal("3.305"))
 
