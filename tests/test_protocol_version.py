@@ -263,9 +263,25 @@ async def test_negotiation_after_startup_closes_the_connection():
 
 # --- the session's real server ------------------------------------------------------------
 
-async def test_default_connection_uses_protocol_3_0(conn):
-    assert conn.get_protocol_version() == (3, 0)
-    assert len(conn._protocol.backend_secret) == 4
+async def test_default_connection_uses_protocol_3_0(connect_kwargs, monkeypatch):
+    # (tools/test_versions.sh runs PostgreSQL 18 with PGMAXPROTOCOLVERSION=latest.)
+    monkeypatch.delenv("PGMAXPROTOCOLVERSION", raising=False)
+    monkeypatch.delenv("PGMINPROTOCOLVERSION", raising=False)
+    conn = await mypgdriver.connect(**connect_kwargs)
+    try:
+        assert conn.get_protocol_version() == (3, 0)
+        assert len(conn._protocol.backend_secret) == 4
+    finally:
+        await conn.close()
+
+
+async def test_environment_asks_for_3_2(connect_kwargs, server_version, monkeypatch):
+    monkeypatch.setenv("PGMAXPROTOCOLVERSION", "latest")
+    conn = await mypgdriver.connect(**connect_kwargs)
+    try:
+        assert conn.get_protocol_version() == (3, 2 if server_version >= 180000 else 0)
+    finally:
+        await conn.close()
 
 
 async def test_latest_gets_3_2_from_18_and_3_0_from_older_servers(connect_kwargs, server_version):
