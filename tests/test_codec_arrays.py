@@ -770,7 +770,15 @@ async def test_same_values_as_asyncpg(db, connect_kwargs, server_version: int) -
             if 'multirange' in query and server_version < 140000:
                 continue    # multiranges came with PostgreSQL 14
             ours = await db.fetchrow(query, *args)
-            theirs = await other.fetchrow(query, *[for_asyncpg(a) for a in args])
+            try:
+                theirs = await other.fetchrow(query, *[for_asyncpg(a) for a in args])
+            except asyncpg.DatatypeMismatchError:
+                # asyncpg's encoding of some arrays of user types carries an
+                # element type that PostgreSQL 13 refuses ("wrong element
+                # type"): nothing to compare with there.
+                if server_version >= 140000:
+                    raise
+                continue
             assert [neutral(v) for v in ours] == [neutral(v) for v in theirs], query
     finally:
         await other.close()
