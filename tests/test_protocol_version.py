@@ -39,6 +39,13 @@ PROTOCOL_3_2 = (3 << 16) | 2
 CANCEL_REQUEST_CODE = 80877102
 
 
+@pytest.fixture(autouse=True)
+def no_protocol_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests here choose the versions; tools/test_versions.sh sets PGMAXPROTOCOLVERSION."""
+    monkeypatch.delenv("PGMAXPROTOCOLVERSION", raising=False)
+    monkeypatch.delenv("PGMINPROTOCOLVERSION", raising=False)
+
+
 # --- options --------------------------------------------------------------------------
 
 def versions(**kwargs: object) -> tuple[str, str]:
@@ -263,10 +270,7 @@ async def test_negotiation_after_startup_closes_the_connection():
 
 # --- the session's real server ------------------------------------------------------------
 
-async def test_default_connection_uses_protocol_3_0(connect_kwargs, monkeypatch):
-    # (tools/test_versions.sh runs PostgreSQL 18 with PGMAXPROTOCOLVERSION=latest.)
-    monkeypatch.delenv("PGMAXPROTOCOLVERSION", raising=False)
-    monkeypatch.delenv("PGMINPROTOCOLVERSION", raising=False)
+async def test_default_connection_uses_protocol_3_0(connect_kwargs):
     conn = await mypgdriver.connect(**connect_kwargs)
     try:
         assert conn.get_protocol_version() == (3, 0)
