@@ -59,6 +59,9 @@ TARGET_SESSION_ATTRS = (
     "any", "read-write", "read-only", "primary", "standby", "prefer-standby",
 )
 LOAD_BALANCE_HOSTS = ("disable", "random")
+# Wire protocol versions, as libpq 18 spells them: 3.1 was never used.
+PROTOCOL_VERSIONS = ("3.0", "3.2")
+LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
 
 # sslmodes that never fall back to a plaintext connection.
 _SSL_REQUIRED_MODES = ("require", "verify-ca", "verify-full")
@@ -146,6 +149,10 @@ class ConnectParams:
     keepalives_count: int | None = None
     passfile: str | None = None
     """The password file that applies (explicit or the default location)."""
+    min_protocol_version: str = "3.0"
+    """The oldest wire protocol version accepted when the server negotiates down."""
+    max_protocol_version: str = "3.0"
+    """The protocol version asked for in the StartupMessage ('latest' resolved)."""
 
 
 # --------------------------------------------------------------------------
@@ -201,6 +208,16 @@ def _parse_connect_timeout(raw: object) -> float | None:
     else:
         raise ValueError(f"{raw!r} is not a number of seconds")
     return float(seconds) if seconds > 0 else None
+
+
+def _parse_protocol_version(raw: object) -> str:
+    # libpq 18 accepts exactly these spellings ("latest" is the newest the
+    # client implements).
+    if raw == "latest":
+        return LATEST_PROTOCOL_VERSION
+    if raw in PROTOCOL_VERSIONS:
+        return raw  # type: ignore[return-value]
+    raise ValueError(f"{raw!r} is not one of: {', '.join(PROTOCOL_VERSIONS)}, latest")
 
 
 def _parse_host_list(raw: object) -> list[str]:
@@ -288,6 +305,11 @@ _OPTIONS: tuple[_Option, ...] = (
             "PGTARGETSESSIONATTRS", _one_of(TARGET_SESSION_ATTRS), "any"),
     _Option("load_balance_hosts", ("load_balance_hosts",), "PGLOADBALANCEHOSTS",
             _one_of(LOAD_BALANCE_HOSTS), "disable"),
+    _Option("min_protocol_version", ("min_protocol_version",), "PGMINPROTOCOLVERSION",
+            _parse_protocol_version, "3.0"),
+    # No default here: it depends on min_protocol_version (_default_max_protocol).
+    _Option("max_protocol_version", ("max_protocol_version",), "PGMAXPROTOCOLVERSION",
+            _parse_protocol_version),
     _Option("keepalives", ("keepalives",), None, _parse_flag, True),
     _Option("keepalives_idle", ("keepalives_idle",), None, _parse_positive_int),
     _Option("keepalives_interval", ("keepalives_interval",), None,
@@ -315,6 +337,20 @@ def _default_sslmode(sslmode: str | None, sslrootcert: str | None) -> str:
             raise ClientConfigurationError(
                 f"sslrootcert=system requires sslmode verify-full, not {sslmode!r}")
     return sslmode or "prefer"
+
+
+def _default_max_protocol(min_version: str, max_version: str | None) -> str:
+    # libpq 18: without max_protocol_version ask for 3.0, because many
+    # poolers and proxies do not answer a newer minor version with
+    # NegotiateProtocolVersion; but a minimum above 3.0 could never be met
+    # that way, so then ask for the latest.
+    if max_version is None:
+        max_version = "3.0" if min_version == "3.0" else LATEST_PROTOCOL_VERSION
+    if PROTOCOL_VERSIONS.index(min_version) > PROTOCOL_VERSIONS.index(max_version):
+        raise ClientConfigurationError(
+            f"min_protocol_version {min_version} is greater than "
+            f"max_protocol_version {max_version}")
+    return max_version
 
 
 def _is_given(value: object) -> bool:
@@ -700,6 +736,8 @@ def parse_connect_params(
     direct_tls: bool | None = None,
     target_session_attrs: str | None = None,
     connect_timeout: float | None = None,
+    min_protocol_version: str | None = None,
+    max_protocol_version: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ConnectParams:
     """Combine connect() arguments, a DSN, the environment and the password file.
@@ -711,6 +749,8 @@ def parse_connect_params(
     ('disable'), ``True`` (a default ``SSLContext``, 'verify-full') or an
     ``SSLContext`` ('require', the context decides verification).
     ``direct_tls`` sets sslnegotiation to 'direct' or 'postgres'.
+    ``min_protocol_version`` / ``max_protocol_version`` take libpq 18's
+    values ('3.0', '3.2', 'latest').
     ``environ`` defaults to ``os.environ``.
 
     Raises ClientConfigurationError for anything invalid; its message names
@@ -729,6 +769,8 @@ def parse_connect_params(
         "connect_timeout": connect_timeout, "sslmode": sslmode,
         "sslnegotiation": None if direct_tls is None else ("direct" if direct_tls else "postgres"),
         "target_session_attrs": target_session_attrs,
+        "min_protocol_version": min_protocol_version,
+        "max_protocol_version": max_protocol_version,
     }
     # Startup parameters given in server_settings compete with their DSN
     # keyword and environment variable like any other keyword argument.
@@ -737,6 +779,8 @@ def parse_connect_params(
     dsn_values, dsn_settings = _sort_dsn_keywords(parse_dsn(dsn) if dsn else {})
     values = _resolve_options(kwargs, dsn_values, environ)
     values["sslmode"] = _default_sslmode(values["sslmode"], values["sslrootcert"])
+    values["max_protocol_version"] = _default_max_protocol(
+        values["min_protocol_version"], values["max_protocol_version"])
 
     if values["sslnegotiation"] == "direct" and values["sslmode"] not in _SSL_REQUIRED_MODES:
         raise ClientConfigurationError(

@@ -149,6 +149,16 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         """The server's version as a named tuple, e.g. ``ServerVersion(15, 0, 4, 'final', 0)``."""
         return self._session.server_version
 
+    def get_protocol_version(self) -> tuple[int, int]:
+        """The wire protocol version in use as ``(major, minor)``.
+
+        ``(3, 0)`` unless ``max_protocol_version`` asked for more and the
+        server granted it: ``(3, 2)`` with PostgreSQL 18 and
+        ``max_protocol_version='latest'``.  (A mypgdriver addition, like
+        libpq's ``PQfullProtocolVersion``.)
+        """
+        return (3, self._protocol.protocol_minor)
+
     def get_settings(self) -> ConnectionSettings:
         """The settings the server reported (``server_version``, ``TimeZone``, ...)."""
         return ConnectionSettings(self._protocol.get_server_parameters())

@@ -38,7 +38,9 @@ async def connect(dsn: Optional[str] = None, *,
                   server_settings: Optional[Mapping[str, str]] = None,
                   target_session_attrs: Optional[str] = None,
                   krbsrvname: Optional[str] = None, gsslib: Optional[str] = None,
-                  max_pipeline: int = DEFAULT_MAX_PIPELINE) -> Connection:
+                  max_pipeline: int = DEFAULT_MAX_PIPELINE,
+                  min_protocol_version: Optional[str] = None,
+                  max_protocol_version: Optional[str] = None) -> Connection:
     """Open a connection to a PostgreSQL server.
 
     Arguments follow asyncpg's :func:`asyncpg.connect`: a libpq-style `dsn`
@@ -52,6 +54,14 @@ async def connect(dsn: Optional[str] = None, *,
     tasks may have in flight on the connection at once; calls beyond it
     wait for a slot.  ``max_pipeline=1`` runs one operation at a time
     (later calls queue, they do not fail).
+
+    `min_protocol_version` and `max_protocol_version` are libpq 18's
+    options (also DSN parameters and ``PGMINPROTOCOLVERSION`` /
+    ``PGMAXPROTOCOLVERSION``): ``'3.0'``, ``'3.2'`` or ``'latest'``.  The
+    StartupMessage asks for the maximum, 3.0 unless set (or unless the
+    minimum is higher); a server or pooler that supports less answers with
+    NegotiateProtocolVersion, and the connection goes on with its version
+    if that is not below the minimum.
     """
     if not (isinstance(connection_class, type) and issubclass(connection_class, Connection)):
         raise exceptions.InterfaceError(
@@ -82,7 +92,8 @@ async def connect(dsn: Optional[str] = None, *,
     params = parse_connect_params(
         dsn, host=host, port=port, user=user, password=password, passfile=passfile,
         database=database, server_settings=server_settings, ssl=ssl, direct_tls=direct_tls,
-        target_session_attrs=target_session_attrs)
+        target_session_attrs=target_session_attrs,
+        min_protocol_version=min_protocol_version, max_protocol_version=max_protocol_version)
     config = ConnectionConfig(
         command_timeout=command_timeout,
         statement_cache_size=int(statement_cache_size),
@@ -123,7 +134,8 @@ async def _connect_any_host(loop, params: ConnectParams, config, connection_clas
                     loop, _connect_host(loop, hostspec, params, config, connection_class),
                     remaining, _terminate_late, what=f'connection to {_describe(hostspec)}')
             except (OSError, asyncio.TimeoutError, exceptions.ConnectionDoesNotExistError,
-                    exceptions.ProtocolError) as e:
+                    exceptions.ProtocolError, exceptions.UnsupportedServerFeatureError) as e:
+                # (UnsupportedServerFeatureError: below min_protocol_version.)
                 failures.append((hostspec, e))
                 continue
             except exceptions.PostgresError as e:
@@ -350,7 +362,9 @@ def _is_hba_rejection(error: BaseException) -> bool:
 async def _startup(loop, hostspec, params, config, connection_class, startup, *, use_tls):
     proto = Protocol(loop)
     proto.max_pipeline = config.max_pipeline
-    proto._configure_startup(params.user, hostspec.password, startup)
+    proto._configure_startup(params.user, hostspec.password, startup,
+                             _protocol_minor(params.min_protocol_version),
+                             _protocol_minor(params.max_protocol_version))
     proto.channel_binding = params.channel_binding
     try:
         transport = await _open_for_startup(loop, hostspec, params, proto, use_tls=use_tls)
@@ -368,6 +382,11 @@ async def _startup(loop, hostspec, params, config, connection_class, startup, *,
     conn = connection_class(proto, transport, loop, _describe(hostspec), config, params)
     proto.cancel_request = lambda: _send_cancel_request(loop, hostspec, params, proto)
     return conn
+
+
+def _protocol_minor(version: str) -> int:
+    # '3.2' -> 2: the major version is always 3 (connect_params validated it).
+    return int(version.partition('.')[2])
 
 
 async def _send_cancel_request(loop, hostspec: HostSpec, params: ConnectParams, proto) -> None:

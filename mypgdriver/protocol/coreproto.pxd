@@ -60,6 +60,13 @@ cdef class CoreProtocol:
         readonly dict server_parameters
 
         # startup
+        # Protocol 3.x minor versions: the range the caller accepts
+        # (min/max_protocol_version) and the one in use, which starts as the
+        # maximum and drops to what a NegotiateProtocolVersion grants.
+        int min_protocol_minor
+        int max_protocol_minor
+        readonly int protocol_minor
+        bint protocol_negotiated
         str _user
         str _password
         dict _startup_params
@@ -142,6 +149,8 @@ cdef class CoreProtocol:
     cdef int _flush_copy_out(self) except -1
     cdef int _dispatch(self, char mtype, Frame *frame) except -1
     cdef int _on_authentication(self, Frame *frame) except -1
+    cdef int _on_negotiate_protocol_version(self, Frame *frame) except -1
+    cdef int _on_backend_key_data(self, Frame *frame) except -1
     cdef int _on_error_response(self, Frame *frame) except -1
     cdef int _on_data_row(self, Frame *frame) except -1
     cdef int _on_ready_for_query(self, Frame *frame) except -1

@@ -49,7 +49,14 @@ from mypgdriver.protocol import auth
 from mypgdriver.protocol.record import Record
 
 
-cdef int32_t PROTOCOL_VERSION_3_0 = 196608
+# Protocol versions are (major << 16) | minor.  3.0 is what every server
+# since 7.4 speaks; 3.2 (PostgreSQL 18) adds cancel keys of up to 256
+# bytes.  3.1 is reserved and never sent ("Protocol versions" in the
+# PostgreSQL docs), so the minors a client may use are 0 and 2.
+cdef int32_t PROTOCOL_MAJOR = 3
+SUPPORTED_PROTOCOL_MINORS = (0, 2)
+# BackendKeyData's secret: exactly 4 bytes in 3.0, 4 to 256 bytes from 3.2 on.
+cdef Py_ssize_t CANCEL_KEY_MAX_LENGTH = 256
 # Request codes of the untyped start-up packets ("Message Formats").
 cdef int32_t CANCEL_REQUEST_CODE = 80877102
 cdef int32_t SSL_REQUEST_CODE = 80877103
@@ -121,6 +128,10 @@ cdef class CoreProtocol:
         self.backend_secret = None
         self.server_parameters = {}
         self._startup_params = {}
+        self.min_protocol_minor = 0
+        self.max_protocol_minor = 0
+        self.protocol_minor = 0
+        self.protocol_negotiated = False
         self.record_class = Record
         self.channel_binding = 'prefer'
         self.auth_method = None
@@ -193,12 +204,27 @@ cdef class CoreProtocol:
         buf.write_bytes(secret)
         return buf.to_bytes()
 
-    def _configure_startup(self, str user, str password, dict params):
-        """Set who to log in as; `params` are the startup parameters."""
+    def _configure_startup(self, str user, str password, dict params,
+                           int min_protocol_minor=0, int max_protocol_minor=0):
+        """Set who to log in as; `params` are the startup parameters.
+
+        The StartupMessage asks for protocol 3.`max_protocol_minor`; a
+        server that offers less in NegotiateProtocolVersion is accepted down
+        to 3.`min_protocol_minor`.
+        """
+        for minor in (min_protocol_minor, max_protocol_minor):
+            if minor not in SUPPORTED_PROTOCOL_MINORS:
+                raise ValueError(f'unsupported protocol version 3.{minor}')
+        if min_protocol_minor > max_protocol_minor:
+            raise ValueError('the minimum protocol version is above the maximum')
         self._user = user
         self._password = password
         self._startup_params = dict(params)
         self._startup_params['user'] = user
+        self.min_protocol_minor = min_protocol_minor
+        self.max_protocol_minor = max_protocol_minor
+        self.protocol_minor = max_protocol_minor
+        self.protocol_negotiated = False
 
     # --- hooks (overridden by the asyncio layer; defaults serve tests) ---
 
@@ -290,7 +316,7 @@ cdef class CoreProtocol:
     cdef bytes _build_startup_message(self):
         cdef WriteBuffer buf = WriteBuffer()
         cdef Py_ssize_t off = buf.reserve_length()
-        buf.write_int32(PROTOCOL_VERSION_3_0)
+        buf.write_int32((PROTOCOL_MAJOR << 16) | self.max_protocol_minor)
         for key, value in self._startup_params.items():
             buf.write_cstr(key)
             buf.write_cstr(str(value))
@@ -649,14 +675,7 @@ cdef class CoreProtocol:
         elif mtype == b'R':
             return self._on_authentication(frame)
         elif mtype == b'K':
-            self.backend_pid = frame_read_int32(frame)
-            # The cancel key: 4 bytes in protocol 3.0, at most 256 from 3.2
-            # on.  Anything else would make every CancelRequest malformed.
-            if frame.remaining < 4 or frame.remaining > 256:
-                raise exceptions.ProtocolError(
-                    f'invalid BackendKeyData: a {frame.remaining}-byte cancel key')
-            self.backend_secret = PyBytes_FromStringAndSize(frame.ptr, frame.remaining)
-            frame_read(frame, frame.remaining)
+            return self._on_backend_key_data(frame)
         elif mtype == b'G':
             return self._on_copy_in_response(frame)
         elif mtype == b'H':
@@ -671,12 +690,76 @@ cdef class CoreProtocol:
         elif mtype == b'c':
             pass    # CopyDone: CommandComplete and ReadyForQuery follow
         elif mtype == b'v':
-            # NegotiateProtocolVersion: we ask for 3.0 without extensions, so
-            # a server sends this only if it dropped options we never sent.
-            pass
+            return self._on_negotiate_protocol_version(frame)
         else:
             raise exceptions.ProtocolError(
                 f'unexpected message type {chr(<unsigned char>mtype)!r} from server')
+        return 0
+
+    cdef int _on_backend_key_data(self, Frame *frame) except -1:
+        self.backend_pid = frame_read_int32(frame)
+        # The secret is the rest of the message and goes back whole in a
+        # CancelRequest; a length outside the protocol's range would make
+        # every CancelRequest malformed (or, at 3.0, be read by a pooler as
+        # a 4-byte key followed by garbage).
+        cdef Py_ssize_t n = frame.remaining
+        if self.protocol_minor < 2 and n != 4:
+            raise exceptions.ProtocolError(
+                f'invalid BackendKeyData: a {n}-byte cancel key in protocol '
+                f'3.{self.protocol_minor} (must be 4 bytes)')
+        if n < 4 or n > CANCEL_KEY_MAX_LENGTH:
+            raise exceptions.ProtocolError(
+                f'invalid BackendKeyData: a {n}-byte cancel key '
+                f'(must be 4 to {CANCEL_KEY_MAX_LENGTH} bytes)')
+        self.backend_secret = PyBytes_FromStringAndSize(frame.ptr, n)
+        frame_read(frame, n)
+        return 0
+
+    cdef int _on_negotiate_protocol_version(self, Frame *frame) except -1:
+        # NegotiateProtocolVersion ("Message Formats"): the newest minor
+        # version the server (or a pooler in front of it) supports, then the
+        # protocol options (_pq_.*) of the StartupMessage it did not
+        # recognise.  It comes once, before authentication, and only when
+        # it changes something.  We send no protocol options, so any listed
+        # option is a broken or hostile peer, as is a "downgrade" upwards.
+        if self.state != STATE_STARTUP:
+            raise exceptions.ProtocolError(
+                'unexpected NegotiateProtocolVersion after the start of the session')
+        if self.protocol_negotiated:
+            raise exceptions.ProtocolError('a second NegotiateProtocolVersion')
+        cdef int32_t newest = frame_read_int32(frame)
+        cdef int32_t count = frame_read_int32(frame)
+        # Each option name is at least its terminating NUL: a count above
+        # the bytes left is a lie, refused before reading anything.
+        if count < 0 or count > frame.remaining:
+            raise exceptions.ProtocolError(
+                f'invalid NegotiateProtocolVersion: {count} unrecognized options '
+                f'in {frame.remaining} bytes')
+        options = [frame_read_cstr(frame) for _ in range(count)]
+        if frame.remaining:
+            raise exceptions.ProtocolError(
+                f'invalid NegotiateProtocolVersion: {frame.remaining} bytes after the options')
+        if options:
+            raise exceptions.ProtocolError(
+                f'invalid NegotiateProtocolVersion: the server did not recognize protocol '
+                f'options that were never requested ({", ".join(options)})')
+        cdef int32_t major = newest >> 16
+        cdef int32_t minor = newest & 0xFFFF
+        if major != PROTOCOL_MAJOR or minor >= self.max_protocol_minor:
+            raise exceptions.ProtocolError(
+                f'invalid NegotiateProtocolVersion: the server offers protocol '
+                f'{major}.{minor} in answer to a request for '
+                f'{PROTOCOL_MAJOR}.{self.max_protocol_minor}')
+        if minor < self.min_protocol_minor:
+            raise exceptions.UnsupportedServerFeatureError(
+                f'the server only supports protocol version {major}.{minor}, but '
+                f'min_protocol_version is {PROTOCOL_MAJOR}.{self.min_protocol_minor}')
+        if minor not in SUPPORTED_PROTOCOL_MINORS:
+            # 3.1 is reserved: no server offers it, nothing defines it.
+            raise exceptions.ProtocolError(
+                f'invalid NegotiateProtocolVersion: protocol {major}.{minor} is not defined')
+        self.protocol_minor = minor
+        self.protocol_negotiated = True
         return 0
 
     cdef int _on_data_row(self, Frame *frame) except -1:

