@@ -109,7 +109,8 @@ POOL_SHORTCUTS = Lineup(
 # configuration (bench/pooler_scenario.py says what each one is and why).
 POOLER = Lineup(
     contenders=("asyncpg-nocache", "mypgdriver-cache", "psycopg-unprepared",
-                "psycopg-async-unprepared", "psycopg2", "pgbench-prepared"),
+                "psycopg-async-unprepared", "psycopg-prepared", "psycopg2",
+                "pgbench-prepared"),
     baseline="asyncpg-nocache",
     control="asyncpg-nocache (A/A)",
     drivers={
@@ -117,6 +118,7 @@ POOLER = Lineup(
         "mypgdriver-cache": "mypgdriver",
         "psycopg-unprepared": "psycopg",
         "psycopg-async-unprepared": "psycopg-async",
+        "psycopg-prepared": "psycopg",
         "psycopg2": "psycopg2",
         "pgbench-prepared": "pgbench",
     },

@@ -29,9 +29,15 @@ pooler (``CONFIGURATIONS`` says it in one line each):
   on (the default), the same ``conn.fetch(sql, *args)``: named statements,
   one round trip a query once prepared;
 * ``psycopg-unprepared`` / ``psycopg-async-unprepared``: psycopg 3 with
-  ``prepare_threshold=None`` (its setting for pgbouncer: no server-side
-  prepared statements), autocommit, binary results, ``cur.execute(sql,
-  args)``: an unnamed Parse/Bind/Execute/Sync per query;
+  ``prepare_threshold=None`` (its long-standing setting for pgbouncer: no
+  server-side prepared statements), autocommit, binary results,
+  ``cur.execute(sql, args)``: an unnamed Parse/Bind/Execute/Sync per query;
+* ``psycopg-prepared``: psycopg 3 (sync) with its default
+  ``prepare_threshold`` (a query is prepared from its sixth execution on):
+  psycopg's documentation supports prepared statements through pgbouncer
+  1.22+ when its libpq is 17+ (it closes them with the protocol's Close),
+  so this is psycopg's best through this pooler, measured beside the
+  setting usually given for poolers;
 * ``psycopg2``: as it is (it never prepares): the throughput cells' code;
 * ``pgbench-prepared``: pgbench ``-M prepared``, 10 clients: the C client
   with named prepared statements, which pgbouncer 1.25 carries.
@@ -82,6 +88,8 @@ CONFIGURATIONS: Dict[str, str] = {
     "mypgdriver-cache": "statement cache on (default); conn.fetch",
     "psycopg-unprepared": "prepare_threshold=None, autocommit, binary; cur.execute",
     "psycopg-async-unprepared": "prepare_threshold=None, autocommit, binary; cur.execute",
+    "psycopg-prepared": "default prepare_threshold (prepared from the 6th run), autocommit, "
+                        "binary; cur.execute",
     "psycopg2": "as is (never prepares), autocommit; cur.execute",
     "pgbench-prepared": f"-M {PGBENCH_MODE}, {CONCURRENCY} clients",
 }
@@ -189,6 +197,8 @@ class PsycopgUnprepared:
 
     is_async = False
     name = "psycopg-unprepared"
+    # psycopg.connect's prepared-statement keywords for this contender.
+    prepare_settings: Dict[str, Any] = {"prepare_threshold": None}
 
     def version(self) -> str:
         """psycopg's version and its libpq wrapper (binary, c or python)."""
@@ -200,7 +210,7 @@ class PsycopgUnprepared:
         """Connect through the pooler; the session runs the workload's query once per call."""
         import psycopg
 
-        conn = psycopg.connect(**dbapi_params(params), autocommit=True, prepare_threshold=None)
+        conn = psycopg.connect(**dbapi_params(params), autocommit=True, **self.prepare_settings)
         cur = conn.cursor(binary=True)
         sql, args = workload.pyformat_sql, workload.args
 
@@ -209,6 +219,13 @@ class PsycopgUnprepared:
             return len(cur.fetchall())
 
         return Session(run=run, close=conn.close)
+
+
+class PsycopgPrepared(PsycopgUnprepared):
+    """psycopg 3, sync, with its default prepare threshold: named statements once warm."""
+
+    name = "psycopg-prepared"
+    prepare_settings: Dict[str, Any] = {}
 
 
 class PsycopgAsyncUnprepared(PsycopgUnprepared):
@@ -222,7 +239,7 @@ class PsycopgAsyncUnprepared(PsycopgUnprepared):
         import psycopg
 
         conn = await psycopg.AsyncConnection.connect(**dbapi_params(params), autocommit=True,
-                                                     prepare_threshold=None)
+                                                     **self.prepare_settings)
         cur = conn.cursor(binary=True)
         sql, args = workload.pyformat_sql, workload.args
 
@@ -243,6 +260,8 @@ def driver_for(contender: str) -> Any:
         return PsycopgUnprepared()
     if contender == "psycopg-async-unprepared":
         return PsycopgAsyncUnprepared()
+    if contender == "psycopg-prepared":
+        return PsycopgPrepared()
     if contender == "psycopg2":
         # psycopg2 has no server-side prepare: the throughput cells' code is
         # already pooler-safe.
