@@ -8,9 +8,19 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import drivers, memory, pipeline_scenario, pool_scenario, provenance, report
-from .contenders import PIPELINE, POOL, POOL_SHORTCUTS
-from .runner import SCENARIOS, MemoryProbe, Options, PipelineCell, PoolCell, Progress, Runner, plan
+from . import drivers, memory, pipeline_scenario, pool_scenario, pooler_scenario, provenance, report
+from .contenders import PIPELINE, POOL, POOL_SHORTCUTS, POOLER
+from .runner import (
+    SCENARIOS,
+    MemoryProbe,
+    Options,
+    PipelineCell,
+    PoolCell,
+    PoolerCell,
+    Progress,
+    Runner,
+    plan,
+)
 from .server import REPO_ROOT, BenchServer
 from .workloads import BY_NAME, CURSOR_BATCH, WORKLOADS
 
@@ -71,6 +81,8 @@ def parser() -> argparse.ArgumentParser:
                         f"'{pool_scenario.SHORTCUTS_NAME}' its level of "
                         f"{pool_scenario.SHORTCUT_USERS} users on a pool of "
                         f"{pool_scenario.SHORTCUT_POOL_SIZE} through the pool's shortcut methods, "
+                        f"{' and '.join(pooler_scenario.NAMES)} the pooler scenario "
+                        f"(through pgbouncer in transaction mode), "
                         f"'{memory.NAME}' the cursor memory probe")
     p.add_argument("--skip", type=_names(ALL_WORKLOADS), default=[],
                    help="comma-separated workloads to leave out, e.g. pool,cursor_1m")
@@ -173,18 +185,22 @@ def _list() -> None:
           f"{pool_scenario.SHORTCUT_USERS} users, pool of {pool_scenario.SHORTCUT_POOL_SIZE}, "
           f"one pool.fetchrow/fetch/fetchval/execute call per statement (no acquire), "
           f"{', '.join(POOL_SHORTCUTS.contenders)}")
+    for variant, workload in pooler_scenario.VARIANTS.items():
+        print(f"  {variant:<20} pooler scenario: {workload} at c={pooler_scenario.CONCURRENCY} "
+              f"through pgbouncer (transaction mode), {', '.join(POOLER.contenders)}")
     print(f"  {memory.NAME:<20} {memory.CURSOR_1M.description}, once per driver")
 
 
 def describe_plan(cells: list, options: Options) -> str:
     """One line saying what the run will do."""
     throughput = [c for c in cells
-                  if not isinstance(c, (PipelineCell, PoolCell, MemoryProbe))]
+                  if not isinstance(c, (PipelineCell, PoolCell, PoolerCell, MemoryProbe))]
     pipeline = [c for c in cells if isinstance(c, PipelineCell)]
     pool = [c for c in cells
             if isinstance(c, PoolCell) and c.scenario == pool_scenario.NAME]
     shortcuts = [c for c in cells
                  if isinstance(c, PoolCell) and c.scenario == pool_scenario.SHORTCUTS_NAME]
+    pooler = [c for c in cells if isinstance(c, PoolerCell)]
     probes = [c for c in cells if isinstance(c, MemoryProbe)]
     parts = []
     if throughput:
@@ -204,6 +220,11 @@ def describe_plan(cells: list, options: Options) -> str:
                      f"({pool_scenario.SHORTCUT_USERS} users, pool of "
                      f"{pool_scenario.SHORTCUT_POOL_SIZE} x "
                      f"{len(set(c.label for c in shortcuts))} contenders)")
+    if pooler:
+        parts.append(f"pooler scenario: {len(pooler)} cells "
+                     f"({len(set(c.variant for c in pooler))} variants x "
+                     f"{len(set(c.label for c in pooler))} contenders, c="
+                     f"{pooler_scenario.CONCURRENCY} through pgbouncer)")
     if probes:
         parts.append(f"memory probe: {len(probes)} drivers")
     return "; ".join(parts) or "nothing to run"
@@ -217,6 +238,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     options = options_from(args)
     cells = plan(options)
+    pgbouncer = ""
+    pooler_skipped = None
+    if any(isinstance(c, PoolerCell) for c in cells):
+        # Built (once, about a minute) before the server starts, not between cells.
+        binary, pgbouncer = pooler_scenario.locate_pgbouncer()
+        if binary is None:
+            pooler_skipped, pgbouncer = f"no pgbouncer 1.21+: {pgbouncer}", ""
+            print(f"note: pooler scenario skipped: {pooler_skipped}", file=sys.stderr)
+            cells = [c for c in cells if not isinstance(c, PoolerCell)]
     kind, because = run_kind(args, options)
     # The code measured is the code at the start: a checkout edited during
     # the run is not what ran.
@@ -246,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **({"partial_because": because} if kind == "partial" else {}),
         "machine": provenance.machine_info(server.description, results.cells,
                                            [*results.pool, *results.pool_shortcuts],
-                                           results.memory, results.pipeline),
+                                           results.memory, results.pipeline, results.pooler),
         "settings": {"duration": options.duration, "warmup": options.warmup,
                      "rounds": options.rounds,
                      "concurrency": options.concurrency, "pin": options.pin, "quick": args.quick},
@@ -279,6 +309,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                   options.rounds),
                          "shortcuts": True},
             "results": results.pool_shortcuts,
+        }
+    pooler_variants = [v for v in pooler_scenario.NAMES if v in options.scenarios]
+    if pooler_variants:
+        full["pooler"] = {
+            "settings": pooler_scenario.settings(pooler_variants, options.warmup,
+                                                 options.duration, options.rounds, pgbouncer),
+            "results": results.pooler,
+            **({"skipped": pooler_skipped} if pooler_skipped else {}),
         }
     if any(isinstance(c, MemoryProbe) for c in cells):
         full["memory"] = {"rows": memory.ROWS, "target_mb": memory.TARGET_MB,

@@ -3,10 +3,12 @@
 Each part of the suite compares its own contenders: the throughput cells
 compare drivers ("asyncpg", "mypgdriver", ...), the pipeline scenario ways of
 sharing a connection ("mypgdriver-1conn", "asyncpg-pool10", ...), the pool
-scenario pools ("asyncpg-pool", ...).  A `Lineup` holds one part's names:
-the contenders in table order, the baseline every ratio is taken against,
-and the label of the A/A control (the baseline measured a second time in
-the same run, so that the noise shows next to the ratios).
+scenario pools ("asyncpg-pool", ...), the pooler scenario each driver's
+pooler-safe configuration ("asyncpg-nocache", "mypgdriver-cache", ...).  A
+`Lineup` holds one part's names: the contenders in table order, the baseline
+every ratio is taken against, and the label of the A/A control (the baseline
+measured a second time in the same run, so that the noise shows next to the
+ratios).
 
 The runner and the scenarios plan their cells from these names, and the
 report orders, compares and colours results by them; this module imports
@@ -103,7 +105,28 @@ POOL_SHORTCUTS = Lineup(
     drivers={"asyncpg-shortcuts": "asyncpg", "mypgdriver-shortcuts": "mypgdriver"},
 )
 
-LINEUPS = (THROUGHPUT, PIPELINE, POOL, POOL_SHORTCUTS)
+# Through a transaction-mode pgbouncer, each driver in its best pooler-safe
+# configuration (bench/pooler_scenario.py says what each one is and why).
+POOLER = Lineup(
+    contenders=("asyncpg-nocache", "mypgdriver-cache", "psycopg-unprepared",
+                "psycopg-async-unprepared", "psycopg-prepared", "psycopg2",
+                "pgbench-prepared"),
+    baseline="asyncpg-nocache",
+    control="asyncpg-nocache (A/A)",
+    drivers={
+        "asyncpg-nocache": "asyncpg",
+        "mypgdriver-cache": "mypgdriver",
+        "psycopg-unprepared": "psycopg",
+        "psycopg-async-unprepared": "psycopg-async",
+        "psycopg-prepared": "psycopg",
+        "psycopg2": "psycopg2",
+        "pgbench-prepared": "pgbench",
+    },
+)
+POOLER_OURS = "mypgdriver-cache"  # the contender the pooler summary line compares
+POOLER_REFERENCE = "pgbench-prepared"  # the C client, drawn as a line in the chart
+
+LINEUPS = (THROUGHPUT, PIPELINE, POOL, POOL_SHORTCUTS, POOLER)
 
 
 def is_control(label: str) -> bool:

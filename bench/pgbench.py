@@ -209,8 +209,9 @@ def run_cell(
     rows_per_query: int,
     preexec: Callable[[], None] | None = None,
     timeout: float = 120.0,
+    mode: str = "prepared",
 ) -> dict[str, Any]:
-    """Run `workload` through pgbench and return a cell result (or `error`)."""
+    """Run `workload` through pgbench (`-M mode`) and return a cell result (or `error`)."""
     text = script(workload)
     if text is None:
         return {"error": "pgbench cannot express this workload"}
@@ -218,7 +219,7 @@ def run_cell(
         # A second of slack: the window opens only when the first
         # transaction starts, after pgbench has connected.
         lines, cpu = run_script(params, text, concurrency, warmup + duration + 1,
-                                preexec=preexec, timeout=timeout)
+                                mode=mode, preexec=preexec, timeout=timeout)
     except PgbenchError as exc:
         return {"error": str(exc)}
     total = len(lines)
@@ -226,5 +227,6 @@ def run_cell(
     result = cell_result(queries=queries, rows=queries * rows_per_query, elapsed=duration,
                          cpu_seconds=cpu * queries / total if total else 0.0, latencies=latencies)
     result["driver_version"] = version()
-    result["event_loop"] = f"{concurrency} threads"
+    result["event_loop"] = f"{concurrency} threads" + (
+        f", -M {mode}" if mode != "prepared" else "")
     return result

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-from .contenders import PIPELINE, POOL, POOL_SHORTCUTS, THROUGHPUT
+from .contenders import PIPELINE, POOL, POOL_SHORTCUTS, POOLER, THROUGHPUT
 
 
 def checkout_state(root: Path) -> dict[str, Any]:
@@ -39,14 +39,15 @@ def checkout_state(root: Path) -> dict[str, Any]:
 def machine_info(server_description: str, results: Iterable[dict[str, Any]],
                  pool: Iterable[dict[str, Any]] = (),
                  memory_probes: Iterable[dict[str, Any]] = (),
-                 pipeline: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
+                 pipeline: Iterable[dict[str, Any]] = (),
+                 pooler: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
     """The machine: CPU, Python, server and each driver's version and event loop.
 
     Versions come from throughput cells and memory probes (by driver), from
     pool cells (by the package providing the pool: psycopg_pool) and from
     pipeline cells (by the driver each contender belongs to; under its own
     name for a contender run by another program, the pgbench 17+ of
-    pgbench-pipeline-sync).
+    pgbench-pipeline-sync) and pooler cells (by driver, as the pipeline's).
     """
     versions: dict[str, str] = {}
     loops: dict[str, str] = {}
@@ -54,13 +55,14 @@ def machine_info(server_description: str, results: Iterable[dict[str, Any]],
         if "driver_version" in r and r["driver"] != THROUGHPUT.control:
             versions.setdefault(r["driver"], r["driver_version"])
             loops.setdefault(r["driver"], r.get("event_loop", ""))
-    for r in pipeline:
-        driver = PIPELINE.drivers.get(r["contender"])
-        if driver and "driver_version" in r:
-            versions.setdefault(PIPELINE.version_name(r["contender"]) or driver,
-                                r["driver_version"])
-            if driver != "pgbench":
-                loops.setdefault(driver, r.get("event_loop", ""))
+    for lineup, cells in ((PIPELINE, pipeline), (POOLER, pooler)):
+        for r in cells:
+            driver = lineup.drivers.get(r["contender"])
+            if driver and "driver_version" in r:
+                versions.setdefault(lineup.version_name(r["contender"]) or driver,
+                                    r["driver_version"])
+                if driver != "pgbench":
+                    loops.setdefault(driver, r.get("event_loop", ""))
     for r in pool:
         name = POOL.version_name(r["contender"]) or POOL_SHORTCUTS.version_name(r["contender"])
         if name and "driver_version" in r:

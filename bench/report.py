@@ -20,6 +20,9 @@ from .contenders import (
     PIPELINE_SYNC_CEILING,
     POOL,
     POOL_SHORTCUTS,
+    POOLER,
+    POOLER_OURS,
+    POOLER_REFERENCE,
     THROUGHPUT,
     Lineup,
     driver_of,
@@ -29,6 +32,7 @@ from .contenders import (
 
 ERROR_WIDTH = 50  # characters of an error message kept in a table cell
 POOL_CHART = "pool.png"
+POOLER_CHART = "pooler.png"
 MEMORY_CHART = "cursor_1m_rss.png"
 OVERVIEW_CHART = "rows_per_s.png"
 SMOKE_NOTE = "smoke run: ratios are noise"
@@ -227,6 +231,8 @@ def markdown(report: dict[str, Any]) -> str:
     if "pool_shortcuts" in report:
         lines.append(f"- Pool shortcuts: "
                      f"{pool_settings_text(report['pool_shortcuts']['settings'])}")
+    if "pooler" in report and "skipped" not in report["pooler"]:
+        lines.append(f"- Pooler scenario: {pooler_settings_text(report['pooler']['settings'])}")
     if results:
         lines += [
             "",
@@ -250,6 +256,9 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["", *pool_markdown(report["pool"], POOL_CHART if POOL_CHART in charts else None)]
     if "pool_shortcuts" in report:
         lines += ["", *pool_shortcuts_markdown(report["pool_shortcuts"])]
+    if "pooler" in report:
+        lines += ["", *pooler_markdown(report["pooler"],
+                                       POOLER_CHART if POOLER_CHART in charts else None)]
     if "memory" in report:
         lines += ["", *memory_markdown(report["memory"],
                                        MEMORY_CHART if MEMORY_CHART in charts else None)]
@@ -381,25 +390,35 @@ def pipeline_settings_text(settings: dict[str, Any]) -> str:
 
 
 def _pipeline_variants(results: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """variant -> contender label -> result."""
+    """variant -> contender label -> result (pipeline and pooler cells alike)."""
     variants: dict[str, dict[str, dict[str, Any]]] = {}
     for r in results:
         variants.setdefault(r["variant"], {})[r["contender"]] = r
     return variants
 
 
-def _pipeline_matrix(results: list[dict[str, Any]], metric: str, fmt: Callable[[float], str],
-                     with_ratio: bool) -> list[str]:
-    labels = PIPELINE.order([r["contender"] for r in results])
-    aa_label, base_name = PIPELINE.control, PIPELINE.baseline
+def _variant_matrix(results: list[dict[str, Any]], lineup: Lineup, metric: str,
+                    fmt: Callable[[float], str], with_ratio: bool,
+                    note: Callable[[dict[str, Any]], str] | None = None) -> list[str]:
+    """One row per variant, one column per contender of `lineup` (the A/A as a ratio).
+
+    `note(result)` adds a word after a measured cell's value (the pooler's
+    failed queries).
+    """
+    labels = lineup.order([r["contender"] for r in results])
+    aa_label, base_name = lineup.control, lineup.baseline
     control = any(r["contender"] == aa_label for r in results)
     rows = []
     for variant, by_name in _pipeline_variants(results).items():
         base = by_name.get(base_name, {}).get(metric)
         aa = [_ratio(by_name.get(aa_label, {}).get(metric), base)] if control else []
-        rows.append([variant, *aa,
-                     *(_cell(by_name.get(label), metric, fmt, base if with_ratio else None,
-                             label == base_name) for label in labels)])
+        cells = []
+        for label in labels:
+            r = by_name.get(label)
+            text = _cell(r, metric, fmt, base if with_ratio else None, label == base_name)
+            extra = note(r) if note and r and "error" not in r else ""
+            cells.append(f"{text} {extra}" if extra else text)
+        rows.append([variant, *aa, *cells])
     header = ["variant", *(["A/A"] if control else []), *labels]
     return table(header, rows, [False] + [True] * (len(header) - 1))
 
@@ -425,11 +444,12 @@ def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
         "(`-M prepared`): the pipelined ceilings and the round-trip floor."
         + (" A/A is asyncpg's pool of 10 measured a second time." if control else ""),
         "",
-        *_pipeline_matrix(results, "queries_per_s", si, with_ratio=True),
+        *_variant_matrix(results, PIPELINE, "queries_per_s", si, with_ratio=True),
         "",
         "## Pipeline scenario: client CPU µs per query (lower is better)",
         "",
-        *_pipeline_matrix(results, "cpu_per_query_us", lambda v: f"{v:.1f}", with_ratio=False),
+        *_variant_matrix(results, PIPELINE, "cpu_per_query_us", lambda v: f"{v:.1f}",
+                         with_ratio=False),
     ]
     header = ["variant", "contender", "connections", "queries/s", f"vs {base_name}",
               f"vs {ceiling}", f"vs {sync_ceiling}", "p50 ms", "p99 ms", "CPU µs/query",
@@ -469,6 +489,118 @@ def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
     if same_shape:
         lines += ["", f"{PIPELINE_OURS} / {sync_ceiling} (the same protocol shape, a Sync per "
                   "query): " + "; ".join(same_shape) + "."]
+    return lines
+
+
+# -- the pooler scenario ----------------------------------------------------------------
+
+
+def pooler_settings_text(settings: dict[str, Any]) -> str:
+    """The pooler scenario's settings in one line of prose."""
+    bouncer = settings["pgbouncer_settings"]
+    rounds = settings.get("rounds", 1)
+    return (f"{settings.get('pgbouncer') or 'pgbouncer'} in {bouncer['pool_mode']} mode, "
+            f"max_prepared_statements {bouncer['max_prepared_statements']}, "
+            f"{bouncer['default_pool_size']} server connections, a fresh pgbouncer per cell; "
+            f"{settings['concurrency']} client connections; "
+            f"{settings['warmup']:g} s warm-up, then {settings['duration']:g} s measured per cell"
+            + (f", {rounds} rounds (rows/s and CPU over all, percentiles the median round's)"
+               if rounds > 1 else ""))
+
+
+def _failed_queries(result: dict[str, Any]) -> str:
+    """The flag a contender with failed queries gets in the tables: it is not pooler-safe."""
+    errors = result.get("errors") or 0
+    return f"**{errors:,} failed**" if errors else ""
+
+
+def _peer_margins(results: list[dict[str, Any]]) -> list[str]:
+    """Per variant: mypgdriver's rows/s over the fastest other Python driver's."""
+    margins = []
+    for variant, by_name in _pipeline_variants(results).items():
+        ours = by_name.get(POOLER_OURS, {}).get("rows_per_s")
+        peers = [(r["rows_per_s"], label) for label, r in by_name.items()
+                 if label != POOLER_OURS and not is_control(label)
+                 and driver_of(label) not in (OURS, REFERENCE) and r.get("rows_per_s")]
+        if ours and peers:
+            best, name = max(peers)
+            margins.append(f"{variant} {ours / best:.2f} ({name})")
+    return margins
+
+
+def pooler_markdown(section: dict[str, Any], chart: str | None = None) -> list[str]:
+    """The pooler scenario's tables: rows/s and CPU per query, then the details.
+
+    A section whose pgbouncer could not be built says why instead.
+    """
+    title = "## Pooler scenario: rows/s through pgbouncer"
+    if "skipped" in section:
+        return [title, "", f"Skipped: {section['skipped']}."]
+    results, settings = section["results"], section["settings"]
+    base_name, aa_label = POOLER.baseline, POOLER.control
+    control = any(r["contender"] == aa_label for r in results)
+    bouncer = settings["pgbouncer_settings"]
+    lines = [
+        f"{title} (ratio to {base_name}; higher is better)",
+        "",
+        f"The throughput workloads at concurrency {settings['concurrency']} through "
+        f"{settings.get('pgbouncer') or 'pgbouncer'} in {bouncer['pool_mode']} mode",
+        f"(max_prepared_statements {bouncer['max_prepared_statements']}, "
+        f"{bouncer['default_pool_size']} server connections), each driver in its best",
+        "pooler-safe configuration (details below). A failed query does not end a cell: it",
+        "is counted, and a contender with any is flagged **failed**; a pooler-safe",
+        "configuration has none."
+        + (f" A/A is {base_name} measured a second time." if control else ""),
+        "",
+        *_variant_matrix(results, POOLER, "rows_per_s", si, with_ratio=True,
+                         note=_failed_queries),
+    ]
+    if chart:
+        lines += ["", f"![rows/s per contender through pgbouncer]({chart})"]
+    lines += [
+        "",
+        "## Pooler scenario: client CPU µs per query (lower is better)",
+        "",
+        "The client process's CPU time only: pgbouncer's own is not in it.",
+        "",
+        *_variant_matrix(results, POOLER, "cpu_per_query_us", lambda v: f"{v:.1f}",
+                         with_ratio=False),
+    ]
+    configurations = settings.get("configurations", {})
+    header = ["variant", "contender", "configuration", "rows/s", "queries/s",
+              f"vs {base_name}", "p50 ms", "p99 ms", "CPU µs/query", "failed queries"]
+    rows, failures = [], []
+    labels = POOLER.order([r["contender"] for r in results])
+    for variant, by_name in _pipeline_variants(results).items():
+        base = by_name.get(base_name, {}).get("rows_per_s")
+        for label in [*labels, *([aa_label] if control else [])]:
+            r = by_name.get(label)
+            if r is None:
+                continue
+            configuration = configurations.get(label if label != aa_label else base_name, "")
+            if "error" in r:
+                rows.append([variant, label, configuration, _na(r)])
+                continue
+            errors = r.get("errors")
+            rows.append([
+                variant, label, configuration, si(r["rows_per_s"]), si(r["queries_per_s"]),
+                _ratio(r["rows_per_s"], base), ms(r.get("latency_p50_ms")),
+                ms(r.get("latency_p99_ms")), _fixed(r.get("cpu_per_query_us"), 1),
+                "–" if errors is None else f"{errors:,}",
+            ])
+            if r.get("first_error"):
+                failures.append(f"- {label}, {variant}: {errors:,} failed queries, the first "
+                                f"with {_clip(r['first_error'], 4 * ERROR_WIDTH)}")
+    lines += ["", "## Pooler scenario: details", "",
+              "Failed queries are counted inside the measuring window (pgbench stops a client",
+              "at its first error, which makes its cell n/a instead).", "",
+              *table(header, rows, [False, False, False, *[True] * (len(header) - 3)])]
+    if failures:
+        lines += ["", *failures]
+    margins = _peer_margins(results)
+    if margins:
+        lines += ["", f"{POOLER_OURS} / the fastest other Python driver (rows/s): "
+                  + "; ".join(margins) + "."]
     return lines
 
 
@@ -574,7 +706,7 @@ def _tick_format(axis: Any, fmt: Callable[[float], str]) -> None:
 
 def _legend(fig: Any, handles: list[Any], names: list[str], ncol: int) -> None:
     """One legend under the plots, mypgdriver's entries in bold, the pgbench line last."""
-    entries = sorted(zip(handles, names), key=lambda entry: entry[1] == REFERENCE)
+    entries = sorted(zip(handles, names), key=lambda entry: driver_of(entry[1]) == REFERENCE)
     legend = fig.legend([h for h, _ in entries], [n for _, n in entries], loc="lower center",
                         ncol=min(ncol, len(names)), fontsize="small", frameon=False)
     for text in legend.get_texts():
@@ -612,7 +744,8 @@ def _bars(ax: Any, labels: list[str], groups: list[dict[str, dict[str, Any]]],
     return tallest
 
 
-def _reference_lines(ax: Any, values: list[float | None], tallest: float) -> None:
+def _reference_lines(ax: Any, values: list[float | None], tallest: float,
+                     label: str = REFERENCE) -> None:
     """pgbench as a dashed line across each group, on a scale set by the Python drivers.
 
     pgbench is the C client's floor, not a contender, and on the workloads
@@ -634,7 +767,7 @@ def _reference_lines(ax: Any, values: list[float | None], tallest: float) -> Non
             continue
         y = min(value, top * 0.985)
         ax.plot([x - 0.42, x + 0.42], [y, y], color=colour, linestyle="--", linewidth=2,
-                label=REFERENCE if first else "_nolegend_")
+                label=label if first else "_nolegend_")
         first = False
         if value > top:
             ax.text(x, y, f"pgbench {si(value)} ↑", ha="center", va="top", fontsize="small",
@@ -733,6 +866,45 @@ def pool_figure(results: list[dict[str, Any]]) -> Any:
     return fig
 
 
+def pooler_figure(results: list[dict[str, Any]]) -> Any:
+    """POOLER_CHART: rows/s per contender through pgbouncer, one panel per variant.
+
+    pgbench-prepared is a dashed line, as pgbench in the throughput charts; a
+    contender with failed queries says how many above its bar.  None without
+    results; raises ImportError when matplotlib is missing.
+    """
+    if not results:
+        return None
+    plt = _pyplot()
+    variants = _pipeline_variants(results)
+    labels = _with_control([label for label in POOLER.order([r["contender"] for r in results])
+                            if label != POOLER_REFERENCE],
+                           POOLER, (r["contender"] for r in results))
+    fig, axes = plt.subplots(1, len(variants), figsize=(MAX_WIDTH, 4.4), squeeze=False)
+    legend: dict[str, Any] = {}
+    for ax, (variant, by_name) in zip(axes.flat, variants.items()):
+        tallest = _bars(ax, labels, [by_name], "rows_per_s")
+        _reference_lines(ax, [by_name.get(POOLER_REFERENCE, {}).get("rows_per_s")], tallest,
+                         label=POOLER_REFERENCE)
+        width = 0.8 / max(1, len(labels))
+        for i, label in enumerate(labels):
+            failed = (by_name.get(label) or {}).get("errors")
+            if failed:
+                ax.text(-0.4 + (i + 0.5) * width, by_name[label]["rows_per_s"],
+                        f"{failed:,} failed", rotation=90, ha="center", va="bottom",
+                        fontsize="x-small")
+        ax.set_xticks([])
+        ax.set_title(f"{variant}: rows/s (higher is better)", fontsize="medium")
+        ax.set_ylabel("rows/s")
+        _tick_format(ax.yaxis, si)
+        for handle, name in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(name, handle)
+    _legend(fig, list(legend.values()), list(legend), ncol=4)
+    fig.suptitle("Through pgbouncer in transaction mode, each driver pooler-safe")
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    return fig
+
+
 def memory_figure(probe: dict[str, Any]) -> Any:
     """MEMORY_CHART: peak RSS growth per driver against the target line.
 
@@ -776,6 +948,10 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
         fig = pool_figure(report["pool"]["results"])
         if fig is not None:
             drawn[POOL_CHART] = fig
+    if "pooler" in report:
+        fig = pooler_figure(report["pooler"]["results"])
+        if fig is not None:
+            drawn[POOLER_CHART] = fig
     if "memory" in report:
         fig = memory_figure(report["memory"])
         if fig is not None:

@@ -8,9 +8,10 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Union
 
-from . import memory, pgbench, pipeline_scenario, pool_scenario
+from . import memory, pgbench, pipeline_scenario, pool_scenario, pooler_scenario
 from .contenders import THROUGHPUT
 from .server import REPO_ROOT, BenchServer
 from .stats import combine_rounds
@@ -92,6 +93,25 @@ class PipelineCell:
 
 
 @dataclass(frozen=True)
+class PoolerCell:
+    """One contender of the pooler scenario on one variant (one round), through pgbouncer."""
+
+    variant: str
+    contender: str
+    label: str
+    round: int = 1
+    rounds: int = 1
+
+    def title(self) -> str:
+        title = f"{self.variant} c={pooler_scenario.CONCURRENCY} {self.label}"
+        return f"{title} (round {self.round}/{self.rounds})" if self.rounds > 1 else title
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.variant, self.label
+
+
+@dataclass(frozen=True)
 class MemoryProbe:
     """One driver streaming 1M rows through a cursor once, for its peak RSS growth."""
 
@@ -101,11 +121,11 @@ class MemoryProbe:
         return f"{memory.NAME} {self.driver} (peak RSS)"
 
 
-Job = Union[Cell, PipelineCell, PoolCell, MemoryProbe]
+Job = Union[Cell, PipelineCell, PoolCell, PoolerCell, MemoryProbe]
 
 # Scenarios that are not throughput cells, selectable by name like workloads.
 SCENARIOS = (*pipeline_scenario.NAMES, pool_scenario.NAME, pool_scenario.SHORTCUTS_NAME,
-             memory.NAME)
+             *pooler_scenario.NAMES, memory.NAME)
 
 # Seconds a memory probe is expected to take, for the time-left estimate
 # only: 1M rows at 0.5-2M rows/s.
@@ -142,7 +162,8 @@ def plan(options: Options) -> list[Job]:
     than measuring one driver's rounds back to back. Then the pipeline
     scenario, variant by variant in the same order (asyncpg's pool of 10
     first and last), the pool scenario, level by level (asyncpg's pool first
-    and last), its shortcut level, and the memory probes, one per driver.
+    and last), its shortcut level, the pooler scenario, variant by variant
+    (asyncpg first and last), and the memory probes, one per driver.
     """
     order = sorted(options.drivers, key=lambda d: d != THROUGHPUT.baseline)
     cells: list[Job] = []
@@ -173,6 +194,12 @@ def plan(options: Options) -> list[Job]:
             cells += [PoolCell(pool_scenario.SHORTCUT_USERS, contender, label, r, rounds,
                                pool_scenario.SHORTCUT_POOL_SIZE, pool_scenario.SHORTCUTS_NAME)
                       for contender, label in contenders]
+    for variant in pooler_scenario.NAMES:
+        if variant in options.scenarios:
+            contenders = pooler_scenario.contenders_for(options.drivers, options.aa_control)
+            for r in range(1, rounds + 1):
+                cells += [PoolerCell(variant, contender, label, r, rounds)
+                          for contender, label in contenders]
     if memory.NAME in options.scenarios:
         cells += [MemoryProbe(driver) for driver in memory.probe_drivers(order)]
     return cells
@@ -190,12 +217,14 @@ class RunResults:
     pool_rounds: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
     shortcut_rounds: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
     pipeline_rounds: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    pooler_rounds: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     memory: list[dict[str, Any]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return (sum(map(len, self.rounds.values())) + sum(map(len, self.pool_rounds.values()))
                 + sum(map(len, self.shortcut_rounds.values()))
-                + sum(map(len, self.pipeline_rounds.values())) + len(self.memory))
+                + sum(map(len, self.pipeline_rounds.values()))
+                + sum(map(len, self.pooler_rounds.values())) + len(self.memory))
 
     @property
     def cells(self) -> list[dict[str, Any]]:
@@ -218,6 +247,11 @@ class RunResults:
         return [{"variant": variant, "contender": label, **combine_rounds(results)}
                 for (variant, label), results in self.pipeline_rounds.items()]
 
+    @property
+    def pooler(self) -> list[dict[str, Any]]:
+        return [{"variant": variant, "contender": label, **combine_rounds(results)}
+                for (variant, label), results in self.pooler_rounds.items()]
+
     def add(self, job: Job, result: dict[str, Any]) -> None:
         """File `result` under its job, with the keys that say which job it was."""
         if isinstance(job, PoolCell):
@@ -226,6 +260,8 @@ class RunResults:
             rounds.setdefault(job.key, []).append(result)
         elif isinstance(job, PipelineCell):
             self.pipeline_rounds.setdefault(job.key, []).append(result)
+        elif isinstance(job, PoolerCell):
+            self.pooler_rounds.setdefault(job.key, []).append(result)
         elif isinstance(job, MemoryProbe):
             self.memory.append({"driver": job.driver, **result})
         else:
@@ -292,8 +328,10 @@ def outcome(cell: Job, result: dict[str, Any]) -> str:
     if isinstance(cell, MemoryProbe):
         return (f"peak RSS +{result['peak_rss_growth_mb']:,.1f} MB over {result['rows']:,} rows "
                 f"({result['rows_per_s']:,.0f} rows/s)")
+    failed = (f", {result['errors']:,} failed queries ({result.get('first_error', '')})"
+              if result.get("errors") else "")
     return (f"{result['rows_per_s']:,.0f} rows/s, {result['queries_per_s']:,.0f} q/s, "
-            f"{result['cpu_per_query_us']:,.1f} µs CPU/query")
+            f"{result['cpu_per_query_us']:,.1f} µs CPU/query{failed}")
 
 
 def _minutes(seconds: float) -> str:
@@ -355,6 +393,8 @@ class Runner:
         self._all_cpus = os.sched_getaffinity(0)
         self._server_cpus: set[int] | None = None
         self._pool_table = False  # the pool scenario's table exists on the server
+        # The pgbouncer binary of the pooler scenario, found at its first cell.
+        self._pgbouncer: Path | None = None
 
     def expected_rows(self, w: Workload) -> int:
         """Rows one iteration must return, counted on the server when it varies."""
@@ -404,6 +444,8 @@ class Runner:
             return self.run_pool_cell(job)
         if isinstance(job, PipelineCell):
             return self.run_pipeline_cell(job)
+        if isinstance(job, PoolerCell):
+            return self.run_pooler_cell(job)
         if isinstance(job, MemoryProbe):
             return self.run_memory_probe(job)
         return self.run_cell(job)
@@ -458,6 +500,51 @@ class Runner:
         if "error" in result:
             self.server.terminate_other_backends()
         for sql in variant.teardown:
+            self.server.psql(sql)
+        return result
+
+    def run_pooler_cell(self, cell: PoolerCell) -> dict[str, Any]:
+        """One contender of the pooler scenario, through a pgbouncer started for this cell.
+
+        A fresh pgbouncer per cell: no contender finds server connections,
+        or statements pgbouncer prepared on them, left by the one before.
+        """
+        o = self.options
+        w = pooler_scenario.workload(cell.variant)
+        self._pin_server(None)
+        try:
+            if self._pgbouncer is None:
+                binary, why = pooler_scenario.locate_pgbouncer()
+                if binary is None:
+                    return {"error": f"no pgbouncer: {why}"}
+                self._pgbouncer = binary
+            pool_scenario.wait_for_other_sessions(self.server.psql)
+            for sql in w.teardown + w.setup:
+                self.server.psql(sql)
+            expected = self.expected_rows(w)
+            bouncer = pooler_scenario.start_pgbouncer(self._pgbouncer, self.server.params)
+        except Exception as exc:  # noqa: BLE001 - a broken setup is this cell's n/a
+            return {"error": f"setup failed: {exc}"}
+        timeout = o.warmup + o.duration + CELL_GRACE
+        try:
+            params = pooler_scenario.pooled_params(self.server.params, bouncer.port)
+            if pooler_scenario.is_reference(cell.contender):
+                result = pgbench.run_cell(params, w, pooler_scenario.CONCURRENCY, o.warmup,
+                                          o.duration, expected, None, timeout,
+                                          mode=pooler_scenario.PGBENCH_MODE)
+            else:
+                spec = {"scenario": pooler_scenario.SCENARIO, "variant": cell.variant,
+                        "contender": cell.contender,
+                        "concurrency": pooler_scenario.CONCURRENCY, "warmup": o.warmup,
+                        "duration": o.duration, "params": params}
+                result = pooler_scenario.verify(run_worker(spec, None, timeout))
+            if "error" not in result:
+                result = self._verify(w, expected, result)
+        finally:
+            bouncer.stop()
+        if "error" in result:
+            self.server.terminate_other_backends()
+        for sql in w.teardown:
             self.server.psql(sql)
         return result
 

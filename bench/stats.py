@@ -58,7 +58,9 @@ def combine_rounds(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     Counts, times and CPU add up, so throughput and CPU per query are those
     of all rounds together; mean latency is weighted by queries; p50 and p99
     are the median of the rounds' values (the rounds' latencies are not
-    kept).  A round that failed makes the whole cell n/a.
+    kept).  Failed queries (the pooler scenario counts them) add up too, and
+    the first round's first error is kept.  A round that failed makes the
+    whole cell n/a.
     """
     if len(results) == 1:
         return dict(results[0])
@@ -67,10 +69,13 @@ def combine_rounds(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
             same = all(other.get("error") == r["error"] for other in results)
             return {**r, "error": r["error"] if same else f"round {i}: {r['error']}"}
     combined = dict(results[-1])
-    for key in ("queries", "rows", "elapsed", "cpu_seconds", "rows_total"):
+    for key in ("queries", "rows", "elapsed", "cpu_seconds", "rows_total", "errors"):
         if all(key in r for r in results):
             combined[key] = sum(r[key] for r in results)
     queries, elapsed = combined["queries"], combined["elapsed"]
+    first_errors = [r["first_error"] for r in results if r.get("first_error")]
+    if first_errors:
+        combined["first_error"] = first_errors[0]
     combined["queries_per_s"] = queries / elapsed if elapsed else 0.0
     combined["rows_per_s"] = combined["rows"] / elapsed if elapsed else 0.0
     combined["cpu_per_query_us"] = 1e6 * combined["cpu_seconds"] / queries if queries else None

@@ -6,8 +6,11 @@ connections (tasks on one event loop for async drivers, threads for sync
 ones), and prints one JSON line with the results, or with `error` set.
 A spec with `scenario` set runs that instead: "pool" (one contender at one
 level of the pool scenario, `bench.pool_scenario.run_spec`), "pipeline" (one
-Python contender of the pipeline scenario, `bench.pipeline_scenario.run_spec`)
-or "cursor_1m" (the memory probe, `bench.memory.run_probe`).
+Python contender of the pipeline scenario, `bench.pipeline_scenario.run_spec`),
+"pooler" (one Python contender of the pooler scenario: this module's
+measuring loops with a driver configured by `bench.pooler_scenario`, failed
+queries counted instead of ending the cell) or "cursor_1m" (the memory
+probe, `bench.memory.run_probe`).
 A separate process per cell keeps drivers from disturbing each other
 (imports, memory, a crash) and makes the process's CPU time the driver's.
 """
@@ -24,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import drivers, memory, pipeline_scenario, pool_scenario
+from . import drivers, memory, pipeline_scenario, pool_scenario, pooler_scenario
 from .stats import cell_result
 from .workloads import BY_NAME
 
@@ -66,11 +69,18 @@ class Window:
 
 @dataclass
 class Tally:
-    """What one connection did: inside the window, and in all (for checking)."""
+    """What one connection did: inside the window, and in all (for checking).
+
+    `errors` and `first_error` are kept only by the loops that go on after a
+    failed query (`keep_going`); the others end the cell at the first error.
+    """
 
     latencies: list[float] = field(default_factory=list)
     rows: int = 0
     rows_total: int = 0
+    errors: int = 0
+    first_error: str | None = None
+    failed_in_window: bool = False
 
 
 # The window stays open past --duration until every connection has finished
@@ -79,10 +89,14 @@ class Tally:
 # cursors at c=10 on a busy machine) would finish none inside it.
 MAX_EXTENSION = 30.0
 EXTENSION_STEP = 0.01
+# After a failed query a `keep_going` loop waits this long before the next:
+# a connection that is gone fails at once, and without a pause its loop
+# would spin without ever giving the event loop (or the other threads) a turn.
+ERROR_PAUSE = 0.001
 
 
 def _each_finished_one(tallies: list[Tally]) -> bool:
-    return all(t.latencies for t in tallies)
+    return all(t.latencies or t.failed_in_window for t in tallies)
 
 
 def _count(window: Window, tally: Tally, started: float, finished: float, rows: int) -> None:
@@ -92,7 +106,17 @@ def _count(window: Window, tally: Tally, started: float, finished: float, rows: 
         tally.rows += rows
 
 
-async def _run_async(driver: Any, spec: dict[str, Any]) -> tuple[Window, list[Tally]]:
+def _count_error(window: Window, tally: Tally, finished: float, exc: Exception) -> None:
+    """A failed query: counted (with the first error's text) when it ends inside the window."""
+    if window.start <= finished <= window.end:
+        tally.errors += 1
+        tally.failed_in_window = True
+        if tally.first_error is None:
+            tally.first_error = describe_error(exc)
+
+
+async def _run_async(driver: Any, spec: dict[str, Any],
+                     keep_going: bool = False) -> tuple[Window, list[Tally]]:
     workload = BY_NAME[spec["workload"]]
     sessions = await asyncio.gather(
         *(driver.open(spec["params"], workload) for _ in range(spec["concurrency"]))
@@ -108,7 +132,21 @@ async def _run_async(driver: Any, spec: dict[str, Any]) -> tuple[Window, list[Ta
             rows = await run()
             _count(window, tally, started, perf_counter(), rows)
 
-    tasks = [asyncio.ensure_future(loop(s, t)) for s, t in zip(sessions, tallies)]
+    # A loop of its own, so that the usual one has no try block in it.
+    async def loop_counting_errors(session: Any, tally: Tally) -> None:
+        run = session.run
+        while not window.stopped:
+            started = perf_counter()
+            try:
+                rows = await run()
+            except Exception as exc:  # noqa: BLE001 - counted and reported, the cell goes on
+                _count_error(window, tally, perf_counter(), exc)
+                await asyncio.sleep(ERROR_PAUSE)
+                continue
+            _count(window, tally, started, perf_counter(), rows)
+
+    each = loop_counting_errors if keep_going else loop
+    tasks = [asyncio.ensure_future(each(s, t)) for s, t in zip(sessions, tallies)]
 
     async def wait(seconds: float) -> None:
         # A loop only ends early by raising: surface that at once.
@@ -139,7 +177,8 @@ async def _run_async(driver: Any, spec: dict[str, Any]) -> tuple[Window, list[Ta
     return window, tallies
 
 
-def _run_threads(driver: Any, spec: dict[str, Any]) -> tuple[Window, list[Tally]]:
+def _run_threads(driver: Any, spec: dict[str, Any],
+                 keep_going: bool = False) -> tuple[Window, list[Tally]]:
     workload = BY_NAME[spec["workload"]]
     sessions = []
     try:
@@ -162,7 +201,21 @@ def _run_threads(driver: Any, spec: dict[str, Any]) -> tuple[Window, list[Tally]
                 errors.append(exc)
                 failed.set()
 
-        threads = [threading.Thread(target=loop, args=st, daemon=True) for st in zip(sessions, tallies)]
+        def loop_counting_errors(session: Any, tally: Tally) -> None:
+            run = session.run
+            while not window.stopped:
+                started = perf_counter()
+                try:
+                    rows = run()
+                except Exception as exc:  # noqa: BLE001 - counted and reported, the cell goes on
+                    _count_error(window, tally, perf_counter(), exc)
+                    time.sleep(ERROR_PAUSE)
+                    continue
+                _count(window, tally, started, perf_counter(), rows)
+
+        each = loop_counting_errors if keep_going else loop
+        threads = [threading.Thread(target=each, args=st, daemon=True)
+                   for st in zip(sessions, tallies)]
         for thread in threads:
             thread.start()
         if not failed.wait(spec["warmup"]):
@@ -198,18 +251,23 @@ def _event_loop_name() -> str:
     return f"uvloop {uvloop.__version__}"
 
 
-def run_cell(spec: dict[str, Any], result: dict[str, Any]) -> None:
+def run_cell(spec: dict[str, Any], result: dict[str, Any], driver: Any = None,
+             keep_going: bool = False) -> None:
     """Run one cell as described by `spec`, filling in `result`.
 
     Filling a dict the caller holds keeps the driver's version in the
-    result even when the run itself fails.
+    result even when the run itself fails.  `driver` replaces the one
+    `spec["driver"]` names (the pooler scenario's configured drivers).  With
+    `keep_going`, a failed query is counted (`errors`, `first_error`) and
+    the connection goes on with the next one; otherwise it ends the cell.
     """
-    driver = drivers.load(spec["driver"])
+    if driver is None:
+        driver = drivers.load(spec["driver"])
     result["driver_version"] = driver.version()
     rss_before = resident_bytes()
     if driver.is_async:
         result["event_loop"] = _event_loop_name()
-        coro = _run_async(driver, spec)
+        coro = _run_async(driver, spec, keep_going)
         if result["event_loop"] == "asyncio":
             window, tallies = asyncio.run(coro)
         else:
@@ -218,7 +276,7 @@ def run_cell(spec: dict[str, Any], result: dict[str, Any]) -> None:
             window, tallies = uvloop.run(coro)
     else:
         result["event_loop"] = f"{spec['concurrency']} threads"
-        window, tallies = _run_threads(driver, spec)
+        window, tallies = _run_threads(driver, spec, keep_going)
     peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     latencies = [lat for t in tallies for lat in t.latencies]
     result.update(
@@ -232,6 +290,11 @@ def run_cell(spec: dict[str, Any], result: dict[str, Any]) -> None:
     )
     result["rss_growth_mb"] = max(0, peak_bytes - rss_before) / 2**20
     result["rows_total"] = sum(t.rows_total for t in tallies)
+    if keep_going:
+        result["errors"] = sum(t.errors for t in tallies)
+        first = next((t.first_error for t in tallies if t.first_error), None)
+        if first is not None:
+            result["first_error"] = first
 
 
 def describe_error(exc: BaseException) -> str:
@@ -241,12 +304,15 @@ def describe_error(exc: BaseException) -> str:
 
 
 def run(spec: dict[str, Any], result: dict[str, Any]) -> None:
-    """Run what `spec` asks for: a throughput, pool or pipeline cell, or a memory probe."""
+    """Run what `spec` asks for: a throughput, pool, pipeline or pooler cell, or a memory probe."""
     scenario = spec.get("scenario")
     if scenario is None:
         run_cell(spec, result)
     elif scenario == pool_scenario.NAME:
         pool_scenario.run_spec(spec, result)
+    elif scenario == pooler_scenario.SCENARIO:
+        run_cell(pooler_scenario.cell_spec(spec), result,
+                 driver=pooler_scenario.driver_for(spec["contender"]), keep_going=True)
     elif scenario == pipeline_scenario.SCENARIO:
         pipeline_scenario.run_spec(spec, result)
     elif scenario == memory.NAME:

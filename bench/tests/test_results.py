@@ -69,12 +69,20 @@ class _FakeRunner:
         return results
 
 
+FAKE_PGBOUNCER = (Path("/nowhere/pgbouncer"), "PgBouncer 1.25.2")
+
+
 @pytest.fixture
 def fake_run(monkeypatch):
-    """Runs `python -m bench ARGS` with fakes; charts left out unless asked for."""
+    """Runs `python -m bench ARGS` with fakes; charts left out unless asked for.
+
+    pgbouncer is "found" without building it: the pooler cells are answered
+    by the fake runner.
+    """
     monkeypatch.setattr(cli, "BenchServer", _FakeServer)
     monkeypatch.setattr(cli, "Runner", _FakeRunner)
     monkeypatch.setattr(cli.provenance, "checkout_state", lambda root: dict(CHECKOUT))
+    monkeypatch.setattr(cli.pooler_scenario, "locate_pgbouncer", lambda: FAKE_PGBOUNCER)
 
     def run(*argv: str, charts: bool = False) -> int:
         if not charts:
@@ -204,8 +212,8 @@ def test_every_table_of_a_whole_run_is_aligned(fake_run, tmp_path, capsys):
     printed = capsys.readouterr().out
     found = tables(printed)
     # Rows/s, CPU and nine details tables; the pipeline's three; the pool's
-    # two and its shortcut level's two; the memory table.
-    assert len(found) == 2 + 9 + 3 + 2 + 2 + 1
+    # two and its shortcut level's two; the pooler's three; the memory table.
+    assert len(found) == 2 + 9 + 3 + 2 + 2 + 3 + 1
     for lines in found:
         pipes = {tuple(i for i, ch in enumerate(line) if ch == "|") for line in lines}
         assert len(pipes) == 1, "\n".join(lines)
