@@ -30,6 +30,7 @@ from tests.support.pgbouncer import (
     sql_sent,
     transaction_pool_settings,
 )
+from tests.support.session_state import monitor  # noqa: F401
 from tools.pgbouncer import Pgbouncer
 
 CLIENTS = 200
@@ -284,3 +285,24 @@ async def test_missing_statement_of_the_users_own_sql_is_not_retried(conn):
         await conn.fetchval("EXECUTE mypg_no_such_statement")
     # Not one of the driver's statements: the cache was left alone.
     assert conn._session.stmt_cache.get("SELECT $1::int + 0") is not None
+
+
+# --- protocol 3.2 through the pooler ------------------------------------------------------
+
+async def test_protocol_latest_through_the_pooler_is_negotiated_down_and_cancel_works(
+        pooler, monitor):
+    # pgbouncer 1.25 answers a 3.2 startup with NegotiateProtocolVersion 3.0
+    # and gives the client its own cancel key: the connection runs at 3.0 and
+    # a timeout's CancelRequest (with pgbouncer's key) stops the statement.
+    conn = await _connect(pooler, max_protocol_version="latest")
+    try:
+        assert conn.get_protocol_version() == (3, 0)
+        assert await conn.fetchval("SELECT $1::int + 1", 41) == 42
+        with pytest.raises(asyncio.TimeoutError):
+            await conn.fetchval("SELECT pg_sleep(30)", timeout=0.3)
+        assert await asyncio.wait_for(conn.fetchval("SELECT $1::int", 7), 5) == 7
+        assert await monitor.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' "
+            "AND state = 'active'") == 0
+    finally:
+        await conn.close()
