@@ -24,7 +24,8 @@ fi
 majors=("$@")
 [ ${#majors[@]} -gt 0 ] || majors=(13 14 16 17 18)
 
-# What each version runs (measured: about 1.5 minutes a version on 2 cores).
+# What each version runs (measured on 2 cores: about a minute a version, 5 minutes
+# for the five, install included).
 subset=(
     tests/test_codecs_basic.py tests/test_codec_numeric.py tests/test_codec_datetime.py
     tests/test_codec_arrays.py tests/test_codec_containers.py tests/test_codec_types.py
