@@ -75,8 +75,8 @@ cdef Py_ssize_t OUT_PENDING_LIMIT = 65536
 # An operation cancelled on timeout that is still running this long after
 # its CancelRequest gets another one, then after twice as long, up to the
 # maximum (see _cancel_and_wait).
-CANCEL_REPEAT_FIRST = 0.1
-CANCEL_REPEAT_MAX = 2.0
+cdef double CANCEL_REPEAT_FIRST = 0.1
+cdef double CANCEL_REPEAT_MAX = 2.0
 
 
 cdef class BaseProtocol(CoreProtocol):
