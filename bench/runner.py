@@ -396,11 +396,15 @@ class Runner:
         # The pgbouncer binary of the pooler scenario, found at its first cell.
         self._pgbouncer: Path | None = None
 
-    def expected_rows(self, w: Workload) -> int:
-        """Rows one iteration must return, counted on the server when it varies."""
+    def expected_rows(self, w: Workload, fresh: bool = False) -> int:
+        """Rows one iteration must return, counted on the server when it varies.
+
+        `fresh` counts again: the pooler cells run after other scenarios
+        created tables (a table adds its row types to pg_type).
+        """
         if w.rows is not None:
             return w.rows
-        if w.name not in self._expected_rows:
+        if fresh or w.name not in self._expected_rows:
             self._expected_rows[w.name] = int(
                 self.server.psql(f"SELECT count(*) FROM ({w.literal_sql}) AS q").strip())
         return self._expected_rows[w.name]
@@ -521,7 +525,7 @@ class Runner:
             pool_scenario.wait_for_other_sessions(self.server.psql)
             for sql in w.teardown + w.setup:
                 self.server.psql(sql)
-            expected = self.expected_rows(w)
+            expected = self.expected_rows(w, fresh=True)
             bouncer = pooler_scenario.start_pgbouncer(self._pgbouncer, self.server.params)
         except Exception as exc:  # noqa: BLE001 - a broken setup is this cell's n/a
             return {"error": f"setup failed: {exc}"}
