@@ -18,29 +18,17 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 from mypgdriver.exceptions import _hints
+from tests.support import tcp_proxy
 
-
-@pytest.fixture
-def refused_port() -> Iterator[int]:
-    """A TCP port on 127.0.0.1 that refuses connections (bound, not listening)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        sock.close()
+#: A TCP port on 127.0.0.1 that refuses connections (bound, not listening).
+refused_port = pytest.fixture(tcp_proxy.refused_port)
 
 
 @pytest.fixture
 def silent_port() -> Iterator[int]:
     """A TCP port that accepts connections (in the kernel backlog) and never answers."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        sock.close()
+    with tcp_proxy.SilentPort() as silent:
+        yield silent.port
 
 
 async def _assert_usable(conn: Any) -> None:
