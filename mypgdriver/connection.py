@@ -321,7 +321,7 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         if name is None and session.is_cacheable(query):
             state = session.stmt_cache.get(query)
             if state is None:
-                state = await session.prepare_state(query, timeout)
+                state = await session.prepare_state(query, timeout, create_now=True)
         else:
             # With the statement cache off (statement_cache_size=0, e.g.
             # behind a transaction-mode pooler) the statement stays unnamed:
@@ -329,7 +329,7 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             # behind on the server.
             state = await session.prepare_state(
                 query, timeout, name=name, cache=False,
-                named=name is not None or session.stmt_cache.max_size > 0)
+                named=name is not None or session.stmt_cache.max_size > 0, create_now=True)
             session.hold_statement(state)
         return PreparedStatement(self, session, query, state, record_class, name is not None)
 

@@ -34,6 +34,7 @@ import contextvars
 import inspect
 import itertools
 import re
+import secrets
 import time
 import warnings
 from typing import Any, Callable, NamedTuple, Optional
@@ -72,6 +73,13 @@ _NAME_TROUBLE = (exceptions.InvalidSQLStatementNameError,
                  exceptions.DuplicatePreparedStatementError)
 # How the names of the statements the driver generates begin (prepare_state).
 _STATEMENT_PREFIX = '__mypg_'
+# Part of every generated statement name: random per process.  Connection
+# numbers restart in every process, and a pooler that passes statement names
+# through unchanged (pgbouncer without max_prepared_statements, older
+# poolers) lets several processes share a server connection: with equal
+# names, one process's Bind could run another's statement with its
+# arguments.  With this token it gets "does not exist" instead.
+_PROCESS_TOKEN = secrets.token_hex(4)
 
 # Tasks running async query loggers: the loop keeps only weak references.
 _logger_tasks: set = set()
@@ -183,6 +191,7 @@ class Session:
         self._portal_ids = itertools.count(1)
         self._savepoint_ids = itertools.count(1)
         protocol.on_statements_dropped = self.forget_server_statements
+        protocol.on_parse_failed = self.statement_parse_failed
 
     # --- state ---------------------------------------------------------------------------
 
@@ -831,7 +840,8 @@ class Session:
         return self.stmt_cache.max_size > 0 and (not limit or len(query) <= limit)
 
     async def prepare_state(self, query: str, timeout, *, name: Optional[str] = None,
-                            cache: bool = True, named: bool = False) -> StatementState:
+                            cache: bool = True, named: bool = False,
+                            create_now: bool = False) -> StatementState:
         """Parse and describe `query`, learn its types and pick its codecs.
 
         With `cache` (and no `name`), a cacheable query gets a generated name
@@ -839,12 +849,24 @@ class Session:
         unless `name` is given or `named` asks for a generated one.  The
         unnamed statement is parsed again in front of each Bind (see
         coreproto's _write_parse): it lives only until the next Parse of ''.
+
+        A statement with a generated name (cached, or `named`) is described
+        here as the unnamed statement, and created on the server by the
+        Parse sent in front of its first Bind, with that Bind and its Sync
+        (``parse_pending``): through a transaction-mode pooler, which may
+        switch server connections at every Sync outside a transaction block,
+        it is never created on one server connection and first bound on
+        another.  `create_now` creates it here instead (Connection.prepare():
+        the user asked for a statement on the server); so is a `name` of the
+        user's.
         """
         use_cache = cache and name is None and self.is_cacheable(query)
+        generated = name is None and (use_cache or named)
         if name is None:
-            name = (f'{_STATEMENT_PREFIX}{self.conn_id}_{next(self._stmt_ids)}__'
-                    if use_cache or named else '')
+            name = (f'{_STATEMENT_PREFIX}{_PROCESS_TOKEN}_{self.conn_id}_'
+                    f'{next(self._stmt_ids)}__' if generated else '')
         state = StatementState(name, query)
+        state.parse_pending = generated and not create_now
         if self.needs_sync():
             timeout = await self.sync(timeout)
         await self.wait(self.protocol.prepare(state, timeout))
@@ -956,6 +978,29 @@ class Session:
         """
         # The old state leaves dropped_stmts when its last reference goes.
         return await stmt._reprepare(deadline)
+
+    def statement_parse_failed(self, state, error: BaseException) -> None:
+        """The Parse carried in front of `state`'s first Bind failed (called by the protocol).
+
+        We have no statement of that name on the server (the Parse failed in
+        an aborted transaction, the schema changed since the statement was
+        described, or the name is taken): it leaves the cache, and a
+        PreparedStatement or cursor holding it prepares it again at its next
+        run, as after DISCARD ALL.  Its Close still goes out, unless the
+        name belongs to someone else (42P05): a pooler that tracks
+        statements (pgbouncer 1.21+) registered the name at the Parse,
+        failed or not, and would close the connection on a second Parse of it.
+        """
+        if state.closed:
+            return
+        if isinstance(error, exceptions.DuplicatePreparedStatementError):
+            state.closed = True
+        else:
+            self.queue_statement_close(state)
+        self.stmt_cache.discard(state.query, state)
+        if state.refs > 0:
+            self.held_stmts.add(state)
+            self.dropped_stmts.add(state)
 
     def _on_statement_removed(self, state) -> None:
         if state.refs > 0:

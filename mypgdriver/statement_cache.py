@@ -54,10 +54,14 @@ class StatementCache:
             _, evicted = entries.popitem(last=False)
             self._on_remove(evicted)
 
-    def discard(self, query: str) -> None:
-        state = self._entries.pop(query, None)
-        if state is not None:
-            self._on_remove(state)
+    def discard(self, query: str, state: Optional[object] = None) -> None:
+        """Remove the entry of `query` (only if it is `state`, when given)."""
+        entries = self._entries
+        current = entries.get(query)
+        if current is None or (state is not None and current is not state):
+            return
+        del entries[query]
+        self._on_remove(current)
 
     def clear(self) -> None:
         entries = list(self._entries.values())

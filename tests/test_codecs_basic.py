@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import mypgdriver
 from mypgdriver import exceptions
 
 ALL_BYTES = bytes(range(256))
@@ -319,6 +320,19 @@ async def test_unknown_type_both_ways(conn):
     # An untyped parameter the server cannot infer is sent as text.
     assert await conn.fetchval("SELECT $1", "untyped") == "untyped"
     assert await conn.fetchval("SELECT $1::unknown", "x") == "x"
+
+
+async def test_an_unknown_parameter_without_the_statement_cache(connect_kwargs):
+    # The unnamed statement is parsed again before each run with the
+    # described parameter types; `unknown` given explicitly has no
+    # conversion to the text it is sent as (a defect: the server refused).
+    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
+    try:
+        for _ in range(2):
+            assert await conn.fetchval("SELECT $1::unknown", "x") == "x"
+            assert await conn.fetchval("SELECT $1", "untyped") == "untyped"
+    finally:
+        await conn.close()
 
 
 async def test_void_results_are_none(conn):

@@ -17,12 +17,13 @@ import asyncio
 import io
 import itertools
 import random
-from typing import Any, AsyncIterator, Iterator
+from typing import Any, AsyncIterator, Iterator, Optional
 
 import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from mypgdriver.session import _PROCESS_TOKEN
 from tests.support.pgbouncer import (
     SERVER_POOL_SIZE,
     ClientMessageRecorder,
@@ -183,12 +184,156 @@ async def test_statements_are_closed_with_close_messages_never_deallocate(pooler
     assert not [t for t in texts if t.lstrip().upper().startswith("PREPARE")]
 
 
+def _sync_groups(recorder: ClientMessageRecorder) -> list[list[tuple[bytes, bytes]]]:
+    """The client's extended-protocol messages, cut after each Sync (a pooler's boundary)."""
+    groups: list[list[tuple[bytes, bytes]]] = [[]]
+    for kind, body in recorder.messages:
+        if kind == b"Q" or kind == b"X":
+            continue
+        groups[-1].append((kind, body))
+        if kind == b"S":
+            groups.append([])
+    return [g for g in groups if g]
+
+
+def _statement_name(kind: bytes, body: bytes) -> Optional[str]:
+    """The statement a Parse or Bind names ('' for the unnamed one)."""
+    if kind == b"P":
+        return body.split(b"\0", 1)[0].decode()
+    if kind == b"B":
+        return body.split(b"\0", 2)[1].decode()    # after the portal name
+    return None
+
+
+async def test_a_cached_statement_is_created_with_its_first_run_in_one_sync(pooler, monitor):
+    # Outside a transaction block a transaction-mode pooler may move the
+    # client to another server connection after every Sync.  A cached
+    # statement is therefore described as the unnamed statement, and
+    # created (Parse/Describe) together with its first Bind/Execute, before
+    # the same Sync: never created on one server connection and first bound
+    # on another.  (Before, it was Parse/Describe/Sync, then Bind/Execute/Sync.)
+    with ClientMessageRecorder("127.0.0.1", pooler.port) as recorder:
+        conn = await mypgdriver.connect(host="127.0.0.1", port=recorder.port,
+                                        user="postgres", database="postgres")
+        try:
+            assert await conn.fetchval("SELECT $1::int + 1", 1) == 2
+            assert await conn.fetchval("SELECT $1::int + 1", 2) == 3
+            assert await conn.fetchrow("SELECT $1::text AS t", "a") == ("a",)
+            assert await conn.execute("SELECT $1::int", 5) == "SELECT 1"
+            await conn.executemany("SELECT $1::int * 2", [(1,), (2,)])
+            assert await conn.fetchmany("SELECT $1::int * 3", [(1,), (2,)]) == [(3,), (6,)]
+            async with conn.transaction():
+                assert [r[0] async for r in conn.cursor(
+                    "SELECT generate_series(1, $1::int)", 3)] == [1, 2, 3]
+            # Introspection's own catalog query is cached like any other.
+            assert await conn.fetchval("SELECT $1::int4range", None) is None
+        finally:
+            await conn.close()
+        groups = _sync_groups(recorder)
+    created: dict[str, int] = {}
+    for number, group in enumerate(groups):
+        for kind, body in group:
+            name = _statement_name(kind, body)
+            if kind == b"P" and name:
+                assert name not in created, f"{name} parsed twice"
+                created[name] = number
+                # Its first Bind follows in the same group.
+                assert any(_statement_name(k, b) == name for k, b in group
+                           if k == b"B"), f"{name} was parsed without its first Bind: {group}"
+            if kind == b"B" and name:
+                assert name in created, f"{name} bound before it was parsed"
+    assert len(created) >= 6
+    assert all(name.startswith(f"__mypg_{_PROCESS_TOKEN}_") for name in created)
+
+
+async def test_the_cache_works_through_a_pooler_that_passes_statement_names_through(
+        pg_cluster):
+    # pgbouncer without max_prepared_statements forwards Parse and Bind
+    # unchanged to whichever server connection the client has at the time.
+    # The statement cache still never lets an error reach the user outside
+    # a transaction block: a statement is created with its first run (in
+    # one Sync, on one server connection), and a later Bind that lands on
+    # a server connection without it gets SQLSTATE 26000, after which it is
+    # created again the same way and run once more.  (Created in its own
+    # Sync, as before, the retried Bind could land elsewhere again.)
+    pg_cluster.require_local()
+    settings = dict(transaction_pool_settings(60), max_prepared_statements=0,
+                    default_pool_size=3)
+    with Pgbouncer(pgbouncer_125(), pg_cluster.host, pg_cluster.port,
+                   settings=settings) as bouncer:
+        async def client(number: int) -> set[int]:
+            conn = await _connect(bouncer)
+            pids: set[int] = set()
+            try:
+                for seq in range(12):
+                    assert await conn.fetchval("SELECT $1::int + $2::int", number, seq) \
+                        == number + seq
+                    pid, text = await conn.fetchrow(
+                        "SELECT pg_backend_pid(), $1::text || $2::text", "c", str(number))
+                    assert text == f"c{number}"
+                    pids.add(pid)
+                    if seq % 3 == number % 3:
+                        # Keep a server connection for a while: the others move.
+                        async with conn.transaction():
+                            await conn.execute("SELECT pg_sleep(0.002)")
+            finally:
+                await conn.close()
+            return pids
+
+        seen = await asyncio.gather(*(client(n) for n in range(30)))
+    # The clients really were moved between server connections.
+    assert len(set().union(*seen)) > 1
+    assert any(len(pids) > 1 for pids in seen)
+
+
+async def test_a_cached_statement_exists_on_the_server_once_it_ran(conn):
+    query = "SELECT $1::int * 7"
+    count = "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1"
+    # Refused client-side before anything ran: described only, nothing created.
+    with pytest.raises(exceptions.DataError):
+        await conn.fetchval(query, "seven")
+    assert conn._session.stmt_cache.get(query).parse_pending
+    assert await conn.fetchval(count, query) == 0
+    assert await conn.fetchval(query, 2) == 14
+    assert await conn.fetchval(count, query) == 1
+    assert await conn.fetchval(query, 3) == 21
+    assert await conn.fetchval(count, query) == 1
+    # Connection.prepare() creates its statement at once, as in asyncpg.
+    other = "SELECT $1::int * 11"
+    await conn.prepare(other)
+    assert await conn.fetchval(count, other) == 1
+
+
+async def test_a_statement_whose_creating_parse_failed_is_prepared_again(conn):
+    query = "SELECT $1::int + 100"
+    with pytest.raises(exceptions.DataError):
+        await conn.fetchval(query, "x")             # cached, not created yet
+    first = conn._session.stmt_cache.get(query)
+    stmt = await conn.prepare(query)                # holds the same statement
+    assert stmt._state is first and first.parse_pending
+    with pytest.raises(exceptions.InFailedSQLTransactionError):
+        async with conn.transaction():
+            with pytest.raises(exceptions.DivisionByZeroError):
+                await conn.execute("SELECT 1 / 0")
+            # Its creating Parse fails in the aborted transaction.
+            await conn.fetchval(query, 1)
+    # No statement of that name exists: the next run, even inside a
+    # transaction block, must not bind it (that would be SQLSTATE 26000).
+    async with conn.transaction():
+        assert await conn.fetchval(query, 1) == 101
+        assert await stmt.fetchval(2) == 102
+    assert conn._session.stmt_cache.get(query) is not first
+    assert await conn.fetchval(
+        "SELECT count(*) FROM pg_prepared_statements WHERE name = $1", first.name) == 0
+    assert not conn._session.protocol.is_in_transaction()
+
+
 async def test_statement_described_on_one_server_connection_runs_on_another(pooler):
     # pgbouncer reuses the server connection released last (LIFO): while
     # `holder` keeps that one inside a transaction, `user`'s next Bind
     # lands on another connection, where pgbouncer prepares it again from
-    # the client's Parse.  This is what makes the separate prepare round
-    # trip (Parse/Describe/Sync, then Bind/Execute/Sync) safe.
+    # the client's Parse.  This is what makes a PreparedStatement (created
+    # at once: Parse/Describe/Sync, then Bind/Execute/Sync) safe.
     user = await _connect(pooler)
     holder = await _connect(pooler)
     try:
@@ -271,7 +416,7 @@ async def test_statement_name_already_taken_is_prepared_under_another_name(conn)
     session = conn._session
     upcoming = next(session._stmt_ids)
     session._stmt_ids = itertools.count(upcoming)
-    taken = f"__mypg_{session.conn_id}_{upcoming}__"
+    taken = f"__mypg_{_PROCESS_TOKEN}_{session.conn_id}_{upcoming}__"
     # Someone else (SQL PREPARE, another driver behind a pooler) has that name.
     await conn.execute(f'PREPARE "{taken}" AS SELECT 0')
     # SQLSTATE 42P05 on our Parse: prepared again under a fresh name.

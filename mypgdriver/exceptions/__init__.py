@@ -95,9 +95,10 @@ _INVALID_CACHED_STATEMENT_TEXT = (
 # another server connection.
 _POOLER_NOTE = (
     'NOTE: a connection pooler such as pgbouncer in "transaction" or '
-    '"statement" pool_mode does not keep prepared statements with a client. '
-    'Use the pool of this driver instead, or connect with '
-    'statement_cache_size=0 if the pooler must stay.'
+    '"statement" pool_mode does not keep prepared statements with a client, '
+    'unless it tracks them (pgbouncer 1.21+ with max_prepared_statements set). '
+    'Enable that, use the pool of this driver instead, or connect with '
+    'statement_cache_size=0 if the pooler must stay as it is.'
 )
 
 

@@ -40,6 +40,7 @@ cdef class Operation:
         str query_text                # simple query text, for server errors
         object copy_out_sink
         bint exclusive                # nothing else may be in flight with it
+        bint carries_parse            # it creates its named statement (parse_pending): Parse first
         bint abandoned                # its caller gave up: drain, discard the result
         bint timed                    # `delay` is a timeout
         double delay
@@ -106,6 +107,7 @@ cdef class CoreProtocol:
         str simple_query_text             # for the query attribute of server errors
         bint many_sent_any                # executemany: some rows already on the wire
         bint many_needs_parse             # executemany of the unnamed statement: Parse first
+        bint parse_unconfirmed            # the head carries a named Parse not yet answered
 
     # --- hooks the asyncio layer implements ---
     cdef int _write(self, object data) except -1
@@ -114,6 +116,7 @@ cdef class CoreProtocol:
     cdef int _on_notification(self, int32_t pid, str channel, str payload) except -1
     cdef int _on_parameter_status(self, str name, str value) except -1
     cdef int _on_statements_dropped(self) except -1
+    cdef int _on_parse_failed(self, StatementState st, object error) except -1
 
     # --- operations ---
     cdef int _reset_result(self) except -1

@@ -247,6 +247,11 @@ cdef class CoreProtocol:
         # DISCARD ALL / DEALLOCATE completed: see _command_tag.
         return 0
 
+    cdef int _on_parse_failed(self, StatementState st, object error) except -1:
+        # The Parse that was to create `st` on the server (carried in front
+        # of its first Bind) failed: no statement of that name exists.
+        return 0
+
     # --- the queue of operations in flight ---
 
     cdef int _push_op(self, Operation op) except -1:
@@ -278,6 +283,7 @@ cdef class CoreProtocol:
         self.statement = op.statement
         self.record_class = op.record_class
         self.copy_out_sink = op.copy_out_sink
+        self.parse_unconfirmed = op.carries_parse
         if self.state != STATE_CLOSED:
             self.state = op.recv_state
         return 0
@@ -311,6 +317,7 @@ cdef class CoreProtocol:
         self.discard_rows = False
         self.portal_suspended = False
         self.statement = None
+        self.parse_unconfirmed = False
         return 0
 
     cdef bytes _build_startup_message(self):
@@ -335,16 +342,24 @@ cdef class CoreProtocol:
         return 0
 
     cdef int _send_prepare(self, StatementState st) except -1:
+        # A statement whose Parse is pending is only described here, as the
+        # unnamed statement: the named one is created by the Parse sent in
+        # front of its first Bind, in the same Sync (_write_parse).  A
+        # transaction-mode pooler may move us to another server connection
+        # at every Sync outside a transaction block, so a statement created
+        # in one Sync and bound in the next could be bound where it does not
+        # exist; the unnamed statement leaves nothing behind to look for.
+        cdef str name = '' if st.parse_pending else st.name
         cdef WriteBuffer buf = self.wbuf
         buf.reset()
         buf.start_message(b'P')
-        buf.write_cstr(st.name)
+        buf.write_cstr(name)
         buf.write_cstr(st.query)
         buf.write_int16(0)          # let the server infer every parameter type
         buf.end_message()
         buf.start_message(b'D')
         buf.write_byte(b'S')
-        buf.write_cstr(st.name)
+        buf.write_cstr(name)
         buf.end_message()
         buf.start_message(b'S')
         buf.end_message()
@@ -354,18 +369,22 @@ cdef class CoreProtocol:
     cdef int _write_parse(self, WriteBuffer buf, StatementState st) except -1:
         # The unnamed statement is parsed again in front of each Bind: another
         # Parse (type introspection, or another client's transaction behind
-        # pgbouncer in transaction mode) may have replaced it since.  The
-        # parameter types are the ones our codecs were chosen for.
+        # pgbouncer in transaction mode) may have replaced it since.  A named
+        # statement is parsed here once, in front of its first Bind
+        # (parse_pending, see _send_prepare).  The parameter types are the
+        # ones our codecs were chosen for (but see statement.pyx's
+        # inferred_again).
         buf.start_message(b'P')
         buf.write_cstr(st.name)
         buf.write_cstr(st.query)
-        buf.write_int16(<int16_t>len(st.param_oids))
-        for oid in st.param_oids:
+        buf.write_int16(<int16_t>len(st.parse_oids))
+        for oid in st.parse_oids:
             buf.write_int32(<int32_t><uint32_t>oid)
         buf.end_message()
         # Described again: the schema may have changed the result types since
-        # our column codecs were picked (a named statement gets 0A000 from
-        # the server instead).  _dispatch compares the RowDescription.
+        # our column codecs were picked (later runs of a named statement get
+        # 0A000 from the server instead).  _dispatch compares the
+        # RowDescription.
         buf.start_message(b'D')
         buf.write_byte(b'S')
         buf.write_cstr(st.name)
@@ -378,7 +397,7 @@ cdef class CoreProtocol:
         # (they would be garbage) and the operation fails.  The server runs
         # the statement all the same: the error says so.
         cdef StatementState st = self.statement
-        if st is None or st.name or self.result_error is not None:
+        if st is None or self.result_error is not None:
             return 0
         if no_data:
             if not st.has_rows:
@@ -396,24 +415,28 @@ cdef class CoreProtocol:
         # Sync inside the transaction block; rows come with later Executes.
         cdef WriteBuffer buf = self.wbuf
         buf.reset()
-        if not st.name:
+        if not st.name or st.parse_pending:
             self._write_parse(buf, st)
         st.encode_bind(buf, portal, args)
         buf.start_message(b'S')
         buf.end_message()
         self._write(buf.to_bytes())
+        st.parse_pending = False
         return 0
 
     cdef int _send_bind_execute(self, StatementState st, object args, str portal,
                                 int32_t limit) except -1:
         cdef WriteBuffer buf = self.wbuf
         buf.reset()
-        if not st.name:
+        if not st.name or st.parse_pending:
             self._write_parse(buf, st)
         # Encoding may raise DataError: that happens before anything is
-        # written to the transport, and the state stays idle.
+        # written to the transport, and the state stays idle (and the Parse
+        # still pending).
         st.encode_bind(buf, portal, args)
-        return self._finish_execute(buf, st, portal, limit)
+        self._finish_execute(buf, st, portal, limit)
+        st.parse_pending = False
+        return 0
 
     cdef int _send_execute_portal(self, StatementState st, str portal, int32_t limit) except -1:
         # A named portal outlives Sync inside a transaction block, so each
@@ -453,7 +476,7 @@ cdef class CoreProtocol:
 
     cdef int _start_many(self, StatementState st) except -1:
         self.many_sent_any = False
-        self.many_needs_parse = not st.name
+        self.many_needs_parse = not st.name or st.parse_pending
         return 0
 
     cdef int _write_many(self, StatementState st, object rows, Py_ssize_t base_index) except -1:
@@ -475,6 +498,7 @@ cdef class CoreProtocol:
             self.many_sent_any = True
             self.many_needs_parse = False
             self._write(buf.to_bytes())
+            st.parse_pending = False
         return 0
 
     cdef int _finish_many(self, bint abort) except -1:
@@ -633,8 +657,10 @@ cdef class CoreProtocol:
                 self._on_statements_dropped()
         elif mtype == b'Z':
             return self._on_ready_for_query(frame)
-        elif mtype == b'2' or mtype == b'1' or mtype == b'3':
-            pass    # BindComplete, ParseComplete, CloseComplete
+        elif mtype == b'2' or mtype == b'3':
+            pass    # BindComplete, CloseComplete
+        elif mtype == b'1':
+            self.parse_unconfirmed = False      # ParseComplete
         elif mtype == b'T':
             if self.state == STATE_PREPARE:
                 if self.statement is not None:
@@ -779,6 +805,12 @@ cdef class CoreProtocol:
             self.statement.query if self.statement is not None else self.simple_query_text)
         if self.result_error is None:
             self.result_error = err
+        if self.parse_unconfirmed:
+            # The error is the Parse's (it comes first in its Sync): the
+            # statement it was to create does not exist.
+            self.parse_unconfirmed = False
+            if self.statement is not None:
+                self._on_parse_failed(self.statement, err)
         if self.state == STATE_STARTUP:
             # No ReadyForQuery follows a startup failure: the server closes.
             self.state = STATE_CLOSED

@@ -106,6 +106,7 @@ cdef class BaseProtocol(CoreProtocol):
         self.reserved = 0
         self.exclusive = False
         self.on_statements_dropped = None
+        self.on_parse_failed = None
 
     # --- asyncio.Protocol interface ---
 
@@ -657,6 +658,7 @@ cdef class BaseProtocol(CoreProtocol):
         op.query_text = None
         op.copy_out_sink = None
         op.abandoned = False
+        op.carries_parse = False
         op.seq = 0
         self.spare_op = op
 
@@ -678,6 +680,11 @@ cdef class BaseProtocol(CoreProtocol):
     cdef int _on_statements_dropped(self) except -1:
         if self.on_statements_dropped is not None:
             self.on_statements_dropped()
+        return 0
+
+    cdef int _on_parse_failed(self, StatementState st, object error) except -1:
+        if self.on_parse_failed is not None:
+            self.on_parse_failed(st, error)
         return 0
 
     cdef int _on_parameter_status(self, str name, str value) except -1:
@@ -845,6 +852,7 @@ cdef class BaseProtocol(CoreProtocol):
         op.statement = st
         op.collecting_rows = True
         op.record_class = record_class if record_class is not None else Record
+        op.carries_parse = st.parse_pending
         # Encoding may raise DataError: that happens before anything is
         # written, and nothing was queued.
         self._send_bind_execute(st, args, '', limit)
@@ -857,6 +865,7 @@ cdef class BaseProtocol(CoreProtocol):
         op.statement = st
         op.collecting_rows = True
         op.record_class = record_class if record_class is not None else Record
+        op.carries_parse = st.parse_pending
         self._send_bind_execute(st, args, portal, limit)
         return self._start_op(op)
 
@@ -875,6 +884,7 @@ cdef class BaseProtocol(CoreProtocol):
         cdef Operation op = self._make_op(OP_CLOSE_STATEMENTS, STATE_BIND_EXECUTE, timeout,
                                           False)
         op.statement = st
+        op.carries_parse = st.parse_pending
         self._send_bind_portal(st, args, portal)
         return self._start_op(op)
 
@@ -909,6 +919,7 @@ cdef class BaseProtocol(CoreProtocol):
         op.statement = st
         op.collecting_rows = return_rows
         op.record_class = record_class if record_class is not None else Record
+        op.carries_parse = st.parse_pending
         self.sync_sent = False
         self._start_many(st)
         return self._start_op(op)

@@ -16,6 +16,7 @@ cdef class StatementState:
         readonly str name
         readonly str query
         readonly tuple param_oids       # from ParameterDescription
+        tuple parse_oids                # the types a Parse repeating the description gives
         readonly tuple column_names
         readonly tuple column_oids
         readonly tuple column_tables    # (table oid, column number) pairs
@@ -26,6 +27,10 @@ cdef class StatementState:
         readonly RecordDescriptor desc
         readonly bint has_rows
         public bint closed
+        # The server statement does not exist yet: it was described as the
+        # unnamed statement, and the Parse that creates it goes out in front
+        # of its first Bind, in the same Sync (see coreproto's _send_prepare).
+        public bint parse_pending
         public int refs                 # in-flight uses (cache eviction waits for 0)
         public double created_at
         public object codecs_generation # registry generation the codecs came from

@@ -33,6 +33,7 @@ class StatementState:
     @property
     def has_rows(self) -> bool: ...
     closed: bool
+    parse_pending: bool
     refs: int
     created_at: float
     codecs_generation: Any

@@ -28,6 +28,10 @@ from mypgdriver.protocol.record import Record
 #: "Message Formats").
 MAX_QUERY_ARGUMENTS = 65535
 
+# pg_type OIDs of text and unknown (see inferred_again).
+cdef uint32_t TEXT_OID = 25
+cdef uint32_t UNKNOWN_OID = 705
+
 _ARGUMENT_COUNT_HINT = 'Check the query against the arguments passed.'
 
 
@@ -41,15 +45,15 @@ def check_argument_count(Py_ssize_t nargs):
                  '= any($1::int[]) or unnest()).')
 
 
-cdef bytes encode_format_section(tuple codecs):
+cdef bytes encode_format_section(list formats):
     # int16 count + int16 codes; the one-code form (count=1) means "all of them".
     cdef WriteBuffer w = WriteBuffer()
-    cdef Codec c
-    cdef Py_ssize_t n = len(codecs)
+    cdef int f
+    cdef Py_ssize_t n = len(formats)
     cdef bint all_binary = n > 0
     cdef bint all_text = True
-    for c in codecs:
-        if c.format == FORMAT_BINARY:
+    for f in formats:
+        if f == FORMAT_BINARY:
             all_text = False
         else:
             all_binary = False
@@ -60,9 +64,23 @@ cdef bytes encode_format_section(tuple codecs):
         w.write_int16(1)
     else:
         w.write_int16(<int16_t>n)
-        for c in codecs:
-            w.write_int16(<int16_t>c.format)
+        for f in formats:
+            w.write_int16(<int16_t>f)
     return w.to_bytes()
+
+
+cdef bint inferred_again(uint32_t oid, Codec codec):
+    # A parameter the server described as text (what an untyped `$1` becomes),
+    # encoded by the built-in text codec (not a user's), whose bytes are the same in both
+    # formats: it goes in text format and unspecified in a Parse repeating
+    # the description (parse_oids), so the server infers it again.  Given
+    # as text explicitly, `$1::unknown` would fail (no conversion from text
+    # to unknown); in text format, a parameter inferred as another type (the
+    # schema changed meanwhile) is read by that type's input function, never
+    # misread as its binary form.  `unknown` itself is left unspecified too.
+    if oid == UNKNOWN_OID:
+        return True
+    return oid == TEXT_OID and codec.kind == 'scalar' and codec.schema == 'pg_catalog'
 
 
 cdef tuple row_arguments(object row, Py_ssize_t row_index, str what='row'):
@@ -90,6 +108,7 @@ cdef class StatementState:
         self.name = name
         self.query = query
         self.param_oids = ()
+        self.parse_oids = ()
         self.column_names = ()
         self.column_oids = ()
         self.column_tables = ()
@@ -97,6 +116,7 @@ cdef class StatementState:
         self.column_codecs = ()
         self.has_rows = False
         self.closed = False
+        self.parse_pending = False
         self.refs = 0
         self.created_at = 0.0
 
@@ -167,11 +187,21 @@ cdef class StatementState:
         return registry.missing(self.param_oids + self.column_oids)
 
     cdef int resolve_codecs(self, object registry) except -1:
+        cdef Codec c
+        cdef list param_formats = [], parse_oids = []
         self.param_codecs = tuple([registry.get_codec(oid) for oid in self.param_oids])
         self.column_codecs = tuple([registry.get_codec(oid) for oid in self.column_oids])
         self._build_column_arrays()
-        self.param_formats_msg = encode_format_section(self.param_codecs)
-        self.result_formats_msg = encode_format_section(self.column_codecs)
+        for oid, c in zip(self.param_oids, self.param_codecs):
+            if inferred_again(oid, c):
+                param_formats.append(FORMAT_TEXT)
+                parse_oids.append(0)
+            else:
+                param_formats.append(c.format)
+                parse_oids.append(oid)
+        self.parse_oids = tuple(parse_oids)
+        self.param_formats_msg = encode_format_section(param_formats)
+        self.result_formats_msg = encode_format_section([c.format for c in self.column_codecs])
         self.codecs_generation = registry.generation
         return 0
 
