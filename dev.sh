@@ -7,6 +7,7 @@
 #   ./dev.sh shell                   set up, build, and print how to enter the virtualenv
 #   ./dev.sh wheels [python...]      the sdist and manylinux wheels (every CPython found) in dist/
 #   ./dev.sh check-wheel             install dist/'s wheel without a compiler and query with it
+#   ./dev.sh docs [sphinx args...]   set up (with the docs extra), build, the site in docs/_build/html
 #
 # Works on a fresh Debian 12 (as root or as a user with sudo): installs what is
 # missing (PostgreSQL, a C compiler, Python headers, python3-venv), creates .venv,
@@ -34,7 +35,7 @@ trap 'rm -rf "$LOG_DIR"' EXIT
 say() { echo "dev.sh: $*" >&2; }
 
 usage() {
-    sed -n '4,9s/^# \{0,1\}//p' "$0" >&2
+    sed -n '4,10s/^# \{0,1\}//p' "$0" >&2
     exit 2
 }
 
@@ -294,6 +295,13 @@ case "$command" in
         # (and tools/pgcluster.py, which starts the server).
         setup_venv "" MYPGDRIVER_TEST_DSN
         run -m tools.check_wheel "$@"
+        ;;
+    docs)
+        # -W: a warning (a broken reference, a docstring Sphinx cannot read)
+        # fails the build, as in CI.
+        setup docs ""
+        [ $# -gt 0 ] || set -- -W -q -b html docs docs/_build/html
+        run -m sphinx "$@"
         ;;
     -h|--help|help)
         usage
