@@ -115,6 +115,17 @@ class BaseCursor(Generic[RecordT]):
         """The call's timeout: validated, else the connection's command_timeout."""
         return self._session.resolve_timeout(timeout)
 
+    def _needs_statement(self) -> bool:
+        """True until the cursor has a statement the server still has (or its portal is open).
+
+        The server drops a PreparedStatement's statement on DISCARD ALL or
+        DEALLOCATE ALL; a cursor not bound yet prepares it again, as the
+        PreparedStatement's own methods do.
+        """
+        state = self._state
+        return state is None or (self._portal is None and state.closed
+                                 and state in self._session.dropped_stmts)
+
     async def _prepare(self, timeout: Optional[float]) -> None:
         session = self._session
         if session.needs_sync():
@@ -122,12 +133,15 @@ class BaseCursor(Generic[RecordT]):
         state = session.stmt_cache.get(self._query)
         if state is None:
             state = await session.prepare_state(self._query, timeout)
+        old = self._state
         self._hold(state)
+        if old is not None:
+            session.detach_statement(old)
 
     def _check_ready(self, method: str) -> None:
         session = self._session
         session.check_handle(self._checkout, self._api_name, method)
-        if self._state is not None and self._state.closed:
+        if self._state is not None and self._state.closed and not self._needs_statement():
             raise exceptions.InterfaceError('cursor: the prepared statement is closed')
         if not session.is_in_transaction():
             raise exceptions.NoActiveSQLTransactionError(
@@ -211,7 +225,7 @@ class CursorIterator(BaseCursor[RecordT]):
         if self._exhausted:
             await self._close_portal(timeout)
             return []
-        if self._state is None:
+        if self._needs_statement():
             self._check_ready('__anext__')
             await self._prepare(timeout)
         self._check_ready('__anext__')
@@ -239,8 +253,8 @@ class Cursor(BaseCursor[RecordT]):
 
     async def _open(self, timeout: Optional[float]) -> Cursor[RecordT]:
         timeout = self._timeout_of(timeout)
-        self._check_ready('__await__')
-        if self._state is None:
+        if self._needs_statement():
+            self._check_ready('__await__')
             await self._prepare(timeout)
         self._check_ready('__await__')
         await self._bind_only(timeout)

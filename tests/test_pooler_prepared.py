@@ -374,6 +374,19 @@ async def test_dropping_all_statements_through_the_pooler_drops_the_cache(via_po
     assert not conn.is_closed()
 
 
+@pytest.mark.parametrize("command", ["DISCARD ALL", "DEALLOCATE ALL"])
+async def test_a_prepared_statements_cursor_after_all_statements_were_dropped(conn, command):
+    # The PreparedStatement's own methods prepare it again; so do its
+    # cursors (a defect: "the prepared statement is closed").
+    stmt = await conn.prepare("SELECT generate_series(1, $1::int)")
+    await conn.execute(command)
+    async with conn.transaction():
+        assert [r[0] async for r in stmt.cursor(3, prefetch=2)] == [1, 2, 3]
+        cur = await stmt.cursor(4)
+        assert [r[0] for r in await cur.fetch(4)] == [1, 2, 3, 4]
+    assert await stmt.fetchval(1) == 1
+
+
 async def test_deallocate_all_in_a_multi_statement_query_drops_the_cache(via_pooler):
     conn = via_pooler
     assert await conn.fetchval("SELECT $1::int + 1", 1) == 2
