@@ -320,7 +320,11 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             timeout = await session.sync(timeout)
         if name is None and session.is_cacheable(query):
             state = session.stmt_cache.get(query)
-            if state is None:
+            # A cached statement not created on the server yet (see
+            # Session.prepare_state) is replaced by one created now: a
+            # PreparedStatement's statement exists from the start, so a
+            # schema change later is the server's 0A000, as in asyncpg.
+            if state is None or state.parse_pending:
                 state = await session.prepare_state(query, timeout, create_now=True)
         else:
             # With the statement cache off (statement_cache_size=0, e.g.

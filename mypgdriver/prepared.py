@@ -191,7 +191,8 @@ class PreparedStatement(Generic[RecordT]):
             new = await session.prepare_state(self._query, timeout, name=old.name, cache=False)
         else:
             new = await session.prepare_state(self._query, session.time_left(deadline),
-                                              cache=False, named=bool(old.name))
+                                              cache=False, named=bool(old.name),
+                                              create_now=True)
         session.hold_statement(new)
         session.attach_statement(new)
         self._state = new

@@ -191,7 +191,7 @@ class Session:
         self._portal_ids = itertools.count(1)
         self._savepoint_ids = itertools.count(1)
         protocol.on_statements_dropped = self.forget_server_statements
-        protocol.on_parse_failed = self.statement_parse_failed
+        protocol.on_statement_unusable = self.statement_unusable
 
     # --- state ---------------------------------------------------------------------------
 
@@ -979,17 +979,19 @@ class Session:
         # The old state leaves dropped_stmts when its last reference goes.
         return await stmt._reprepare(deadline)
 
-    def statement_parse_failed(self, state, error: BaseException) -> None:
-        """The Parse carried in front of `state`'s first Bind failed (called by the protocol).
+    def statement_unusable(self, state, error: BaseException) -> None:
+        """The Parse carried in front of `state`'s first Bind did not create `state` (the protocol's call).
 
-        We have no statement of that name on the server (the Parse failed in
-        an aborted transaction, the schema changed since the statement was
-        described, or the name is taken): it leaves the cache, and a
+        Either the Parse failed (in an aborted transaction, the schema
+        changed since the statement was described, or the name is taken),
+        or it created a statement whose result types differ from the ones
+        `state` was described with.  The state leaves the cache, and a
         PreparedStatement or cursor holding it prepares it again at its next
-        run, as after DISCARD ALL.  Its Close still goes out, unless the
-        name belongs to someone else (42P05): a pooler that tracks
-        statements (pgbouncer 1.21+) registered the name at the Parse,
-        failed or not, and would close the connection on a second Parse of it.
+        run, as after DISCARD ALL.  Its Close goes out, unless the name
+        belongs to someone else (42P05): a statement of that name may exist,
+        and a pooler that tracks statements (pgbouncer 1.21+) registered the
+        name at the Parse, failed or not, and would close the connection on
+        a second Parse of it.
         """
         if state.closed:
             return

@@ -309,8 +309,7 @@ async def test_a_statement_whose_creating_parse_failed_is_prepared_again(conn):
     with pytest.raises(exceptions.DataError):
         await conn.fetchval(query, "x")             # cached, not created yet
     first = conn._session.stmt_cache.get(query)
-    stmt = await conn.prepare(query)                # holds the same statement
-    assert stmt._state is first and first.parse_pending
+    assert first.parse_pending
     with pytest.raises(exceptions.InFailedSQLTransactionError):
         async with conn.transaction():
             with pytest.raises(exceptions.DivisionByZeroError):
@@ -321,11 +320,56 @@ async def test_a_statement_whose_creating_parse_failed_is_prepared_again(conn):
     # transaction block, must not bind it (that would be SQLSTATE 26000).
     async with conn.transaction():
         assert await conn.fetchval(query, 1) == 101
-        assert await stmt.fetchval(2) == 102
     assert conn._session.stmt_cache.get(query) is not first
     assert await conn.fetchval(
         "SELECT count(*) FROM pg_prepared_statements WHERE name = $1", first.name) == 0
     assert not conn._session.protocol.is_in_transaction()
+
+
+async def test_prepare_creates_a_cached_statement_that_was_only_described(conn):
+    # A PreparedStatement's statement exists on the server from the start,
+    # as in asyncpg, even when the cache held the query described only.
+    query = "SELECT $1::int + 200"
+    with pytest.raises(exceptions.DataError):
+        await conn.fetchval(query, "x")
+    assert conn._session.stmt_cache.get(query).parse_pending
+    stmt = await conn.prepare(query)
+    assert await conn.fetchval(
+        "SELECT count(*) FROM pg_prepared_statements WHERE name = $1", stmt.get_name()) == 1
+    assert await stmt.fetchval(1) == 201
+    assert conn._session.stmt_cache.get(query) is stmt._state
+
+
+async def test_result_types_changed_between_describe_and_first_run(conn):
+    # The named statement is created by the Parse in front of its first
+    # Bind, after the schema changed: the server has no reason to object
+    # (it describes the new types), so the driver compares the second
+    # Describe with the types it decodes with.  Without that, the text
+    # 'abcd' would be decoded as the int4 1633837924.
+    await conn.execute("""
+        DROP TABLE IF EXISTS drift;
+        CREATE TABLE drift (id int, v int);
+        INSERT INTO drift VALUES (1, 5)""")
+    try:
+        write = "UPDATE drift SET id = id + $1 RETURNING v"
+        with pytest.raises(exceptions.DataError):
+            await conn.fetch(write, "one")          # described with v int4, not created
+        await conn.execute("ALTER TABLE drift ALTER v TYPE text; UPDATE drift SET v = 'abcd'")
+        # A write ran; its rows were not decoded, and it is not repeated.
+        with pytest.raises(exceptions.InvalidCachedStatementError, match="executed"):
+            await conn.fetch(write, 1)
+        assert await conn.fetchval("SELECT id FROM drift") == 2
+        assert [tuple(r) for r in await conn.fetch(write, 1)] == [("abcd",)]
+
+        read = "SELECT id, v FROM drift WHERE id = $1"
+        with pytest.raises(exceptions.DataError):
+            await conn.fetch(read, "three")         # described with v text, not created
+        await conn.execute("ALTER TABLE drift ALTER v TYPE int USING length(v)")
+        # A read is run again, described afresh.
+        assert [tuple(r) for r in await conn.fetch(read, 3)] == [(3, 4)]
+        assert [tuple(r) for r in await conn.fetch(read, 3)] == [(3, 4)]
+    finally:
+        await conn.execute("DROP TABLE IF EXISTS drift")
 
 
 async def test_statement_described_on_one_server_connection_runs_on_another(pooler):

@@ -247,9 +247,12 @@ cdef class CoreProtocol:
         # DISCARD ALL / DEALLOCATE completed: see _command_tag.
         return 0
 
-    cdef int _on_parse_failed(self, StatementState st, object error) except -1:
+    cdef int _on_statement_unusable(self, StatementState st, object error) except -1:
         # The Parse that was to create `st` on the server (carried in front
-        # of its first Bind) failed: no statement of that name exists.
+        # of its first Bind) failed, so no statement of that name exists; or
+        # it created one whose result types are not those `st` decodes with
+        # (the schema changed since the Describe), so binding it again would
+        # decode rows with the wrong codecs.
         return 0
 
     # --- the queue of operations in flight ---
@@ -408,6 +411,10 @@ cdef class CoreProtocol:
             'the result types of the statement changed after it was prepared (the '
             'database schema changed); it was executed, but its rows were not decoded')
         self.discard_rows = True
+        if st.name:
+            # A named statement parsed here (parse_pending) now exists with
+            # the new types: the server would not object to its next Bind.
+            self._on_statement_unusable(st, self.result_error)
         return 0
 
     cdef int _send_bind_portal(self, StatementState st, object args, str portal) except -1:
@@ -810,7 +817,7 @@ cdef class CoreProtocol:
             # statement it was to create does not exist.
             self.parse_unconfirmed = False
             if self.statement is not None:
-                self._on_parse_failed(self.statement, err)
+                self._on_statement_unusable(self.statement, err)
         if self.state == STATE_STARTUP:
             # No ReadyForQuery follows a startup failure: the server closes.
             self.state = STATE_CLOSED

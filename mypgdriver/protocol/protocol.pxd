@@ -11,7 +11,7 @@ cdef class BaseProtocol(CoreProtocol):
         public object on_notification
         public object on_connection_lost
         public object on_statements_dropped   # callable(): DISCARD ALL / DEALLOCATE completed
-        public object on_parse_failed   # callable(state, error): its carried Parse failed
+        public object on_statement_unusable   # callable(state, error): see _on_statement_unusable
         public object cancel_request   # async callable sending a CancelRequest
         readonly object lost_exc
         bint cancel_done

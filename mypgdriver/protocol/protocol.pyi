@@ -26,7 +26,7 @@ class BaseProtocol(CoreProtocol):
     on_notification: Callable[..., Any] | None
     on_connection_lost: Callable[..., Any] | None
     on_statements_dropped: Callable[[], Any] | None
-    on_parse_failed: Callable[[StatementState, BaseException], Any] | None
+    on_statement_unusable: Callable[[StatementState, BaseException], Any] | None
     cancel_request: Callable[[], Any] | None
     @property
     def lost_exc(self) -> BaseException | None: ...

@@ -106,7 +106,7 @@ cdef class BaseProtocol(CoreProtocol):
         self.reserved = 0
         self.exclusive = False
         self.on_statements_dropped = None
-        self.on_parse_failed = None
+        self.on_statement_unusable = None
 
     # --- asyncio.Protocol interface ---
 
@@ -682,9 +682,9 @@ cdef class BaseProtocol(CoreProtocol):
             self.on_statements_dropped()
         return 0
 
-    cdef int _on_parse_failed(self, StatementState st, object error) except -1:
-        if self.on_parse_failed is not None:
-            self.on_parse_failed(st, error)
+    cdef int _on_statement_unusable(self, StatementState st, object error) except -1:
+        if self.on_statement_unusable is not None:
+            self.on_statement_unusable(st, error)
         return 0
 
     cdef int _on_parameter_status(self, str name, str value) except -1:
