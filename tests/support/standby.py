@@ -262,10 +262,16 @@ class Standby:
 
     def wait_replayed(self, timeout: float = 30) -> None:
         """Wait until everything the primary wrote so far is replayed here."""
-        # The insert position, not pg_current_wal_lsn() (the write position):
-        # with synchronous_commit off (tools/pgcluster.py's FAST_SETTINGS) a
-        # commit can still sit in the WAL buffers, behind the write position.
-        target = self.primary.psql("SELECT pg_current_wal_insert_lsn()").strip()
+        # With synchronous_commit off (tools/pgcluster.py's FAST_SETTINGS) a
+        # commit can still sit in the WAL buffers, past the write position,
+        # and the insert position may be a page header no record ends at.
+        # A synchronous commit of a transaction that wrote WAL (here a
+        # logical message, which changes nothing) flushes everything before
+        # it, and then the flush position is the end of a record to replay.
+        target = self.primary.psql(
+            "SET synchronous_commit = on; "
+            "SELECT pg_logical_emit_message(true, 'mypgdriver', 'wait_replayed'); "
+            "SELECT pg_current_wal_flush_lsn()").split()[-1]
         deadline = time.monotonic() + timeout
         while self.psql(
                 f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn").strip() != "t":
