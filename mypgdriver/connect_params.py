@@ -236,7 +236,7 @@ def _parse_host_list(raw: object) -> list[str]:
 def _parse_port_list(raw: object) -> list[int | None]:
     """Ports in order; None marks an empty entry, which means the default."""
     if isinstance(raw, str):
-        items: list[object] = raw.split(",")
+        items: Sequence[object] = raw.split(",")
     elif isinstance(raw, int):
         items = [raw]
     else:
@@ -643,7 +643,8 @@ def _parse_pgpass_line(line: str) -> _PgpassEntry | None:
     # The password is the rest of the line, colons included; a trailing lone
     # backslash escapes nothing and is dropped.
     password = re.sub(r"\\(.?)", lambda m: m.group(1), line[pos:])
-    return _PgpassEntry(*fields, password=password)
+    host, port, database, user = fields
+    return _PgpassEntry(host, port, database, user, password=password)
 
 
 def _default_passfile(environ: Mapping[str, str]) -> str | None:

@@ -84,13 +84,15 @@ async def connect(dsn: Optional[str] = None, *,
         raise exceptions.ClientConfigurationError(
             f'command_timeout must be a positive number, got {command_timeout!r}')
 
+    resolved_password: Optional[str]
     if callable(password):
-        password = password()
-        if inspect.isawaitable(password):
-            password = await password
+        supplied = password()
+        resolved_password = await supplied if inspect.isawaitable(supplied) else supplied
+    else:
+        resolved_password = password
 
     params = parse_connect_params(
-        dsn, host=host, port=port, user=user, password=password, passfile=passfile,
+        dsn, host=host, port=port, user=user, password=resolved_password, passfile=passfile,
         database=database, server_settings=server_settings, ssl=ssl, direct_tls=direct_tls,
         target_session_attrs=target_session_attrs,
         min_protocol_version=min_protocol_version, max_protocol_version=max_protocol_version)

@@ -12,12 +12,25 @@ import asyncio
 import inspect
 import itertools
 import os
-from typing import Any, AsyncIterable, Awaitable, Callable, Iterable, Optional, Sequence, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    AsyncIterable,
+    Awaitable,
+    Callable,
+    Iterable,
+    Optional,
+    Sequence,
+    Union,
+)
 
 from mypgdriver import exceptions
 from mypgdriver._typing import ArgumentRows
 from mypgdriver.protocol.buffer import WriteBuffer
 from mypgdriver.sql import quote_ident, quote_literal, substitute_parameters
+
+if TYPE_CHECKING:
+    from mypgdriver.session import Session
 
 #: COPY OUT: stop reading from the socket once this much data waits for a
 #: slow output, and read again once the output took it.
@@ -99,11 +112,11 @@ def copy_options(*, format: Optional[str] = None, oids: Optional[bool] = None,
         fmt = format.lower()
         opts.append('FORMAT ' + fmt)
 
-    for name, value in (('oids', oids), ('freeze', freeze)):
-        if value is not None:
-            if not isinstance(value, bool):
-                raise TypeError(f'{name} must be a bool, not {type(value).__name__}')
-            opts.append(f'{name.upper()} {str(value).lower()}')
+    for name, flag in (('oids', oids), ('freeze', freeze)):
+        if flag is not None:
+            if not isinstance(flag, bool):
+                raise TypeError(f'{name} must be a bool, not {type(flag).__name__}')
+            opts.append(f'{name.upper()} {str(flag).lower()}')
 
     text_options = {'delimiter': delimiter, 'null': null, 'header': header, 'quote': quote,
                     'escape': escape, 'force_quote': force_quote,
@@ -118,9 +131,9 @@ def copy_options(*, format: Optional[str] = None, oids: Optional[bool] = None,
         if given:
             raise ValueError(f"{', '.join(given)} can only be used with format='csv'")
 
-    for name, value in (('delimiter', delimiter), ('null', null)):
-        if value is not None:
-            opts.append(f'{name.upper()} {quote_literal(value)}')
+    for name, text in (('delimiter', delimiter), ('null', null)):
+        if text is not None:
+            opts.append(f'{name.upper()} {quote_literal(text)}')
     if header is not None:
         if isinstance(header, bool):
             opts.append(f'HEADER {str(header).lower()}')
@@ -128,9 +141,9 @@ def copy_options(*, format: Optional[str] = None, oids: Optional[bool] = None,
             opts.append('HEADER match')
         else:
             raise ValueError(f"header must be True, False or 'match', not {header!r}")
-    for name, value in (('quote', quote), ('escape', escape)):
-        if value is not None:
-            opts.append(f'{name.upper()} {quote_literal(value)}')
+    for name, text in (('quote', quote), ('escape', escape)):
+        if text is not None:
+            opts.append(f'{name.upper()} {quote_literal(text)}')
     for name, value in (('force_quote', force_quote), ('force_not_null', force_not_null),
                         ('force_null', force_null)):
         if value is None or value is False:
@@ -269,6 +282,10 @@ class CopyMixin:
     """copy_to_table(), copy_from_table(), copy_from_query(), copy_records_to_table()."""
 
     __slots__ = ()
+
+    # Connection's, declared without values so that type checkers know them.
+    _session: Session
+    _loop: asyncio.AbstractEventLoop
 
     # --- COPY ... TO STDOUT ---
 
@@ -469,6 +486,7 @@ class CopyMixin:
         else:
             raise TypeError('output must be a path, a file-like object or a coroutine '
                             f'function, not {type(output).__name__}')
+        writer: Callable[[bytes], Awaitable[Any]]
         if inspect.iscoroutinefunction(write):
             writer = write
         elif write is output:

@@ -21,6 +21,7 @@ from mypgdriver.sql import quote_ident
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection
+    from mypgdriver.session import Session
 
 # The first argument is the connection the callback was added on: a
 # Connection, or the pool's proxy (which type checkers see as one).  The
@@ -70,8 +71,11 @@ def _run_callback(loop: asyncio.AbstractEventLoop, kind: str, callback: Callable
 def _callback_done(loop: asyncio.AbstractEventLoop, kind: str, callback: Callable,
                    task: asyncio.Future) -> None:
     _running_callbacks.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        _report(loop, kind, callback, task.exception())
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        _report(loop, kind, callback, exc)
 
 
 def _report(loop: asyncio.AbstractEventLoop, kind: str, callback: Callable,
@@ -93,6 +97,20 @@ class ListenersMixin:
     """
 
     __slots__ = ()
+
+    # Provided by Connection (its __slots__ and methods); declared here,
+    # without values, so that type checkers know what the mixin uses.
+    _session: Session
+    _loop: asyncio.AbstractEventLoop
+    # callback -> the object it receives first (the connection or a pool proxy)
+    _listeners: dict[str, dict[Callable[..., Any], Any]]
+    _log_listeners: dict[Callable[..., Any], Any]
+    _termination_listeners: dict[Callable[..., Any], Any]
+
+    if TYPE_CHECKING:
+        def is_closed(self) -> bool: ...
+        async def execute(self, query: str, *args: object,
+                          timeout: float | None = None) -> str: ...
 
     def _sender(self) -> Any:
         facade = self._session.facade

@@ -1208,7 +1208,7 @@ class Session:
         # operation sent: its tag when it succeeded, else its error.
         outcome = proto.outcome(before + 1) if proto.op_seq == before + 1 else None
         ours = outcome is not None
-        tag, error = outcome if ours else (None, None)
+        tag, error = outcome if outcome is not None else (None, None)
         if error is not None:
             tag = None
         statement = follow_up(status, tag)

@@ -34,7 +34,7 @@ not import this module.  Targets SQLAlchemy 2.1 (see docs/guide/sqlalchemy.rst).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import util
 from sqlalchemy.dialects.postgresql import asyncpg as sa_asyncpg
@@ -166,7 +166,9 @@ class _MyPgDriverConnection(sa_asyncpg.AsyncAdapt_asyncpg_connection):
         # One simple-protocol Query message: no prepared statement, and it
         # works inside or outside a transaction (an empty query answers
         # EmptyQueryResponse without touching the transaction state).
-        await self._connection.execute(';')
+        # SQLAlchemy types _connection with a protocol of the asyncpg methods
+        # its dialect calls, which has no execute(); ours is a Connection.
+        await cast(mypgdriver.Connection, self._connection).execute(';')
 
     def _terminate_handled_exceptions(self) -> tuple:
         # closing a connection that the server already dropped may raise the
@@ -201,8 +203,11 @@ class PGDialect_mypgdriver(sa_asyncpg.PGDialect_asyncpg):
     driver = 'mypgdriver'
     supports_statement_cache = True
 
+    # SQLAlchemy's DBAPIModule protocol declares its exception classes as
+    # nested classes of its own, which no adapter class can match
+    # structurally (its asyncpg dialect leaves this method unannotated).
     @classmethod
-    def import_dbapi(cls) -> MyPgDriverDBAPI:
+    def import_dbapi(cls) -> MyPgDriverDBAPI:  # type: ignore[override]
         return _MyPgDriverAdaptedDBAPI(mypgdriver)
 
     @classmethod

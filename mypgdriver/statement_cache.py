@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
+
+if TYPE_CHECKING:
+    from mypgdriver.protocol.statement import StatementState
 
 
 class StatementCache:
@@ -16,8 +19,8 @@ class StatementCache:
     __slots__ = ('_entries', '_max_size', '_max_lifetime', '_on_remove')
 
     def __init__(self, *, max_size: int, max_lifetime: float,
-                 on_remove: Callable[[object], None]) -> None:
-        self._entries: collections.OrderedDict = collections.OrderedDict()
+                 on_remove: Callable[[StatementState], None]) -> None:
+        self._entries: collections.OrderedDict[str, StatementState] = collections.OrderedDict()
         self._max_size = max_size
         self._max_lifetime = max_lifetime
         self._on_remove = on_remove
@@ -29,7 +32,7 @@ class StatementCache:
     def max_size(self) -> int:
         return self._max_size
 
-    def get(self, query: str) -> Optional[object]:
+    def get(self, query: str) -> Optional[StatementState]:
         entries = self._entries
         state = entries.get(query)
         if state is None:
@@ -41,7 +44,7 @@ class StatementCache:
         entries.move_to_end(query)
         return state
 
-    def put(self, query: str, state) -> None:
+    def put(self, query: str, state: StatementState) -> None:
         if self._max_size <= 0:
             return
         state.created_at = time.monotonic()
@@ -54,7 +57,7 @@ class StatementCache:
             _, evicted = entries.popitem(last=False)
             self._on_remove(evicted)
 
-    def discard(self, query: str, state: Optional[object] = None) -> None:
+    def discard(self, query: str, state: Optional[StatementState] = None) -> None:
         """Remove the entry of `query` (only if it is `state`, when given)."""
         entries = self._entries
         current = entries.get(query)
@@ -69,5 +72,5 @@ class StatementCache:
         for state in entries:
             self._on_remove(state)
 
-    def states(self) -> list:
+    def states(self) -> list[StatementState]:
         return list(self._entries.values())

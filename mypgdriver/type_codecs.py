@@ -1,17 +1,23 @@
 """Connection methods that configure how types are encoded and decoded."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from mypgdriver import exceptions
 from mypgdriver.codecs import base, introspection, pg_types, registry
 from mypgdriver.codecs.usercodec import make_user_codec
+
+if TYPE_CHECKING:
+    from mypgdriver.session import Session
 
 
 class TypeCodecsMixin:
     """set_type_codec() and friends (part of Connection)."""
 
     __slots__ = ()
+
+    # Connection's, declared without a value so that type checkers know it.
+    _session: Session
 
     async def set_type_codec(self, typename: str, *, schema: str = 'public',
                              encoder: Callable[[Any], Any], decoder: Callable[[Any], Any],

@@ -3,8 +3,10 @@
 #
 #   1. mypy --strict on the typed example application (tests/typing/),
 #   2. pyright in strict mode on the same files,
-#   3. stubtest: every .pyi stub of a compiled module against the built module,
-#   4. ruff on the whole repository.
+#   3. mypy on the package itself (mypgdriver/, with the project's settings,
+#      not --strict), so that its internals stay consistent with its types,
+#   4. stubtest: every .pyi stub of a compiled module against the built module,
+#   5. ruff on the whole repository.
 #
 # Each check runs even when an earlier one fails; the exit status is non-zero
 # if any failed.  Needs the `test` extra installed and the extensions built
@@ -38,6 +40,7 @@ stubbed_modules() {
 
 check 'mypy --strict tests/typing' "$PYTHON" -m mypy --strict tests/typing
 check 'pyright (strict) tests/typing' "$PYTHON" -m pyright tests/typing
+check 'mypy mypgdriver' "$PYTHON" -m mypy mypgdriver
 mapfile -t modules < <(stubbed_modules)
 check 'stubtest' "$PYTHON" -m mypy.stubtest --mypy-config-file pyproject.toml \
     --allowlist tools/stubtest_allowlist.txt "${modules[@]}"

@@ -156,6 +156,7 @@ def make_server_message(fields: dict[str, str], query: str | None = None) -> Pos
     if cls is None:
         severity = fields.get('V') or fields.get('S') or ''
         cls = PostgresWarning if severity.upper() == 'WARNING' else PostgresLogMessage
+    message: PostgresLogMessage
     if issubclass(cls, Warning):
         message = cls(fields.get('M', ''))
     else:

@@ -44,6 +44,7 @@ from typing import (
     Tuple,
     Type,
     Union,
+    cast,
     overload,
 )
 
@@ -358,8 +359,11 @@ class Pool:
             if self._slots < self._max_size:
                 self._slots += 1
                 return await self._open_in_slot(deadline, timeout)
+        # The waiter times out only at a deadline, which exists only when
+        # there is a timeout: the error is never built with None.
         item = await self._waiters.wait(
-            loop, deadline, functools.partial(self._waiting_timed_out, timeout), self._give_back)
+            loop, deadline, functools.partial(self._waiting_timed_out, cast(float, timeout)),
+            self._give_back)
         if self._closing or self._closed:
             # Handed something just before close(): waiting acquires fail.
             self._give_back(item)
@@ -612,7 +616,9 @@ class Pool:
             if self._reset is None:
                 await default_reset(con, timeout)
             else:
-                await deadlines.within(self._loop, self._custom_reset(con), timeout)
+                # Set when the pool started, before it handed out anything.
+                loop = cast(asyncio.AbstractEventLoop, self._loop)
+                await deadlines.within(loop, self._custom_reset(con), timeout)
         except asyncio.CancelledError:
             # The reset query was abandoned half-way: the session state is unknown.
             self._counters.reset_failures += 1
