@@ -40,7 +40,9 @@ stubbed_modules() {
 
 check 'mypy --strict tests/typing' "$PYTHON" -m mypy --strict tests/typing
 check 'pyright (strict) tests/typing' "$PYTHON" -m pyright tests/typing
-check 'mypy mypgdriver' "$PYTHON" -m mypy mypgdriver
+# --check-untyped-defs: the bodies of internal functions without annotations
+# are checked too.
+check 'mypy mypgdriver' "$PYTHON" -m mypy --check-untyped-defs mypgdriver
 mapfile -t modules < <(stubbed_modules)
 check 'stubtest' "$PYTHON" -m mypy.stubtest --mypy-config-file pyproject.toml \
     --allowlist tools/stubtest_allowlist.txt "${modules[@]}"
