@@ -17,7 +17,7 @@ nothing else from the suite, so that neither side needs the other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 OURS = "mypgdriver"  # the driver every chart highlights
 
@@ -43,6 +43,20 @@ class Lineup:
     def version_name(self, contender: str) -> str | None:
         """Under which name the machine info lists the version `contender` reports."""
         return self.version_names.get(contender, self.drivers.get(contender))
+
+    def run_order(self, drivers: Sequence[str], aa_control: bool) -> list[tuple[str, str]]:
+        """(contender, label) pairs in run order for the suite's `--drivers`.
+
+        The baseline first, the others in table order, and the baseline once
+        more last, filed under the control label (the A/A control), when
+        `aa_control` asks for it.
+        """
+        chosen = [c for c in self.contenders if self.drivers[c] in drivers]
+        chosen.sort(key=lambda c: c != self.baseline)
+        pairs = [(c, c) for c in chosen]
+        if aa_control and self.baseline in chosen:
+            pairs.append((self.baseline, self.control))
+        return pairs
 
     def order(self, labels: list[str]) -> list[str]:
         """`labels` without the control, in table order; unknown labels last, as given."""

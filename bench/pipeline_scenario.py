@@ -151,11 +151,7 @@ def contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, 
     asyncpg's pool of 10 runs first (the baseline) and once more last as the
     A/A control, as in the throughput cells.
     """
-    chosen = [c for c in PIPELINE.contenders if PIPELINE.drivers[c] in drivers]
-    pairs = [(c, c) for c in chosen]
-    if aa_control and PIPELINE.baseline in chosen:
-        pairs.append((PIPELINE.baseline, PIPELINE.control))
-    return pairs
+    return PIPELINE.run_order(drivers, aa_control)
 
 
 class WrongResult(Exception):

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import provenance, report
-from .contenders import POOL, POOL_SHORTCUTS, Lineup
+from .contenders import POOL, POOL_SHORTCUTS
 from .stats import percentiles
 
 NAME = "pool"
@@ -129,21 +129,12 @@ def contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, 
     asyncpg's pool runs first (the baseline) and, as in the throughput cells,
     once more last as the A/A control.
     """
-    return _run_order(POOL, drivers, aa_control)
+    return POOL.run_order(drivers, aa_control)
 
 
 def shortcut_contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, str]]:
     """(contender, label) pairs of the shortcut level, asyncpg's first and last (A/A)."""
-    return _run_order(POOL_SHORTCUTS, drivers, aa_control)
-
-
-def _run_order(lineup: Lineup, drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, str]]:
-    chosen = [c for c in lineup.contenders if lineup.drivers[c] in drivers]
-    chosen.sort(key=lambda c: c != lineup.baseline)
-    pairs = [(c, c) for c in chosen]
-    if aa_control and lineup.baseline in chosen:
-        pairs.append((lineup.baseline, lineup.control))
-    return pairs
+    return POOL_SHORTCUTS.run_order(drivers, aa_control)
 
 
 # --- contenders -------------------------------------------------------------------

@@ -106,12 +106,7 @@ def contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, 
     asyncpg first (the baseline), the others, and asyncpg again last as the
     A/A control, as in the throughput cells.
     """
-    chosen = [c for c in POOLER.contenders if POOLER.drivers[c] in drivers]
-    chosen.sort(key=lambda c: c != POOLER.baseline)
-    pairs = [(c, c) for c in chosen]
-    if aa_control and POOLER.baseline in chosen:
-        pairs.append((POOLER.baseline, POOLER.control))
-    return pairs
+    return POOLER.run_order(drivers, aa_control)
 
 
 # --- pgbouncer ------------------------------------------------------------------------

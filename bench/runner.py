@@ -22,6 +22,11 @@ from .workloads import BY_NAME, Workload
 CELL_GRACE = 60.0
 
 
+def _with_round(title: str, round: int, rounds: int) -> str:
+    """A cell's title, with its round when there are several."""
+    return f"{title} (round {round}/{rounds})" if rounds > 1 else title
+
+
 @dataclass(frozen=True)
 class Cell:
     """One measurement: a driver running a workload at a concurrency.
@@ -37,8 +42,8 @@ class Cell:
     rounds: int = 1
 
     def title(self) -> str:
-        title = f"{self.workload} c={self.concurrency} {self.label}"
-        return f"{title} (round {self.round}/{self.rounds})" if self.rounds > 1 else title
+        return _with_round(f"{self.workload} c={self.concurrency} {self.label}", self.round,
+                           self.rounds)
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -65,8 +70,8 @@ class PoolCell:
 
     def title(self) -> str:
         size = f" pool={self.pool_size}" if self.pool_size is not None else ""
-        title = f"{self.scenario} users={self.users}{size} {self.label}"
-        return f"{title} (round {self.round}/{self.rounds})" if self.rounds > 1 else title
+        return _with_round(f"{self.scenario} users={self.users}{size} {self.label}",
+                           self.round, self.rounds)
 
     @property
     def key(self) -> tuple[int, str]:
@@ -74,8 +79,12 @@ class PoolCell:
 
 
 @dataclass(frozen=True)
-class PipelineCell:
-    """One contender of the pipeline scenario on one variant (one round)."""
+class VariantCell:
+    """One contender of a scenario with variants (pipeline, pooler) on one variant (one round).
+
+    The scenarios subclass it side by side, so that isinstance() tells their
+    cells apart.
+    """
 
     variant: str
     contender: str
@@ -83,9 +92,11 @@ class PipelineCell:
     round: int = 1
     rounds: int = 1
 
+    def name(self) -> str:
+        return f"{self.variant} {self.label}"
+
     def title(self) -> str:
-        title = f"{self.variant} {self.label}"
-        return f"{title} (round {self.round}/{self.rounds})" if self.rounds > 1 else title
+        return _with_round(self.name(), self.round, self.rounds)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -93,22 +104,16 @@ class PipelineCell:
 
 
 @dataclass(frozen=True)
-class PoolerCell:
+class PipelineCell(VariantCell):
+    """One contender of the pipeline scenario on one variant (one round)."""
+
+
+@dataclass(frozen=True)
+class PoolerCell(VariantCell):
     """One contender of the pooler scenario on one variant (one round), through pgbouncer."""
 
-    variant: str
-    contender: str
-    label: str
-    round: int = 1
-    rounds: int = 1
-
-    def title(self) -> str:
-        title = f"{self.variant} c={pooler_scenario.CONCURRENCY} {self.label}"
-        return f"{title} (round {self.round}/{self.rounds})" if self.rounds > 1 else title
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.variant, self.label
+    def name(self) -> str:
+        return f"{self.variant} c={pooler_scenario.CONCURRENCY} {self.label}"
 
 
 @dataclass(frozen=True)
