@@ -128,6 +128,16 @@ class MemoryProbe:
 
 Job = Union[Cell, PipelineCell, PoolCell, PoolerCell, MemoryProbe]
 
+
+def _variant_cells(cell_type: type[VariantCell], scenario: Any, options: Options,
+                   rounds: int) -> list[VariantCell]:
+    """The cells of a scenario with variants (its module has NAMES and contenders_for())."""
+    contenders = scenario.contenders_for(options.drivers, options.aa_control)
+    return [cell_type(variant, contender, label, r, rounds)
+            for variant in scenario.NAMES if variant in options.scenarios
+            for r in range(1, rounds + 1)
+            for contender, label in contenders]
+
 # Scenarios that are not throughput cells, selectable by name like workloads.
 SCENARIOS = (*pipeline_scenario.NAMES, pool_scenario.NAME, pool_scenario.SHORTCUTS_NAME,
              *pooler_scenario.NAMES, memory.NAME)
@@ -181,12 +191,7 @@ def plan(options: Options) -> list[Job]:
                 if options.aa_control and THROUGHPUT.baseline in options.drivers:
                     cells.append(Cell(workload, concurrency, THROUGHPUT.baseline,
                                       THROUGHPUT.control, r, rounds))
-    for variant in pipeline_scenario.NAMES:
-        if variant in options.scenarios:
-            contenders = pipeline_scenario.contenders_for(options.drivers, options.aa_control)
-            for r in range(1, rounds + 1):
-                cells += [PipelineCell(variant, contender, label, r, rounds)
-                          for contender, label in contenders]
+    cells += _variant_cells(PipelineCell, pipeline_scenario, options, rounds)
     if pool_scenario.NAME in options.scenarios:
         contenders = pool_scenario.contenders_for(options.drivers, options.aa_control)
         for users in options.pool_users:
@@ -199,12 +204,7 @@ def plan(options: Options) -> list[Job]:
             cells += [PoolCell(pool_scenario.SHORTCUT_USERS, contender, label, r, rounds,
                                pool_scenario.SHORTCUT_POOL_SIZE, pool_scenario.SHORTCUTS_NAME)
                       for contender, label in contenders]
-    for variant in pooler_scenario.NAMES:
-        if variant in options.scenarios:
-            contenders = pooler_scenario.contenders_for(options.drivers, options.aa_control)
-            for r in range(1, rounds + 1):
-                cells += [PoolerCell(variant, contender, label, r, rounds)
-                          for contender, label in contenders]
+    cells += _variant_cells(PoolerCell, pooler_scenario, options, rounds)
     if memory.NAME in options.scenarios:
         cells += [MemoryProbe(driver) for driver in memory.probe_drivers(order)]
     return cells
