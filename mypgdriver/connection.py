@@ -316,25 +316,26 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         session = self._session
         session.check_open()
         timeout = session.resolve_timeout(timeout)
-        if session.needs_sync():
-            timeout = await session.sync(timeout)
-        if name is None and session.is_cacheable(query):
-            state = session.stmt_cache.get(query)
-            # A cached statement not created on the server yet (see
-            # Session.prepare_state) is replaced by one created now: a
-            # PreparedStatement's statement exists from the start, so a
-            # schema change later is the server's 0A000, as in asyncpg.
-            if state is None or state.parse_pending:
-                state = await session.prepare_state(query, timeout, create_now=True)
-        else:
-            # With the statement cache off (statement_cache_size=0, e.g.
-            # behind a transaction-mode pooler) the statement stays unnamed:
-            # it is parsed again in front of each run, so nothing is left
-            # behind on the server.
-            state = await session.prepare_state(
-                query, timeout, name=name, cache=False,
-                named=name is not None or session.stmt_cache.max_size > 0, create_now=True)
-            session.hold_statement(state)
+        # In the caller's place in line: the Parse, and the introspection of
+        # its types, go out before any call made after this one.
+        async with session.line(timeout) as timeout:
+            if name is None and session.is_cacheable(query):
+                state = session.stmt_cache.get(query)
+                # A cached statement not created on the server yet (see
+                # Session.prepare_state) is replaced by one created now: a
+                # PreparedStatement's statement exists from the start, so a
+                # schema change later is the server's 0A000, as in asyncpg.
+                if state is None or state.parse_pending or state.closed:
+                    state = await session.prepare_state(query, timeout, create_now=True)
+            else:
+                # With the statement cache off (statement_cache_size=0, e.g.
+                # behind a transaction-mode pooler) the statement stays unnamed:
+                # it is parsed again in front of each run, so nothing is left
+                # behind on the server.
+                state = await session.prepare_state(
+                    query, timeout, name=name, cache=False,
+                    named=name is not None or session.stmt_cache.max_size > 0, create_now=True)
+                session.hold_statement(state)
         return PreparedStatement(self, session, query, state, record_class, name is not None)
 
     @overload

@@ -335,7 +335,12 @@ class CopyMixin:
                             header=header, quote=quote, escape=escape,
                             force_quote=force_quote, encoding=encoding)
         if args:
-            query = await self._inline_arguments(query, args, deadline)
+            # Round trips before the COPY: it keeps its place in line.
+            session = self._session
+            async with session.line(session.time_left(deadline)):
+                query = await self._inline_arguments(query, args, deadline)
+                return await self._copy_out(f'COPY ({query}) TO STDOUT{opts}', output,
+                                            deadline)
         return await self._copy_out(f'COPY ({query}) TO STDOUT{opts}', output, deadline)
 
     # --- COPY ... FROM STDIN ---
@@ -404,14 +409,16 @@ class CopyMixin:
         select_list = cols[1:-1] if cols else '*'
         query = (f'COPY {tab}{cols} FROM STDIN (FORMAT binary)'
                  f'{_where_clause(where, session.server_version)}')
-        await self._copy_wait_in_sync(deadline)
+        session.check_open()
         # The column types COPY expects are those of this SELECT; preparing it
         # also resolves their codecs (introspecting unknown types if needed).
-        intro = f'SELECT {select_list} FROM {tab} LIMIT 0'
-        state = session.stmt_cache.get(intro)
-        if state is None:
-            state = await session.prepare_state(intro, session.time_left(deadline))
-        return await self._copy_records_in(query, state, records, deadline)
+        # A round trip before the COPY: it keeps its place in line.
+        async with session.line(session.time_left(deadline)):
+            intro = f'SELECT {select_list} FROM {tab} LIMIT 0'
+            state = session.stmt_cache.get(intro)
+            if state is None or state.closed:
+                state = await session.prepare_state(intro, session.time_left(deadline))
+            return await self._copy_records_in(query, state, records, deadline)
 
     # --- internals ---
 

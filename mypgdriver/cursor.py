@@ -127,11 +127,10 @@ class BaseCursor(Generic[RecordT]):
                                  and state in self._session.dropped_stmts)
 
     async def _prepare(self, timeout: Optional[float]) -> None:
+        # (The caller holds the line: see _prepare_and_bind.)
         session = self._session
-        if session.needs_sync():
-            timeout = await session.sync(timeout)
         state = session.stmt_cache.get(self._query)
-        if state is None:
+        if state is None or state.closed:
             state = await session.prepare_state(self._query, timeout)
         old = self._state
         self._hold(state)
@@ -146,6 +145,29 @@ class BaseCursor(Generic[RecordT]):
         if not session.is_in_transaction():
             raise exceptions.NoActiveSQLTransactionError(
                 'cursor cannot be created outside of a transaction')
+
+    async def _prepare_and_bind(self, limit: Optional[int], deadline: Optional[float],
+                                method: str) -> list[RecordT]:
+        """Open the portal (fetching its first `limit` rows; None: bind only), preparing first if needed.
+
+        A prepare is a round trip before the Bind: the cursor holds its place
+        in line meanwhile (calls made after it wait), within one deadline.
+        """
+        session = self._session
+        if not self._needs_statement():
+            self._check_ready(method)
+            if limit is None:
+                await self._bind_only(session.time_left(deadline))
+                return []
+            return await self._bind_execute(limit, session.time_left(deadline))
+        self._check_ready(method)
+        async with session.line(session.time_left(deadline)):
+            await self._prepare(session.time_left(deadline))
+            self._check_ready(method)
+            if limit is None:
+                await self._bind_only(session.time_left(deadline))
+                return []
+            return await self._bind_execute(limit, session.time_left(deadline))
 
     async def _bind_execute(self, limit: int, timeout: Optional[float]) -> list[RecordT]:
         """Open the portal and fetch its first `limit` rows."""
@@ -220,22 +242,24 @@ class CursorIterator(BaseCursor[RecordT]):
         self._timeout = timeout
 
     async def next_batch(self) -> list[RecordT]:
-        """The next rows ([] at the end); the portal is closed once exhausted."""
-        timeout = self._timeout_of(self._timeout)
+        """The next rows ([] at the end); the portal is closed once exhausted.
+
+        One deadline for the whole step: the prepare (if needed), the fetch
+        and the close of an exhausted portal share the cursor's timeout.
+        """
+        session = self._session
+        deadline = session.deadline(self._timeout_of(self._timeout))
         if self._exhausted:
-            await self._close_portal(timeout)
+            await self._close_portal(session.time_left(deadline))
             return []
-        if self._needs_statement():
-            self._check_ready('__anext__')
-            await self._prepare(timeout)
-        self._check_ready('__anext__')
         if self._portal is None:
-            rows = await self._bind_execute(self._prefetch, timeout)
+            rows = await self._prepare_and_bind(self._prefetch, deadline, '__anext__')
         else:
-            rows = await self._execute(self._prefetch, timeout)
+            self._check_ready('__anext__')
+            rows = await self._execute(self._prefetch, session.time_left(deadline))
         if self._exhausted:
             # Close now rather than on the next call: the loop may stop here.
-            await self._close_portal(timeout)
+            await self._close_portal(session.time_left(deadline))
         return rows
 
 
@@ -252,12 +276,9 @@ class Cursor(BaseCursor[RecordT]):
         self._pending: Deque[RecordT] = collections.deque()
 
     async def _open(self, timeout: Optional[float]) -> Cursor[RecordT]:
-        timeout = self._timeout_of(timeout)
-        if self._needs_statement():
-            self._check_ready('__await__')
-            await self._prepare(timeout)
-        self._check_ready('__await__')
-        await self._bind_only(timeout)
+        session = self._session
+        deadline = session.deadline(self._timeout_of(timeout))
+        await self._prepare_and_bind(None, deadline, '__await__')
         return self
 
     async def fetch(self, n: int, *, timeout: Optional[float] = None) -> list[RecordT]:

@@ -30,6 +30,7 @@ tasks it started inside the block may use the connection (check_scope()).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import itertools
@@ -37,7 +38,7 @@ import re
 import secrets
 import time
 import warnings
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, AsyncIterator, Callable, NamedTuple, Optional
 
 from mypgdriver import deadlines, exceptions
 from mypgdriver.codecs import introspection
@@ -97,6 +98,9 @@ _XACT_SCOPES: contextvars.ContextVar[tuple] = contextvars.ContextVar(
 # pgbouncer 1.22+, that gets the connection closed).
 _RUNS_ALONE = re.compile(r'\b(?:copy|discard|deallocate)\b', re.IGNORECASE).search
 
+# Simple queries that may change the result types of cached statements.
+_CHANGES_SCHEMA = re.compile(r'\b(?:alter|create|drop|search_path)\b', re.IGNORECASE).search
+
 
 class SettledStatement(NamedTuple):
     """What the cleanup of an interrupted transaction statement found and did."""
@@ -143,6 +147,7 @@ class Session:
                  'query_loggers', 'closed', 'checkout', 'facade', 'top_xact', 'xact_broken',
                  'xact_scope', 'xact_owner', 'cleanup',
                  'server_version', 'introspection_query', 'conn_id', '_stmt_ids',
+                 'line_task', 'line_depth', 'schema_epoch', 'schema_sent',
                  '_portal_ids', '_savepoint_ids', '__weakref__')
 
     def __init__(self, protocol, loop, addr, params, config, conn_id: int,
@@ -187,6 +192,18 @@ class Session:
         self.server_version = server_version
         self.introspection_query: Optional[str] = None
         self.conn_id = conn_id
+        # The task holding the line (see enter_line()) and how many of its
+        # nested steps entered it.
+        self.line_task: Optional[asyncio.Task] = None
+        self.line_depth = 0
+        # Counts the calls that may have changed the schema under cached
+        # statements (DDL, search_path): a cached statement's first run after
+        # one is run in line (execute_verified()), so that the server's
+        # "cached plan must not change result type" is retried in its place.
+        self.schema_epoch = 0
+        # How many of those were sent (or gave up): a statement described
+        # now knows the effect of that many (StatementState.schema_epoch).
+        self.schema_sent = 0
         self._stmt_ids = itertools.count(1)
         self._portal_ids = itertools.count(1)
         self._savepoint_ids = itertools.count(1)
@@ -323,18 +340,26 @@ class Session:
         """True unless an operation may be sent right now (see sync())."""
         if self.top_xact is not None:
             self.check_scope()
-        return bool(self.stmts_to_close or self.cleanup is not None
-                    or not self.protocol.may_send())
+        if self.stmts_to_close or self.cleanup is not None:
+            return True
+        proto = self.protocol
+        if proto.may_send():
+            return False
+        if proto.line_held and self.holds_line():
+            return not proto.may_send_in_line()
+        return True
 
     async def sync(self, timeout: Optional[float], exclusive: bool = False) -> Optional[float]:
         """Wait until this caller may send its next operation; return the time left.
 
         Waits for the cleanup of an interrupted transaction block, then for
         the caller's turn (call order; a pending cancel, a caller holding the
-        connection alone, or a full pipeline make it wait), then sends the
-        Close of statements that left the cache ahead of the caller's
-        operation, all within `timeout`.  With `exclusive` the caller holds
-        the connection alone once this returns: it must call release().
+        line or the connection alone, or a full pipeline make it wait), then
+        sends the Close of statements that left the cache ahead of the
+        caller's operation, all within `timeout`.  With `exclusive` the
+        caller holds the connection alone once this returns: it must call
+        release().  The caller holding the line (enter_line()) waits only for
+        what it must: it is ahead of every other caller.
         """
         if self.top_xact is not None:
             self.check_scope()
@@ -349,7 +374,8 @@ class Session:
                 # The cleanup failed and closed the connection: check_open()
                 # below says so.
         self.check_open()
-        await self._take_turn(exclusive, False, deadline)
+        await self._take_turn(exclusive, self.line_task is not None and self.holds_line(),
+                              deadline)
         try:
             if self.stmts_to_close and not exclusive and self.protocol.has_spare_slot():
                 self._close_removed_statements()
@@ -370,26 +396,107 @@ class Session:
         """End hold(): queued callers may send again."""
         self.protocol.release_exclusive()
 
-    async def _take_turn(self, exclusive: bool, first: bool, deadline: Optional[float]) -> None:
+    async def _take_turn(self, exclusive: bool, bypass: bool, deadline: Optional[float]) -> None:
+        # `bypass`: the line holder or the cleanup of an interrupted block,
+        # queued first and passing the held line.
         proto = self.protocol
-        fut = proto.turn(exclusive, first)
-        if fut is None:
-            return
+        first = bypass
+        while True:
+            fut = proto.turn(exclusive, first, bypass)
+            if fut is None:
+                return
+            try:
+                if deadline is None:
+                    await fut
+                else:
+                    await self._await_turn(fut, deadline)
+            except BaseException:
+                proto.give_back_turn(fut, exclusive)
+                raise
+            if proto.took_turn(exclusive, bypass):
+                return
+            # Woken, but a caller ahead of us took the line before we could
+            # send: wait again, at the head of the queue.
+            first = True
+
+    async def _await_turn(self, fut, deadline: float) -> None:
+        # Awaited directly (a timer instead of wait_for()): callers woken
+        # together resume in the order they were woken, which is call order.
+        left = self.time_left(deadline)
+        expired: list = []
+        handle = self.loop.call_later(left, _expire_turn, fut, expired)
         try:
-            if deadline is None:
-                await fut
-            else:
-                left = self.time_left(deadline)
-                try:
-                    await asyncio.wait_for(fut, left)
-                except asyncio.TimeoutError:
-                    raise deadlines.timeout_error(
-                        'call', left, 'it was still waiting for its turn behind the calls '
-                        'made before it on this connection, and nothing was sent') from None
-        except BaseException:
-            proto.give_back_turn(fut, exclusive)
-            raise
-        proto.took_turn(exclusive)
+            await fut
+        except asyncio.CancelledError:
+            if not expired:
+                raise
+            raise deadlines.timeout_error(
+                'call', left, 'it was still waiting for its turn behind the calls '
+                'made before it on this connection, and nothing was sent') from None
+        finally:
+            handle.cancel()
+
+    # --- the line: call order across round trips ----------------------------------------------
+
+    def holds_line(self) -> bool:
+        """True if the current task holds the line (enter_line())."""
+        task = self.line_task
+        return task is not None and task is asyncio.current_task()
+
+    async def enter_line(self, timeout: Optional[float]) -> Optional[float]:
+        """Take the caller's turn and keep it until leave_line(); the time left.
+
+        For a call that must wait for an answer before it can send its own
+        statement (a prepare, type introspection, a re-prepare): from its
+        first message to its last nobody else sends, so it keeps its place in
+        call order.  Re-entrant within the task; every enter_line() is paired
+        with a leave_line().
+        """
+        if self.line_task is not None and self.holds_line():
+            self.line_depth += 1
+            return timeout
+        if self.needs_sync():
+            timeout = await self.sync(timeout)
+        # Admitted: nothing is awaited between here and the caller's send.
+        self.take_line_now()
+        return timeout
+
+    def take_line_now(self) -> None:
+        """Hold the line from here: the caller is admitted, or nothing was sent since its own operation."""
+        if self.line_task is not None and self.holds_line():
+            self.line_depth += 1
+            return
+        self.line_task = asyncio.current_task()
+        self.line_depth = 1
+        self.protocol.hold_line()
+
+    @contextlib.asynccontextmanager
+    async def line(self, timeout: Optional[float] = None) -> AsyncIterator[Optional[float]]:
+        """``async with session.line(timeout) as left:`` enter_line() ... leave_line()."""
+        left = await self.enter_line(timeout)
+        try:
+            yield left
+        finally:
+            self.leave_line()
+
+    def leave_line(self) -> None:
+        """The line holder sent its last message (or gave up): the callers behind it may send."""
+        self.line_depth -= 1
+        if self.line_depth <= 0:
+            self.line_depth = 0
+            self.line_task = None
+            self.protocol.release_line()
+
+    def may_run_again(self, seq: int) -> bool:
+        """True if nothing was sent after operation `seq` (and nobody holds the line).
+
+        A call whose statement failed before it ran (a schema change, a
+        dropped statement) is run again only then, holding the line from
+        here (take_line_now()): otherwise later calls already ran, and
+        running it now would put it behind them.
+        """
+        proto = self.protocol
+        return proto.op_seq == seq and not proto.line_held and not self.is_closed()
 
     async def _wait_shielded(self, fut, timeout: Optional[float]) -> None:
         if timeout is None:
@@ -449,25 +556,43 @@ class Session:
         # (bind_execute checks any other record_class before it sends.)
         if self.top_xact is not None:
             self.check_scope()
+        # Whether the caller still has to ask for its turn (sync() gives it).
+        check_turn = True
         if self.stmts_to_close or self.cleanup is not None:
             timeout = await self.sync(timeout)
+            check_turn = False
         state = self.stmt_cache.get(query)
         # deadlines.deadline(), inline: this is the hot path.
         deadline = None if timeout is None else self.loop.time() + timeout
+        if state is None:
+            # Refused before the Parse: the server's parameter count
+            # would wrap around past the protocol limit.
+            check_argument_count(len(args))
+            if not check_turn:
+                self.take_line_now()
+            return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                              record_class, not check_turn)
+        if state.schema_epoch != self.schema_epoch:
+            if not check_turn:
+                self.take_line_now()
+            return await self.execute_verified(query, state, args, limit, deadline, want_status,
+                                               record_class, not check_turn)
+        seq = -1
         try:
-            if state is None:
-                # Refused before the Parse: the server's parameter count
-                # would wrap around past the protocol limit.
-                check_argument_count(len(args))
-                state = await self.prepare_state(query, timeout)
-                timeout = self.time_left(deadline)
             # Sent at once if the caller may send now (nobody waiting before
             # it, room in the pipeline), else None: wait for the turn.
             fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class,
-                                     True)
+                                     check_turn)
             if fut is None:
                 fut = await self.bind_after_turn(state, args, limit, timeout, want_status,
                                                  record_class)
+                if fut is None:
+                    # The server dropped the statement while we waited (DISCARD
+                    # ALL): prepare it again, in our place.
+                    self.take_line_now()
+                    return await self.execute_in_line(query, args, limit, deadline,
+                                                      want_status, record_class, True)
+            seq = proto.op_seq
             try:
                 return await fut
             except asyncio.CancelledError:
@@ -476,20 +601,130 @@ class Session:
         except RETRYABLE_ERRORS as e:
             if not self.may_retry_after(e, query):
                 raise
+            self.check_run_again(e, seq)
             # The one retry after a schema change: prepare afresh and run once more.
-            state = await self.prepare_state(query, self.time_left(deadline))
-            return await self.wait(await self.bind_after_turn(
-                state, args, limit, self.time_left(deadline), want_status, record_class))
+            self.take_line_now()
+            return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                              record_class, True, retried=True)
         except exceptions.DataError as e:
-            # An argument the statement's codecs refused, before anything was sent.
-            state = await self.redescribe_after_refusal(e, state, query, deadline)
-            if state is None:
-                if e.severity is None:
-                    # A list refused for the one value of IN ($1).
-                    append_hint(e, in_list_hint(query, args))
+            if getattr(e, 'severity', None) is not None:
                 raise
-            return await self.wait(await self.bind_after_turn(
-                state, args, limit, self.time_left(deadline), want_status, record_class))
+            # An argument the statement's codecs refused, before anything was
+            # sent: the caller is still in its place.
+            self.take_line_now()
+            return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                              record_class, True, refused=(e, state))
+
+    def check_run_again(self, error: BaseException, seq: int) -> None:
+        """Raise `error` unless the call whose operation `seq` failed may run again in its place."""
+        if not self.may_run_again(seq):
+            if isinstance(error, exceptions.PostgresError):
+                _add_hint(error, 'It was not run again: calls made after it on this '
+                          'connection had already been sent, and call order is '
+                          'execution order. Run it again.')
+            raise error
+
+    async def execute_in_line(self, query: str, args, limit: int, deadline, want_status,
+                              record_class, held: bool, *, retried: bool = False,
+                              refused=None):
+        """execute() when the statement must be prepared first: in the caller's place in line.
+
+        With `held`, the caller already holds the line (take_line_now()).
+        The cache is looked up again once the caller's turn came: a first use
+        of the same query called before it prepared it meanwhile, so
+        concurrent first uses share one statement.  `refused`: the argument
+        error and statement of a cached run whose codecs refused an argument
+        (see redescribe_after_refusal).
+        """
+        proto = self.protocol
+        if not held:
+            await self.enter_line(self.time_left(deadline))
+        try:
+            if refused is not None:
+                error, stale = refused
+                state = await self.redescribe_after_refusal(error, stale, query, deadline)
+                if state is None:
+                    if getattr(error, 'severity', None) is None:
+                        # A list refused for the one value of IN ($1).
+                        append_hint(error, in_list_hint(query, args))
+                    raise error
+            else:
+                state = None if retried else self.stmt_cache.get(query)
+                if state is None or state.closed:
+                    state = await self.prepare_state(query, self.time_left(deadline))
+                elif state.schema_epoch != self.schema_epoch:
+                    # Cached meanwhile, before DDL called since.
+                    self.take_line_now()
+                    return await self.execute_verified(query, state, args, limit, deadline,
+                                                       want_status, record_class, True)
+            fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
+                                          want_status, record_class)
+            seq = proto.op_seq
+        finally:
+            self.leave_line()
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            proto.abandon(fut)
+            raise
+        except RETRYABLE_ERRORS as e:
+            if retried or refused is not None or not self.may_retry_after(e, query):
+                raise
+            self.check_run_again(e, seq)
+            self.take_line_now()
+            return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                              record_class, True, retried=True)
+
+    async def execute_verified(self, query: str, state, args, limit: int, deadline,
+                               want_status, record_class, held: bool):
+        """execute() of a cached statement whose schema may have changed since it was prepared.
+
+        A call made after DDL on this connection (see schema_epoch): the run
+        holds the line until its answer is in, so that if the server refuses
+        the statement (0A000: its result types changed) it is prepared again
+        and run in its place, before any call made after it.
+        """
+        if not held:
+            await self.enter_line(self.time_left(deadline))
+        try:
+            if state.closed:
+                state = self.stmt_cache.get(query)
+                if state is None or state.closed:
+                    state = await self.prepare_state(query, self.time_left(deadline))
+            try:
+                fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
+                                              want_status, record_class)
+                # Run after every schema change sent so far.
+                epoch = self.schema_sent
+                result = await self.wait(fut)
+            except RETRYABLE_ERRORS as e:
+                if not self.may_retry_after(e, query):
+                    raise
+                state = await self.prepare_state(query, self.time_left(deadline))
+                result = await self.wait(await self.bind_in_line(
+                    state, args, limit, self.time_left(deadline), want_status, record_class))
+            except exceptions.DataError as e:
+                fresh = await self.redescribe_after_refusal(e, state, query, deadline)
+                if fresh is None:
+                    if getattr(e, 'severity', None) is None:
+                        append_hint(e, in_list_hint(query, args))
+                    raise
+                return await self.wait(await self.bind_in_line(
+                    fresh, args, limit, self.time_left(deadline), want_status, record_class))
+            state.schema_epoch = epoch
+            return result
+        finally:
+            self.leave_line()
+
+    async def bind_in_line(self, state, args, limit: int, timeout, want: int, record_class,
+                           sink=None):
+        """Send Bind/Execute of `state` for the caller holding the line; its Future."""
+        if self.needs_sync():
+            timeout = await self.sync_holding(state, timeout)
+        if record_class is None:
+            record_class = self.record_class
+        return self.protocol.bind_execute(state, args, limit, timeout, want, record_class, False,
+                                          sink)
 
     async def bind_after_turn(self, state, args, limit: int, timeout, want: int, record_class,
                               sink=None):
@@ -499,6 +734,10 @@ class Session:
         bind_execute(..., check_turn=True) returned None.
         """
         timeout = await self.sync_holding(state, timeout)
+        if state.closed and state.name and not self.holds_line():
+            # Dropped by the server while we waited (DISCARD ALL, DEALLOCATE):
+            # the caller prepares it again, in its place (None).
+            return None
         return self.protocol.bind_execute(state, args, limit, timeout, want, record_class, False,
                                           sink)
 
@@ -523,6 +762,8 @@ class Session:
             return await self.logged(self.simple(query, timeout, False), query, (), timeout)
         self.check_open()
         timeout = self.resolve_timeout(timeout)
+        if _CHANGES_SCHEMA(query):
+            return await self._simple_changing_schema(query, timeout)
         if _RUNS_ALONE(query):
             # It may start a COPY or drop our statements: it runs alone.
             timeout = await self.hold(timeout)
@@ -533,6 +774,30 @@ class Session:
         if self.needs_sync():
             timeout = await self.sync(timeout)
         return await self.wait(self.protocol.simple_query(query, timeout))
+
+    async def _simple_changing_schema(self, query: str, timeout) -> str:
+        # Calls made from now on may find cached statements whose result
+        # types this query changes (schema_epoch); statements described once
+        # it was sent know its effect (schema_sent).  A call that gives up
+        # before sending counts as sent: nothing of it can reach the server.
+        self.schema_epoch += 1
+        try:
+            if _RUNS_ALONE(query):
+                timeout = await self.hold(timeout)
+                try:
+                    fut = self.protocol.simple_query(query, timeout, True)
+                    self.schema_sent += 1
+                    return await self.wait(fut)
+                finally:
+                    self.release()
+            if self.needs_sync():
+                timeout = await self.sync(timeout)
+            fut = self.protocol.simple_query(query, timeout)
+        except BaseException:
+            self.schema_sent += 1
+            raise
+        self.schema_sent += 1
+        return await self.wait(fut)
 
     async def simple_held(self, query: str, timeout) -> str:
         """simple() for a caller holding the connection (hold()); not logged."""
@@ -552,30 +817,38 @@ class Session:
         proto = self.protocol
         # A lost connection is refused by the protocol itself (the same
         # ConnectionDoesNotExistError), so it is not checked here.
+        timeout = self.command_timeout if timeout is None else check_timeout(timeout)
         if stmt._checkout != self.checkout or self.closed or state.closed:
             stmt._check_usable(method)
             # Still usable, yet closed: the server dropped it (DISCARD ALL).
-            state = await self.restore_dropped(
-                stmt, self.deadline(self.resolve_timeout(timeout)))
-        timeout = self.command_timeout if timeout is None else check_timeout(timeout)
+            return await self.run_prepared_in_line(stmt, args, limit, self.deadline(timeout),
+                                                   False)
         record_class = stmt._record_class
         if record_class is None:
             record_class = self.record_class
         if self.top_xact is not None:
             self.check_scope()
+        check_turn = True
         if self.stmts_to_close or self.cleanup is not None:
             timeout = await self.sync(timeout)
+            check_turn = False
         deadline = None if timeout is None else self.loop.time() + timeout   # (inline: hot)
         if state.codecs_generation != self.codecs.generation:
-            await self.refresh_codecs(state, timeout)
-            timeout = self.time_left(deadline)
+            # Type introspection first: in the caller's place in line.
+            if not check_turn:
+                self.take_line_now()
+            return await self.run_prepared_in_line(stmt, args, limit, deadline, not check_turn)
         # The status tag goes to the statement's sink (get_statusmsg()).
         sink = stmt._status
-        fut = proto.bind_execute(state, args, limit, timeout, WANT_ROWS, record_class, True,
-                                 sink)
+        fut = proto.bind_execute(state, args, limit, timeout, WANT_ROWS, record_class,
+                                 check_turn, sink)
         if fut is None:
             fut = await self.bind_after_turn(state, args, limit, timeout, WANT_ROWS,
                                              record_class, sink)
+            if fut is None:
+                self.take_line_now()
+                return await self.run_prepared_in_line(stmt, args, limit, deadline, True)
+        seq = proto.op_seq
         try:
             result = await fut
         except asyncio.CancelledError:
@@ -584,16 +857,44 @@ class Session:
         except RETRYABLE_ERRORS as e:
             if not self.may_retry_after(e, state.query, described=True):
                 raise
-            return await stmt.run_again(args, limit, deadline)
+            self.check_run_again(e, seq)
+            self.take_line_now()
+            return await self.run_prepared_in_line(stmt, args, limit, deadline, True,
+                                                   retry=True)
         return result
+
+    async def run_prepared_in_line(self, stmt, args, limit: int, deadline, held: bool, *,
+                                   retry: bool = False):
+        """run_prepared() when something must happen first, in the caller's place in line.
+
+        The statement is prepared again if the server dropped it (or, with
+        `retry`, after a schema change), and its codecs are re-picked (type
+        introspection) if the registry changed since it was prepared.
+        """
+        proto = self.protocol
+        if not held:
+            await self.enter_line(self.time_left(deadline))
+        try:
+            state = stmt._state
+            if retry or state.closed:
+                state = await stmt._reprepare(deadline)
+            elif state.codecs_generation != self.codecs.generation:
+                await self.refresh_codecs(state, self.time_left(deadline))
+            fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
+                                          WANT_ROWS, stmt._record_class, stmt._status)
+        finally:
+            self.leave_line()
+        return await self.wait(fut)
 
     async def run_state(self, state, args, limit: int, timeout, want: int, record_class,
                         sink=None):
         """Bind and execute `state` once: rows or tag as `want` says (and the tag to `sink`)."""
-        if record_class is None:
-            record_class = self.record_class
-        return await self.wait(await self.bind_after_turn(
-            state, args, limit, timeout, want, record_class, sink))
+        timeout = await self.enter_line(timeout)
+        try:
+            fut = await self.bind_in_line(state, args, limit, timeout, want, record_class, sink)
+        finally:
+            self.leave_line()
+        return await self.wait(fut)
 
     # --- executemany / fetchmany ---------------------------------------------------------------
 
@@ -606,13 +907,22 @@ class Session:
             record_class = self.record_class
         else:
             check_record_class(record_class)
-        if self.needs_sync():
-            timeout = await self.sync(timeout)
+        # In line from the prepare (if any) to the end of the stream, so that
+        # neither the prepare nor a retry lets a later call overtake it.
         deadline = self.deadline(timeout)
+        await self.enter_line(timeout)
+        try:
+            return await self._executemany_in_line(query, args, deadline, return_rows,
+                                                   record_class, state, retry)
+        finally:
+            self.leave_line()
+
+    async def _executemany_in_line(self, query: str, args, deadline, return_rows: bool,
+                                   record_class, state, retry: Optional[Callable]):
         if state is None:
             state = self.stmt_cache.get(query)
-            if state is None:
-                state = await self.prepare_state(query, timeout)
+            if state is None or state.closed:
+                state = await self.prepare_state(query, self.time_left(deadline))
         else:
             if retry is not None and state in self.dropped_stmts:
                 # A PreparedStatement's statement that DISCARD ALL dropped.
@@ -867,17 +1177,28 @@ class Session:
                     f'{next(self._stmt_ids)}__' if generated else '')
         state = StatementState(name, query)
         state.parse_pending = generated and not create_now
-        if self.needs_sync():
-            timeout = await self.sync(timeout)
-        await self.wait(self.protocol.prepare(state, timeout))
+        # One deadline for the Parse/Describe and the introspection after it.
+        deadline = self.deadline(timeout)
+        # In line: a caller that needs this statement holds the line until
+        # it sent its Bind (enter_line() is re-entrant); a bare prepare keeps
+        # it for its introspection.
+        timeout = await self.enter_line(timeout)
         try:
-            missing = missing_statement_types(state, self.codecs)
-            if missing:
-                await self.introspect_types(missing, timeout)
-            resolve_statement_codecs(state, self.codecs)
-        except BaseException:
-            self.queue_statement_close(state)
-            raise
+            if self.needs_sync():
+                timeout = await self.sync(timeout)
+            fut = self.protocol.prepare(state, timeout)
+            state.schema_epoch = self.schema_sent
+            await self.wait(fut)
+            try:
+                missing = missing_statement_types(state, self.codecs)
+                if missing:
+                    await self.introspect_types(missing, self.time_left(deadline))
+                resolve_statement_codecs(state, self.codecs)
+            except BaseException:
+                self.queue_statement_close(state)
+                raise
+        finally:
+            self.leave_line()
         if use_cache:
             self.stmt_cache.put(query, state)
         return state
@@ -910,19 +1231,28 @@ class Session:
         """
         timeout = self.command_timeout if timeout is None else check_timeout(timeout)
         deadline = self.deadline(timeout)
-        state = self.stmt_cache.get(query)
-        if state is None:
-            state = await self.prepare_state(query, timeout)
-            timeout = self.time_left(deadline)
-        if state.codecs_generation != introspection.CATALOG_CODECS.generation:
-            resolve_statement_codecs(state, introspection.CATALOG_CODECS)
-        return await self.run_state(state, args, 0, timeout, WANT_ROWS, Record)
+        await self.enter_line(timeout)
+        try:
+            state = self.stmt_cache.get(query)
+            if state is None or state.closed:
+                state = await self.prepare_state(query, self.time_left(deadline))
+            if state.codecs_generation != introspection.CATALOG_CODECS.generation:
+                resolve_statement_codecs(state, introspection.CATALOG_CODECS)
+            fut = await self.bind_in_line(state, args, 0, self.time_left(deadline), WANT_ROWS,
+                                          Record)
+        finally:
+            self.leave_line()
+        return await self.wait(fut)
 
     async def refresh_codecs(self, state, timeout) -> None:
-        """Re-pick the codecs of a held statement after the registry changed."""
+        """Re-pick the codecs of a held statement after the registry changed (in line)."""
         missing = missing_statement_types(state, self.codecs)
         if missing:
-            await self.introspect_types(missing, timeout)
+            timeout = await self.enter_line(timeout)
+            try:
+                await self.introspect_types(missing, timeout)
+            finally:
+                self.leave_line()
         resolve_statement_codecs(state, self.codecs)
 
     # Statement ownership.  The cache owns the statements it holds; a
@@ -1242,6 +1572,13 @@ def _is_pipeline_abort(error: BaseException) -> bool:
     """True if `error` is the server's answer to our own abort of a pipeline."""
     return (isinstance(error, exceptions.InvalidCursorNameError)
             and _ABORT_PORTAL in str(error))
+
+
+def _expire_turn(fut: asyncio.Future, expired: list) -> None:
+    """A turn waited for past its deadline: wake the waiter, which raises TimeoutError."""
+    if not fut.done():
+        expired.append(True)
+        fut.cancel()
 
 
 def _retrieve(fut: asyncio.Future) -> None:

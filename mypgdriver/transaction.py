@@ -123,10 +123,17 @@ class Transaction:
         if self._state is TransactionState.STARTED:
             raise exceptions.InterfaceError('cannot start; the transaction is already started')
         session = self._session
-        if session.needs_sync():
-            # The transaction status is known only once an interrupted
-            # operation has drained.
-            await session.sync(session.resolve_timeout(None))
+        # One deadline for every step (the wait for its turn, SHOW, BEGIN);
+        # in line from the start: calls made after start() run after BEGIN.
+        deadline = session.deadline(session.resolve_timeout(None))
+        # (The transaction status is known only once an interrupted
+        # operation has drained: enter_line() waits for that.)
+        async with session.line(session.time_left(deadline)):
+            await self._start_in_line(deadline)
+        self._state = TransactionState.STARTED
+
+    async def _start_in_line(self, deadline: Optional[float]) -> None:
+        session = self._session
         top = session.top_xact
         if top is None:
             if session.is_in_transaction():
@@ -141,7 +148,8 @@ class Transaction:
             if self._isolation:
                 outer = top._isolation
                 if outer is None:
-                    setting = await self._connection.fetchval('SHOW transaction_isolation')
+                    setting = await self._connection.fetchval(
+                        'SHOW transaction_isolation', timeout=session.time_left(deadline))
                     outer = _ISOLATION_BY_SETTING[setting]
                 if self._isolation != outer:
                     raise exceptions.InterfaceError(
@@ -161,8 +169,7 @@ class Transaction:
             if self._deferrable:
                 query += ' DEFERRABLE'
             query += ';'
-        await self._run(query, 'start')
-        self._state = TransactionState.STARTED
+        await self._run(query, 'start', session.time_left(deadline))
 
     async def commit(self) -> None:
         """Commit (or release the savepoint).  Not allowed inside ``async with``."""
@@ -217,13 +224,16 @@ class Transaction:
 
     # --- one statement of the block, and what happens when it is interrupted ---
 
-    async def _run(self, query: str, step: str) -> None:
+    async def _run(self, query: str, step: str, timeout: Optional[float] = None) -> None:
         session = self._session
         before = session.protocol.op_seq
         try:
             # Through execute(), as in asyncpg: a connection_class that
             # overrides it sees the block's statements too.
-            await self._connection.execute(query)
+            if timeout is None:
+                await self._connection.execute(query)
+            else:
+                await self._connection.execute(query, timeout=timeout)
         except exceptions.PostgresError:
             # The server answered: its own rules say what is open now (a
             # failed COMMIT or BEGIN leaves no transaction; a failed

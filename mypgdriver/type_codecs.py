@@ -1,7 +1,8 @@
 """Connection methods that configure how types are encoded and decoded."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+import functools
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar, cast
 
 from mypgdriver import exceptions
 from mypgdriver.codecs import base, introspection, pg_types, registry
@@ -9,6 +10,23 @@ from mypgdriver.codecs.usercodec import make_user_codec
 
 if TYPE_CHECKING:
     from mypgdriver.session import Session
+
+
+_F = TypeVar('_F', bound=Callable[..., Awaitable[Any]])
+
+
+def _in_line(method: _F) -> _F:
+    """Run a codec method in the caller's place in line (see Session.enter_line()).
+
+    Its catalog lookups are round trips before the registry changes: calls
+    made after it wait, so they run with the codec it sets.
+    """
+    @functools.wraps(method)
+    async def in_line(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self._session.check_open()
+        async with self._session.line():
+            return await method(self, *args, **kwargs)
+    return cast(_F, in_line)
 
 
 class TypeCodecsMixin:
@@ -19,6 +37,7 @@ class TypeCodecsMixin:
     # Connection's, declared without a value so that type checkers know it.
     _session: Session
 
+    @_in_line
     async def set_type_codec(self, typename: str, *, schema: str = 'public',
                              encoder: Callable[[Any], Any], decoder: Callable[[Any], Any],
                              format: str = 'text') -> None:
@@ -40,6 +59,7 @@ class TypeCodecsMixin:
         self._session.codecs.set_override(info.oid, codec)
         self._session.stmt_cache.clear()
 
+    @_in_line
     async def reset_type_codec(self, typename: str, *, schema: str = 'public') -> None:
         """Undo set_type_codec()/set_builtin_type_codec() for the type."""
         self._session.check_open()
@@ -47,6 +67,7 @@ class TypeCodecsMixin:
         self._session.codecs.remove_override(info.oid)
         self._session.stmt_cache.clear()
 
+    @_in_line
     async def set_builtin_type_codec(self, typename: str, *, schema: str = 'public',
                                      codec_name: str, format: str | None = None) -> None:
         """Exchange values of the type with one of the driver's own codecs (asyncpg semantics).

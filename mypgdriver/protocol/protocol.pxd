@@ -35,18 +35,20 @@ cdef class BaseProtocol(CoreProtocol):
 
         # Admission: who may send next (see turn()).
         public Py_ssize_t max_pipeline
-        object turn_waiters         # deque of [Future, exclusive], in call order
+        object turn_waiters         # deque of [Future, exclusive, bypass, sent back], in call order
         Py_ssize_t n_turn_waiters   # len(turn_waiters), tested on every send and result
         Py_ssize_t reserved         # callers woken to send, not yet sent
         readonly bint exclusive     # a caller holds the connection alone
+        readonly bint line_held     # a caller keeps its turn across round trips (hold_line())
         Operation spare_op          # an answered operation, reused by the next _make_op
 
     cdef Operation _make_op(self, int kind, int recv_state, object timeout, bint exclusive)
     cdef object _start_op(self, Operation op)
-    cdef bint _admits(self, bint exclusive)
+    cdef bint _admits(self, bint exclusive, bint bypass)
     cdef _wake_turns(self)
     cdef _recycle_op(self, Operation op)
     cdef object _pop_waiter(self)
+    cdef Py_ssize_t _head_count(self)
     cdef _abandon_op(self, Operation op)
     cdef _maybe_cancel(self, Operation op)
     cdef bint _only_running(self, Operation op)

@@ -105,6 +105,7 @@ cdef class BaseProtocol(CoreProtocol):
         self.n_turn_waiters = 0
         self.reserved = 0
         self.exclusive = False
+        self.line_held = False
         self.on_statements_dropped = None
         self.on_statement_unusable = None
 
@@ -285,16 +286,30 @@ cdef class BaseProtocol(CoreProtocol):
     # --- admission: who may send next ---
     #
     # Operations are sent in call order.  A caller may send at once when
-    # nobody waits before it, no cancel is pending, no caller holds the
-    # connection alone, and fewer than max_pipeline operations are in flight
-    # (may_send()); otherwise turn() queues it.  An exclusive caller (COPY,
-    # executemany, reset, the cleanup of an interrupted transaction block)
-    # waits until nothing is in flight and then holds the connection until
+    # nobody waits before it (queued, or woken and not yet sent), no cancel
+    # is pending, nobody holds the line or the connection alone, and fewer
+    # than max_pipeline operations are in flight (may_send()); otherwise
+    # turn() queues it.  Woken callers resume in the order they were woken
+    # (each awaits its Future directly), and each sends at once when it
+    # resumes.
+    #
+    # A caller that must wait for an answer before it can send its own
+    # statement (a prepare, a re-prepare, type introspection) holds the
+    # line (hold_line()) from its first message to its last: nobody else is
+    # admitted meanwhile, and a caller woken before the line was taken
+    # waits again at the head of the queue (took_turn() is false).  The
+    # holder's own sends, and the cleanup of an interrupted transaction
+    # block, pass the line (`bypass`).
+    #
+    # An exclusive caller (COPY, executemany, reset, that cleanup) waits
+    # until nothing is in flight and then holds the connection until
     # release_exclusive(); only operations sent as exclusive go out
     # meanwhile.
 
-    cdef bint _admits(self, bint exclusive):
+    cdef bint _admits(self, bint exclusive, bint bypass):
         if self.resync_waiter is not None or self.cancel_gate is not None:
+            return False
+        if self.line_held and not bypass:
             return False
         if self.exclusive or self.excl_op is not None:
             return False
@@ -308,49 +323,96 @@ cdef class BaseProtocol(CoreProtocol):
 
     def may_send(self):
         """True when a caller may send an operation now, without waiting for its turn."""
-        return not self.n_turn_waiters and self._admits(False)
+        return not self.n_turn_waiters and not self.reserved and self._admits(False, False)
 
-    def turn(self, bint exclusive=False, bint first=False):
+    def may_send_in_line(self):
+        """may_send() for the caller holding the line: it is ahead of every waiter."""
+        return self._admits(False, True)
+
+    def hold_line(self):
+        """The admitted caller keeps its turn: nobody else is admitted until release_line()."""
+        self.line_held = True
+
+    def release_line(self):
+        """The line holder sent its last message: the callers behind it may send."""
+        if self.line_held:
+            self.line_held = False
+            if self.n_turn_waiters:
+                self._wake_turns()
+
+    def turn(self, bint exclusive=False, bint first=False, bint bypass=False):
         """Ask to send: None if the caller may send now, else a Future to await first.
 
-        Once the Future completes, the caller's turn is kept for it (call
-        took_turn() before sending, or give_back_turn() if it gives up).  An
-        exclusive caller that is admitted holds the connection alone until
-        release_exclusive().  `first` puts the caller ahead of those already
-        waiting (the cleanup of an interrupted transaction block).
+        Once the Future completes, call took_turn(): if it is true the
+        caller sends; if false, the line was taken by a caller ahead of it
+        and it asks again with `first`.  A caller that gives up calls
+        give_back_turn().  An exclusive caller that is admitted holds the
+        connection alone until release_exclusive().  `first` puts the
+        caller ahead of those already waiting; `bypass` lets it pass a held
+        line (the line holder itself, the cleanup of an interrupted
+        transaction block).
         """
         if self.state == STATE_CLOSED:
             raise self._closed_error()
-        if (first or not self.n_turn_waiters) and self._admits(exclusive):
+        if ((first or (not self.n_turn_waiters and not self.reserved))
+                and self._admits(exclusive, bypass)):
             if exclusive:
                 self.exclusive = True
             return None
         fut = self.loop.create_future()
-        if first:
-            self.turn_waiters.appendleft([fut, exclusive])
+        if first and bypass:
+            self.turn_waiters.appendleft([fut, exclusive, True, False])
+        elif first:
+            # Woken, then sent back by a held line: at the head, behind the
+            # line holder and the cleanup (queued first) and behind those
+            # sent back before it (woken before it: earlier in call order).
+            self.turn_waiters.insert(self._head_count(), [fut, exclusive, False, True])
         else:
-            self.turn_waiters.append([fut, exclusive])
+            self.turn_waiters.append([fut, exclusive, False, False])
         self.n_turn_waiters += 1
         return fut
 
-    def took_turn(self, bint exclusive):
-        """The caller woken by turn()'s Future is about to send."""
+    def took_turn(self, bint exclusive, bint bypass=False):
+        """The caller woken by turn()'s Future is about to send; False: it must ask again.
+
+        False when the line was taken, after this caller was woken, by a
+        caller ahead of it (woken earlier, resumed first): its slot is given
+        back and it asks again at the head of the queue.
+        """
+        if self.line_held and not bypass:
+            if exclusive:
+                self.exclusive = False
+            elif self.reserved > 0:
+                self.reserved -= 1
+            # The holder may be queued behind this caller's slot.
+            if self.n_turn_waiters:
+                self._wake_turns()
+            return False
         if not exclusive and self.reserved > 0:
             self.reserved -= 1
+            # A caller that takes its turn and then sends nothing (it goes
+            # on to hold() the connection, say) must not strand an
+            # exclusive waiter that waited for the reserved slots to clear;
+            # the waiters are looked at again once this caller has sent (it
+            # sends before the loop runs anything else).
+            if self.reserved == 0 and self.n_turn_waiters:
+                self.loop.call_soon(self._wake_turns_soon)
+        return True
 
     def give_back_turn(self, fut, bint exclusive):
         """The caller stopped waiting on turn()'s Future (timeout, cancel)."""
         if not fut.done():
             fut.cancel()
-            return
-        if fut.cancelled() or fut.exception() is not None:
-            return
+        elif fut.cancelled() or fut.exception() is not None:
+            pass
         # Woken, but it will not send: let the next caller in.
-        if exclusive:
+        elif exclusive:
             self.exclusive = False
         elif self.reserved > 0:
             self.reserved -= 1
-        self._wake_turns()
+        # A waiter that gave up may have been the one the next was behind.
+        if self.n_turn_waiters:
+            self._wake_turns()
 
     def release_exclusive(self):
         """The exclusive caller is done with the connection."""
@@ -358,18 +420,31 @@ cdef class BaseProtocol(CoreProtocol):
             self.exclusive = False
             self._wake_turns()
 
+    def _wake_turns_soon(self):
+        if self.n_turn_waiters:
+            self._wake_turns()
+
+    cdef Py_ssize_t _head_count(self):
+        # How many waiters lead the queue as bypassing or sent-back callers.
+        cdef Py_ssize_t n = 0
+        for entry in self.turn_waiters:
+            if not (entry[2] or entry[3]):
+                break
+            n += 1
+        return n
+
     cdef object _pop_waiter(self):
         self.n_turn_waiters -= 1
         return self.turn_waiters.popleft()
 
     cdef _wake_turns(self):
-        cdef bint excl
+        cdef bint excl, bypass
         while self.n_turn_waiters:
-            fut, excl = self.turn_waiters[0]
+            fut, excl, bypass, _ = self.turn_waiters[0]
             if fut.done():
                 self._pop_waiter()
                 continue
-            if self.state == STATE_CLOSED or not self._admits(excl):
+            if self.state == STATE_CLOSED or not self._admits(excl, bypass):
                 break
             self._pop_waiter()
             if excl:
@@ -842,7 +917,8 @@ cdef class BaseProtocol(CoreProtocol):
         admission check without a separate call.  A `sink` also receives the
         status tag when the operation succeeds.
         """
-        if check_turn and (self.n_turn_waiters or not self._admits(False)):
+        if check_turn and (self.n_turn_waiters or self.reserved
+                           or not self._admits(False, False)):
             return None
         if record_class is not Record and record_class is not None:
             check_record_class(record_class)

@@ -32,6 +32,9 @@ cdef class StatementState:
         # of its first Bind, in the same Sync (see coreproto's _send_prepare).
         public bint parse_pending
         public int refs                 # in-flight uses (cache eviction waits for 0)
+        # The session's schema epoch when the statement was last known to
+        # match the schema (see Session.schema_epoch).
+        public long schema_epoch
         public double created_at
         public object codecs_generation # registry generation the codecs came from
         # The column codecs again as C arrays (borrowed from column_codecs),

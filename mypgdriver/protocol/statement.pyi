@@ -35,6 +35,7 @@ class StatementState:
     closed: bool
     parse_pending: bool
     refs: int
+    schema_epoch: int
     created_at: float
     codecs_generation: Any
     def __new__(cls, name: str, query: str) -> Self: ...

@@ -117,6 +117,7 @@ cdef class StatementState:
         self.has_rows = False
         self.closed = False
         self.parse_pending = False
+        self.schema_epoch = 0
         self.refs = 0
         self.created_at = 0.0
 

@@ -1,0 +1,296 @@
+"""Call order is execution order, whatever a call needs before its statement can run.
+
+docs/guide/concurrency.rst promises that a statement sees the effects of
+every statement called before it on the connection.  A call that must wait
+for an answer before it can send its statement (a prepare on a cache miss, a
+re-prepare after DISCARD ALL, type introspection) holds its place in line:
+later calls never overtake it.  Each test issues calls at once from many
+tasks (``asyncio.gather`` starts them in call order) and compares what each
+call saw with the same calls awaited one after another.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+import mypgdriver
+from mypgdriver import exceptions
+from mypgdriver.prepared import PreparedStatement
+from tests.support.session_state import monitor, unique_table_name  # noqa: F401
+
+Op = Callable[[Any], Awaitable[Any]]
+
+
+def outcome(result: Any) -> Any:
+    """A comparable form of a call's result: exceptions by class."""
+    if isinstance(result, BaseException):
+        return ("error", type(result).__name__)
+    if isinstance(result, list):
+        return [tuple(r) if isinstance(r, mypgdriver.Record) else r for r in result]
+    if isinstance(result, mypgdriver.Record):
+        return tuple(result)
+    if isinstance(result, PreparedStatement):
+        return ("prepared", [p.name for p in result.get_parameters()])
+    return result
+
+
+async def in_sequence(conn: Any, ops: list[Op]) -> list[Any]:
+    results = []
+    for op in ops:
+        try:
+            results.append(await op(conn))
+        except Exception as e:       # noqa: BLE001 - compared by class
+            results.append(e)
+    return [outcome(r) for r in results]
+
+
+async def at_once(conn: Any, ops: list[Op]) -> list[Any]:
+    results = await asyncio.gather(*(op(conn) for op in ops), return_exceptions=True)
+    return [outcome(r) for r in results]
+
+
+async def test_set_then_read_in_call_order(conn):
+    calls: list[Any] = []
+    for i in range(40):
+        calls.append(conn.execute(f"SET application_name = 'a{i}'"))
+        calls.append(conn.fetchval("SELECT current_setting('application_name')"))
+    results = await asyncio.gather(*calls)
+    assert results[1::2] == [f"a{i}" for i in range(40)]
+
+
+async def test_first_use_with_arguments_keeps_its_place(conn, monitor):  # noqa: F811
+    table = unique_table_name("mypg_order_dep")
+    await monitor.execute(f"CREATE TABLE {table} (k int PRIMARY KEY)")
+    try:
+        results = await asyncio.gather(
+            conn.execute(f"INSERT INTO {table} VALUES ($1)", 2),
+            conn.execute(f"INSERT INTO {table} SELECT 3 UNION ALL SELECT 2"),
+            return_exceptions=True)
+        assert results[0] == "INSERT 0 1"
+        assert type(results[1]) is exceptions.UniqueViolationError
+        assert await monitor.fetch(f"SELECT k FROM {table} ORDER BY k") == [(2,)]
+    finally:
+        await monitor.execute(f"DROP TABLE {table}")
+
+
+async def test_sequence_values_follow_call_order(conn, monitor):  # noqa: F811
+    table = unique_table_name("mypg_order_seq")
+    await monitor.execute(f"CREATE TABLE {table} (seq bigserial PRIMARY KEY, tag int)")
+    try:
+        calls: list[Any] = []
+        for i in range(300):
+            kind = i % 3
+            if kind == 0:
+                calls.append(conn.execute(f"INSERT INTO {table} (tag) VALUES ({i})"))
+            elif kind == 1:
+                calls.append(conn.execute(f"INSERT INTO {table} (tag) VALUES ($1)", i))
+            else:
+                calls.append(conn.fetchval(
+                    f"INSERT INTO {table} (tag) VALUES ($1) RETURNING seq", i))
+        results = await asyncio.gather(*calls)
+        assert [r for r in results[2::3]] == list(range(3, 301, 3))
+        rows = await monitor.fetch(f"SELECT seq, tag FROM {table} ORDER BY seq")
+        assert [(r["seq"], r["tag"]) for r in rows] == [(i + 1, i) for i in range(300)]
+    finally:
+        await monitor.execute(f"DROP TABLE {table}")
+
+
+async def test_reset_runs_after_the_calls_made_before_it(conn):
+    calls = [
+        conn.fetchval("SELECT pg_advisory_lock($1) IS NULL", 11),
+        conn.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                      "AND pid = pg_backend_pid() AND objid = $1", 11),
+        conn.reset(),
+        conn.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                      "AND pid = pg_backend_pid() AND objid = $1 /* after */", 11),
+    ]
+    results = await asyncio.gather(*calls)
+    assert results == [False, 1, None, 0]
+
+
+async def test_call_before_copy_does_not_see_what_its_sink_started(conn, monitor):  # noqa: F811
+    table = unique_table_name("mypg_order_copy")
+    await monitor.execute(f"CREATE TABLE {table} (k int)")
+    try:
+        started: list[Any] = []
+
+        async def sink(chunk: bytes) -> None:
+            if not started:
+                started.append(asyncio.ensure_future(
+                    conn.execute(f"INSERT INTO {table} VALUES (1)")))
+
+        results = await asyncio.gather(
+            conn.fetchval(f"SELECT count(*) FROM {table} WHERE k = $1", 1),
+            conn.copy_from_query("SELECT generate_series(1, 3)", output=sink))
+        await started[0]
+        assert results[0] == 0
+        assert results[1] == "COPY 3"
+        assert await monitor.fetchval(f"SELECT count(*) FROM {table}") == 1
+    finally:
+        await monitor.execute(f"DROP TABLE {table}")
+
+
+async def test_concurrent_first_uses_share_one_prepare(conn):
+    query = "SELECT $1::int + 2000"
+    results = await asyncio.gather(*(conn.fetchval(query, i) for i in range(50)))
+    assert results == [i + 2000 for i in range(50)]
+    assert await conn.fetchval(
+        "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1", query) == 1
+    # One statement was ever created: the cache never evicted a duplicate.
+    assert len(conn._session.stmt_cache.states()) >= 1
+    names = await conn.fetch("SELECT name FROM pg_prepared_statements WHERE statement = $1",
+                             query)
+    assert len(names) == 1
+
+
+async def test_transaction_start_keeps_its_place(conn, monitor):  # noqa: F811
+    # First uses called before start() run before BEGIN: the rollback of the
+    # block does not undo them.  One called after it runs inside the block.
+    table = unique_table_name("mypg_order_begin")
+    await monitor.execute(f"CREATE TABLE {table} (k int)")
+    try:
+        tr = conn.transaction()
+        await asyncio.gather(
+            conn.execute(f"INSERT INTO {table} VALUES ($1)", 1),
+            conn.fetchval(f"INSERT INTO {table} VALUES ($1) RETURNING k", 2),
+            tr.start())
+        await conn.execute(f"INSERT INTO {table} VALUES ($1) /* in */", 3)
+        await tr.rollback()
+        assert await monitor.fetch(f"SELECT k FROM {table} ORDER BY k") == [(1,), (2,)]
+    finally:
+        await monitor.execute(f"DROP TABLE {table}")
+
+
+async def test_prepare_keeps_its_place(conn, monitor):  # noqa: F811
+    table = unique_table_name("mypg_order_prep")
+    await monitor.execute(f"CREATE TABLE {table} (k int)")
+    try:
+        async def prepared_count() -> int:
+            stmt = await conn.prepare(f"SELECT count(*) FROM {table} WHERE k >= $1")
+            return await stmt.fetchval(0)
+
+        results = await asyncio.gather(
+            conn.execute(f"INSERT INTO {table} VALUES (1)"),
+            prepared_count(),
+            conn.execute(f"INSERT INTO {table} VALUES (2)"))
+        # prepare() was called before the second insert; its fetchval after.
+        assert results[1] in (1, 2)
+        counts = await asyncio.gather(
+            conn.fetchval(f"SELECT count(*) FROM {table} WHERE k > $1", 0),
+            conn.execute(f"INSERT INTO {table} VALUES (3)"))
+        assert counts[0] == 2
+    finally:
+        await monitor.execute(f"DROP TABLE {table}")
+
+
+async def test_discard_all_then_cached_statements_in_order(conn, monitor):  # noqa: F811
+    table = unique_table_name("mypg_order_discard")
+    await monitor.execute(f"CREATE TABLE {table} (seq bigserial, tag int)")
+    try:
+        insert = f"INSERT INTO {table} (tag) VALUES ($1) RETURNING seq"
+        assert await conn.fetchval(insert, 0) == 1
+        calls: list[Any] = []
+        for i in range(1, 61):
+            if i % 15 == 0:
+                calls.append(conn.execute("DISCARD ALL"))
+            calls.append(conn.fetchval(insert, i))
+            calls.append(conn.execute(f"INSERT INTO {table} (tag) VALUES (-{i})"))
+        results = await asyncio.gather(*calls)
+        seqs = [r for r in results if isinstance(r, int)]
+        assert seqs == list(range(2, 2 + 2 * 60, 2))
+    finally:
+        await monitor.execute(f"DROP TABLE {table}")
+
+
+# --- random mixes of every kind of call, compared with the same calls awaited in turn ----------
+
+def _mix(rng: random.Random, table: str, n: int) -> list[Op]:
+    """`n` calls of random kinds, each of whose results depends on every call before it."""
+    ops: list[Op] = []
+    for i in range(n):
+        kind = rng.randrange(14)
+        variant = rng.randrange(4)      # a few query texts per kind: hits and misses
+        if kind == 0:
+            ops.append(lambda c, i=i: c.execute(f"INSERT INTO {table} (tag) VALUES ({i})"))
+        elif kind == 1:
+            ops.append(lambda c, i=i, v=variant: c.execute(
+                f"INSERT INTO {table} (tag) VALUES ($1) /* v{v} */", i))
+        elif kind == 2:
+            ops.append(lambda c, i=i, v=variant: c.fetchval(
+                f"INSERT INTO {table} (tag) VALUES ($1) RETURNING seq /* v{v} */", i))
+        elif kind == 3:
+            ops.append(lambda c, v=variant: c.fetchval(
+                f"SELECT count(*) FROM {table} /* v{v} */"))
+        elif kind == 4:
+            ops.append(lambda c, v=variant: c.fetchval(
+                f"SELECT coalesce(sum(tag), 0) FROM {table} WHERE tag > $1 /* v{v} */", -1000))
+        elif kind == 5:
+            ops.append(lambda c, i=i: c.execute(f"SET application_name = 'mix{i}'"))
+        elif kind == 6:
+            ops.append(lambda c, v=variant: c.fetchval(
+                f"SELECT current_setting('application_name') || $1::text /* v{v} */", "!"))
+        elif kind == 7:
+            ops.append(lambda c, i=i: c.executemany(
+                f"INSERT INTO {table} (tag) VALUES ($1)", [(i,), (i + 1000,)]))
+        elif kind == 8:
+            ops.append(lambda c, i=i: c.copy_records_to_table(
+                table, records=[(i,)], columns=["tag"]))
+        elif kind == 9:
+            async def copy_out(c: Any) -> Any:
+                chunks: list[bytes] = []
+
+                async def sink(chunk: bytes) -> None:
+                    chunks.append(chunk)
+                await c.copy_from_query(f"SELECT count(*) FROM {table}", output=sink)
+                return b"".join(chunks)
+            ops.append(copy_out)
+        elif kind == 10 and variant == 0:
+            ops.append(lambda c: c.execute("DISCARD ALL"))
+        elif kind == 11 and variant == 0:
+            ops.append(lambda c, i=i: c.execute(
+                f"ALTER TABLE {table} ADD COLUMN c{i} int DEFAULT {i}"))
+        elif kind == 12 and variant < 2:
+            # A prepare, then (a separate call) a run of a statement prepared
+            # before the mix began.
+            ops.append(lambda c, v=variant: c.prepare(
+                f"SELECT count(*) + $1::int FROM {table} /* p{v} */"))
+        elif kind == 12:
+            ops.append(lambda c, i=i: c.prepared_before.fetchval(i))
+        elif kind == 13 and variant < 2:
+            ops.append(lambda c: c.fetchrow(f"SELECT * FROM {table} ORDER BY seq DESC LIMIT 1"))
+        else:
+            ops.append(lambda c: c.fetchval(f"SELECT count(*) FROM {table} WHERE tag < 0"))
+    return ops
+
+
+class _MixConnection(mypgdriver.Connection):
+    prepared_before: Any = None
+
+
+@pytest.mark.parametrize("seed", range(12))
+async def test_random_mix_matches_the_same_calls_in_sequence(connect_kwargs, monitor,  # noqa: F811
+                                                           seed):
+    observed = []
+    for mode in ("sequence", "at once"):
+        table = unique_table_name(f"mypg_order_mix{seed}")
+        await monitor.execute(f"CREATE TABLE {table} (seq bigserial, tag int)")
+        ops = _mix(random.Random(seed), table, 120)
+        conn = await mypgdriver.connect(**connect_kwargs,
+                                        server_settings={"application_name": "mix"},
+                                        connection_class=_MixConnection)
+        conn.prepared_before = await conn.prepare(f"SELECT count(*) + $1::int FROM {table}")
+        try:
+            run = in_sequence if mode == "sequence" else at_once
+            results = await run(conn, ops)
+            rows = await monitor.fetch(f"SELECT seq, tag FROM {table} ORDER BY seq")
+            observed.append((results, [tuple(r) for r in rows]))
+        finally:
+            await conn.close()
+            await monitor.execute(f"DROP TABLE {table}")
+    (seq_results, seq_rows), (par_results, par_rows) = observed
+    for index, (a, b) in enumerate(zip(seq_results, par_results)):
+        assert a == b, f"call {index}: in sequence {a!r}, at once {b!r}"
+    assert seq_rows == par_rows
