@@ -657,8 +657,20 @@ class Session:
                     self.take_line_now()
                     return await self.execute_verified(query, state, args, limit, deadline,
                                                        want_status, record_class, True)
-            fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
-                                          want_status, record_class)
+            try:
+                fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
+                                              want_status, record_class)
+            except exceptions.DataError as e:
+                if getattr(e, 'severity', None) is not None or refused is not None:
+                    raise
+                # Refused by the codecs of the statement just prepared (or
+                # found cached): see whether a fresh description takes it.
+                fresh = await self.redescribe_after_refusal(e, state, query, deadline)
+                if fresh is None:
+                    append_hint(e, in_list_hint(query, args))
+                    raise
+                fut = await self.bind_in_line(fresh, args, limit, self.time_left(deadline),
+                                              want_status, record_class)
             seq = proto.op_seq
         finally:
             self.leave_line()
@@ -719,6 +731,10 @@ class Session:
     async def bind_in_line(self, state, args, limit: int, timeout, want: int, record_class,
                            sink=None):
         """Send Bind/Execute of `state` for the caller holding the line; its Future."""
+        if self.closed:
+            # close() was called while the caller waited for an answer: what
+            # was not sent before it is not sent (asyncpg's semantics).
+            self.check_open()
         if self.needs_sync():
             timeout = await self.sync_holding(state, timeout)
         if record_class is None:
@@ -1184,6 +1200,8 @@ class Session:
         # it for its introspection.
         timeout = await self.enter_line(timeout)
         try:
+            if self.closed:
+                self.check_open()
             if self.needs_sync():
                 timeout = await self.sync(timeout)
             fut = self.protocol.prepare(state, timeout)

@@ -273,6 +273,19 @@ class Transaction:
             return None
 
         cleanup = session.settle_transaction(not nested, before, follow_up)
+        if isinstance(exc, asyncio.TimeoutError):
+            # The call's time is up: it does not wait for the cleanup, which
+            # goes on in the background and runs before anything else on the
+            # connection (ending the block on the server, or closing the
+            # connection if its outcome cannot be known).
+            if not nested:
+                self._forget()
+            if step == 'commit':
+                _explain(exc, f'{expected} timed out and its outcome is not known yet: the '
+                         f'statement is being cancelled and the block ended on the server in '
+                         f'the background (the connection is closed if the outcome cannot be '
+                         f'established)')
+            return
         outcome = None
         try:
             outcome = await asyncio.shield(cleanup)

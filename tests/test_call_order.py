@@ -294,3 +294,62 @@ async def test_random_mix_matches_the_same_calls_in_sequence(connect_kwargs, mon
     for index, (a, b) in enumerate(zip(seq_results, par_results)):
         assert a == b, f"call {index}: in sequence {a!r}, at once {b!r}"
     assert seq_rows == par_rows
+
+
+# --- interruptions of a call holding the line ------------------------------------------------
+
+async def test_cancelled_line_holder_lets_the_calls_behind_it_go(conn):
+    # A first use (it holds the line while its statement is prepared) is
+    # cancelled after 0..39 loop iterations: the calls queued behind it all
+    # run, in order, and the connection stays usable.
+    for spins in range(40):
+        query = f"SELECT $1::int + {spins} /* cancelled first use */"
+        holder = asyncio.ensure_future(conn.fetchval(query, 1))
+        others = [asyncio.ensure_future(conn.fetchval("SELECT $1::int * 10", i))
+                  for i in range(4)]
+        others.append(asyncio.ensure_future(conn.execute(f"SET application_name = 's{spins}'")))
+        others.append(asyncio.ensure_future(
+            conn.fetchval("SELECT current_setting('application_name')")))
+        for _ in range(spins):
+            await asyncio.sleep(0)
+        holder.cancel()
+        results = await asyncio.wait_for(asyncio.gather(*others), 10)
+        assert results == [0, 10, 20, 30, "SET", f"s{spins}"], spins
+        try:
+            assert await holder == 1 + spins
+        except asyncio.CancelledError:
+            pass
+    assert await conn.fetchval("SELECT $1::int", 7) == 7
+
+
+@pytest.mark.parametrize("timeout", [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02])
+async def test_timed_out_line_holder_lets_the_calls_behind_it_go(conn, timeout):
+    for round_ in range(5):
+        query = f"SELECT $1::int + {round_} /* timed out first use {timeout} */"
+        holder = asyncio.ensure_future(conn.fetchval(query, 1, timeout=timeout))
+        others = [asyncio.ensure_future(conn.fetchval("SELECT $1::int * 10", i))
+                  for i in range(4)]
+        results = await asyncio.wait_for(asyncio.gather(*others), 10)
+        assert results == [0, 10, 20, 30]
+        try:
+            assert await holder == 1 + round_
+        except asyncio.TimeoutError:
+            pass
+    assert await conn.fetchval("SELECT $1::int", 7) == 7
+
+
+async def test_concurrent_executemany_on_one_connection_all_finish(conn, monitor):  # noqa: F811
+    # executemany of a cached statement from several tasks at once: each gets
+    # the connection alone in turn (they used to wait for ever).
+    table = unique_table_name("mypg_order_many")
+    await monitor.execute(f"CREATE TABLE {table} (k int)")
+    try:
+        insert = f"INSERT INTO {table} VALUES ($1)"
+        await conn.execute(insert, 0)
+        for round_ in range(3):
+            await asyncio.wait_for(asyncio.gather(*(
+                conn.executemany(insert, [(i,), (i,)]) for i in range(1, 6))), 10)
+        assert await monitor.fetchval(f"SELECT count(*) FROM {table}") == 1 + 3 * 5 * 2
+        assert await asyncio.wait_for(conn.reset(), 10) is None
+    finally:
+        await monitor.execute(f"DROP TABLE {table}")
