@@ -145,6 +145,13 @@ async def open_negotiated(loop, host: str, port: int, ctx: ssl.SSLContext,
                 transport, neg, ctx, server_hostname=server_hostname)
             return tls_transport, True
         if answer == b'N':
+            if neg.extra:
+                # A server speaks only after our StartupMessage: bytes
+                # already here are no answer to it.  Refuse them now, rather
+                # than send the startup and wait out the connect timeout.
+                raise exceptions.ProtocolError(
+                    f'PostgreSQL server at "{host}:{port}" sent unexpected data after '
+                    f'declining SSL')
             if required:
                 raise ConnectionError(
                     f'PostgreSQL server at "{host}:{port}" rejected SSL upgrade, '

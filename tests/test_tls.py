@@ -28,6 +28,7 @@ from mypgdriver import exceptions
 from tests.support import certs
 from tests.support.cancel_loop import check_loop_outcomes, run_cancellation_loop
 from tests.support.fake_server import ScriptedSslAnswer
+from tests.support.scripted_server import authentication_ok
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.tls_listener import DirectTlsListener
 from tools.pgcluster import PgCluster, ServerLacksSsl
@@ -776,6 +777,23 @@ async def test_allow_retries_with_tls_after_any_server_error():
         assert server.requests[1] == SSL_REQUEST
         assert type(info.value) is ConnectionError
         assert type(info.value.__context__) is exceptions.TooManyConnectionsError
+
+
+@pytest.mark.parametrize("sslmode", ["prefer", "require"])
+async def test_data_after_ssl_declined_is_a_protocol_error_at_once(sslmode):
+    # A server speaks only after the StartupMessage: bytes that came with
+    # its 'N' are no answer to anything.  Refused at once, not after the
+    # connect timeout spent waiting for an answer to the StartupMessage.
+    with ScriptedSslAnswer(b"N" + authentication_ok()) as server:
+        started = time.monotonic()
+        with pytest.raises(exceptions.ProtocolError) as info:
+            await asyncio.wait_for(mypgdriver.connect(
+                host="127.0.0.1", port=server.port, user="postgres", ssl=sslmode,
+                timeout=60), 10)
+        assert time.monotonic() - started < 5
+        assert str(info.value) == (f'PostgreSQL server at "127.0.0.1:{server.port}" sent '
+                                   f'unexpected data after declining SSL')
+        assert server.requests == [SSL_REQUEST]
 
 
 # --- the cancellation loop over TLS ---------------------------------------------------------
