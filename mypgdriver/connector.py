@@ -6,6 +6,7 @@ one time budget, opens the transport, runs startup and authentication.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import os
 import random
@@ -278,8 +279,17 @@ def _set_keepalives(transport, params: ConnectParams) -> None:
         pass
 
 
+@dataclasses.dataclass
+class _StartupProgress:
+    """How far one startup attempt got: what the sslmode fallback rules look at."""
+
+    tls_accepted: bool = False      # the server answered the SSLRequest with 'S'
+    tls_established: bool = False   # ... and the TLS handshake completed
+    authenticated: bool = False     # AuthenticationOk arrived
+
+
 async def _open_for_startup(loop, hostspec: HostSpec, params: ConnectParams, proto,
-                            *, use_tls: bool):
+                            progress: _StartupProgress, *, use_tls: bool):
     """Open the transport (TLS when `use_tls`) and attach `proto` to it."""
     if not use_tls or hostspec.is_unix_socket:
         transport, _ = await _open_transport(loop, hostspec, lambda: proto)
@@ -293,12 +303,15 @@ async def _open_for_startup(loop, hostspec: HostSpec, params: ConnectParams, pro
             server_hostname=server_hostname)
     else:
         ctx = tls.make_ssl_context(params)
-        transport, is_tls = await tls.open_negotiated(
-            loop, hostspec.host, hostspec.port, ctx, server_hostname,
+        transport, neg, progress.tls_accepted = await tls.request_tls(
+            loop, hostspec.host, hostspec.port,
             required=required or params.sslmode == 'allow')
+        if progress.tls_accepted:
+            transport = await tls.start_tls(loop, transport, neg, ctx, server_hostname)
         transport.set_protocol(proto)
         proto.connection_made(transport)
     ssl_object = transport.get_extra_info('ssl_object')
+    progress.tls_established = ssl_object is not None
     if ssl_object is not None:
         proto.tls_server_cert_der = ssl_object.getpeercert(binary_form=True)
     return transport
@@ -331,28 +344,65 @@ async def _connect_host(loop, hostspec: HostSpec, params: ConnectParams, config,
 async def _startup_with_fallback(loop, hostspec, params, config, connection_class, startup,
                                  *, first_tls: bool):
     # libpq's two-attempt modes: 'allow' tries plain text, then TLS; 'prefer'
-    # tries TLS, then plain text.  As in libpq (and asyncpg), any error the
-    # server sends during the first startup makes the second attempt (only
-    # pg_hba.conf knows which transport a role may use), and so does a TLS
-    # handshake that fails under 'prefer'.  A malformed answer to the
-    # SSLRequest does not: that is not a PostgreSQL server to trust.
-    retry_after = (exceptions.PostgresError, ssl.SSLError) if first_tls else (
-        exceptions.PostgresError,)
+    # tries TLS, then plain text.  Whether the second attempt is made is
+    # libpq's rule (_may_try_other_transport), and asyncpg's.
+    first = _StartupProgress()
     try:
         return await _startup(loop, hostspec, params, config, connection_class, startup,
-                              use_tls=first_tls)
-    except retry_after as first_error:
+                              first, use_tls=first_tls)
+    except Exception as first_error:
+        if not _may_try_other_transport(first_error, first, first_tls=first_tls):
+            raise
         try:
             return await _startup(loop, hostspec, params, config, connection_class, startup,
-                                  use_tls=not first_tls)
-        except exceptions.PostgresError as second_error:
-            # Report the more relevant failure, as libpq lists both: the
-            # other transport's pg_hba.conf rejection ("no encryption")
-            # must not hide why the first attempt failed ("password
-            # authentication failed").  The other one stays chained.
-            if _is_hba_rejection(second_error) and not _is_hba_rejection(first_error):
+                                  _StartupProgress(), use_tls=not first_tls)
+        except BaseException as second_error:
+            # Both are kept, one as the other's cause, as libpq lists both.
+            # (A cancelled second attempt is cancelled: the CancelledError
+            # goes on, with the first attempt's error as its cause.)
+            if isinstance(second_error, Exception) and _first_error_tells_more(
+                    first_error, second_error):
                 raise first_error from second_error
-            raise
+            raise second_error from first_error
+
+
+def _may_try_other_transport(error: Exception, attempt: _StartupProgress, *,
+                             first_tls: bool) -> bool:
+    """Whether the first attempt's `error` lets an allow/prefer connection try
+    the other transport (libpq: only before authentication completed)."""
+    if attempt.authenticated:
+        # The server took the credentials and failed afterwards (no such
+        # database, a bad server_settings value, the server starting up):
+        # the other transport would fail the same way, and under 'prefer'
+        # the retry would send the password again, in plain text.
+        return False
+    if first_tls:
+        if not attempt.tls_accepted:
+            # The server declined TLS ('N'): the attempt that failed was
+            # already in plain text.  (Or no usable answer to the
+            # SSLRequest at all: not a server to retry with.)
+            return False
+        if not attempt.tls_established:
+            # The TLS handshake failed (a protocol version or certificate
+            # the server will not take, the connection reset): libpq goes
+            # on in plain text.  ssl.SSLError is an OSError.
+            return isinstance(error, OSError)
+    # An error the server sent before authentication completed: only
+    # pg_hba.conf knows which transport a role may use.  (A connection
+    # closed before then too, as asyncpg does: ConnectionDoesNotExistError.)
+    return isinstance(error, exceptions.PostgresError)
+
+
+def _first_error_tells_more(first_error: BaseException, second_error: BaseException) -> bool:
+    # The second attempt often fails only because the other transport is
+    # refused by pg_hba.conf ("no encryption") or unusable (the connection
+    # dropped, the server has no TLS): then the first attempt's error
+    # ("password authentication failed") is the one that says what to fix,
+    # unless it was itself such a pg_hba.conf rejection.
+    if _is_hba_rejection(first_error):
+        return False
+    return _is_hba_rejection(second_error) or isinstance(
+        second_error, (OSError, exceptions.ConnectionDoesNotExistError))
 
 
 def _is_hba_rejection(error: BaseException) -> bool:
@@ -361,15 +411,19 @@ def _is_hba_rejection(error: BaseException) -> bool:
     return type(error) is exceptions.InvalidAuthorizationSpecificationError
 
 
-async def _startup(loop, hostspec, params, config, connection_class, startup, *, use_tls):
+async def _startup(loop, hostspec, params, config, connection_class, startup,
+                   progress: Optional[_StartupProgress] = None, *, use_tls):
     proto = Protocol(loop)
     proto.max_pipeline = config.max_pipeline
     proto._configure_startup(params.user, hostspec.password, startup,
                              _protocol_minor(params.min_protocol_version),
                              _protocol_minor(params.max_protocol_version))
     proto.channel_binding = params.channel_binding
+    if progress is None:
+        progress = _StartupProgress()
     try:
-        transport = await _open_for_startup(loop, hostspec, params, proto, use_tls=use_tls)
+        transport = await _open_for_startup(loop, hostspec, params, proto, progress,
+                                            use_tls=use_tls)
     except OSError as e:
         hinted = _with_server_question(e, hostspec)
         if hinted is None:
@@ -379,6 +433,7 @@ async def _startup(loop, hostspec, params, config, connection_class, startup, *,
         _set_keepalives(transport, params)
         await proto.start_startup()
     except BaseException:
+        progress.authenticated = proto.authenticated
         transport.abort()
         raise
     conn = connection_class(proto, transport, loop, _describe(hostspec), config, params)

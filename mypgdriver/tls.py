@@ -121,12 +121,13 @@ class _SSLRequestProtocol(asyncio.Protocol):
             self.answer.exception()
 
 
-async def open_negotiated(loop, host: str, port: int, ctx: ssl.SSLContext,
-                          server_hostname: str | None, *, required: bool):
-    """Open TCP, ask for TLS; return (transport, is_tls).
+async def request_tls(loop, host: str, port: int, *, required: bool):
+    """Open TCP and send an SSLRequest; return (transport, protocol, accepted).
 
-    If the server declines and TLS is not required, the plain transport is
-    returned for the startup to continue on.
+    `accepted` is the server's 'S': the caller then runs the TLS handshake
+    (start_tls) over `transport` and `protocol`.  If the server declines
+    ('N') and TLS is not required, the plain transport is returned for the
+    startup to continue on.
     """
     transport, neg = await loop.create_connection(lambda: _SSLRequestProtocol(loop), host, port)
     # An answer other than 'S' or 'N' fails the connection attempt with a
@@ -141,15 +142,20 @@ async def open_negotiated(loop, host: str, port: int, ctx: ssl.SSLContext,
                 raise ConnectionError(
                     f'PostgreSQL server at "{host}:{port}" sent unencrypted data after '
                     f'accepting SSL')
-            tls_transport = await loop.start_tls(
-                transport, neg, ctx, server_hostname=server_hostname)
-            return tls_transport, True
+            return transport, neg, True
         if answer == b'N':
+            if neg.extra:
+                # A server speaks only after our StartupMessage: bytes
+                # already here are no answer to it.  Refuse them now, rather
+                # than send the startup and wait out the connect timeout.
+                raise exceptions.ProtocolError(
+                    f'PostgreSQL server at "{host}:{port}" sent unexpected data after '
+                    f'declining SSL')
             if required:
                 raise ConnectionError(
                     f'PostgreSQL server at "{host}:{port}" rejected SSL upgrade, '
                     f'but SSL was required')
-            return transport, False
+            return transport, neg, False
         if answer == b'E':
             # A server that failed before reading the request (fork failure,
             # a very old server).  Its text came unencrypted and unauthenticated
@@ -163,3 +169,26 @@ async def open_negotiated(loop, host: str, port: int, ctx: ssl.SSLContext,
     except BaseException:
         transport.abort()
         raise
+
+
+async def start_tls(loop, transport, protocol, ctx: ssl.SSLContext,
+                    server_hostname: str | None):
+    """The TLS handshake over a transport whose SSLRequest was accepted."""
+    try:
+        return await loop.start_tls(transport, protocol, ctx, server_hostname=server_hostname)
+    except BaseException:
+        transport.abort()
+        raise
+
+
+async def open_negotiated(loop, host: str, port: int, ctx: ssl.SSLContext,
+                          server_hostname: str | None, *, required: bool):
+    """Open TCP, ask for TLS; return (transport, is_tls).
+
+    If the server declines and TLS is not required, the plain transport is
+    returned for the startup to continue on.
+    """
+    transport, neg, accepted = await request_tls(loop, host, port, required=required)
+    if not accepted:
+        return transport, False
+    return await start_tls(loop, transport, neg, ctx, server_hostname), True

@@ -27,7 +27,13 @@ import mypgdriver
 from mypgdriver import exceptions
 from tests.support import certs
 from tests.support.cancel_loop import check_loop_outcomes, run_cancellation_loop
-from tests.support.fake_server import ScriptedSslAnswer
+from tests.support.fake_server import (
+    ASK_PASSWORD,
+    HANG_UP,
+    RecordingStartupServer,
+    ScriptedSslAnswer,
+)
+from tests.support.scripted_server import authentication_ok, startup_reply
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.tls_listener import DirectTlsListener
 from tools.pgcluster import PgCluster, ServerLacksSsl
@@ -763,19 +769,226 @@ async def test_malformed_ssl_answer_is_a_connection_error(answer, message, sslmo
         assert server.requests == [SSL_REQUEST]
 
 
-async def test_allow_retries_with_tls_after_any_server_error():
-    # The plain-text attempt is refused with 53300 (any server error makes
-    # libpq and asyncpg try the other transport); the TLS attempt then meets
-    # an 'E' answer, whose ConnectionError keeps the first error as context.
+async def test_allow_retries_with_tls_after_a_server_error_before_authentication():
+    # The plain-text attempt is refused with 53300 before authentication
+    # (any server error then makes libpq and asyncpg try the other
+    # transport); the TLS attempt meets an 'E' answer.  The first error is
+    # the one that says what is wrong; the ConnectionError is its cause.
     with ScriptedSslAnswer(_error_response("53300", "sorry, too many clients already")) as server:
-        with pytest.raises(ConnectionError) as info:
+        with pytest.raises(exceptions.TooManyConnectionsError) as info:
             await asyncio.wait_for(mypgdriver.connect(
                 host="127.0.0.1", port=server.port, user="postgres", ssl="allow",
                 timeout=5), 10)
         assert len(server.requests) == 2
         assert server.requests[1] == SSL_REQUEST
-        assert type(info.value) is ConnectionError
-        assert type(info.value.__context__) is exceptions.TooManyConnectionsError
+        assert type(info.value.__cause__) is ConnectionError
+
+
+@pytest.mark.parametrize("sslmode", ["prefer", "require"])
+async def test_data_after_ssl_declined_is_a_protocol_error_at_once(sslmode):
+    # A server speaks only after the StartupMessage: bytes that came with
+    # its 'N' are no answer to anything.  Refused at once, not after the
+    # connect timeout spent waiting for an answer to the StartupMessage.
+    with ScriptedSslAnswer(b"N" + authentication_ok()) as server:
+        started = time.monotonic()
+        with pytest.raises(exceptions.ProtocolError) as info:
+            await asyncio.wait_for(mypgdriver.connect(
+                host="127.0.0.1", port=server.port, user="postgres", ssl=sslmode,
+                timeout=60), 10)
+        assert time.monotonic() - started < 5
+        assert str(info.value) == (f'PostgreSQL server at "127.0.0.1:{server.port}" sent '
+                                   f'unexpected data after declining SSL')
+        assert server.requests == [SSL_REQUEST]
+
+
+# --- sslmode allow/prefer: when the other transport is tried ------------------------------
+#
+# libpq's rule, and asyncpg's: the second attempt is made only for an error
+# the first one met before authentication completed (and, under prefer,
+# only if TLS was in use, or its handshake failed).  An error after
+# AuthenticationOk (no such database, a bad setting, the server starting up)
+# would be the same on the other transport -- and under prefer, retrying in
+# plain text would send the password unencrypted.
+
+FAKE_USER, FAKE_PASSWORD = "alice", "fake-server-pw"
+
+
+@pytest.fixture(scope="module")
+def fake_server_tls(pki) -> ssl.SSLContext:
+    """A server-side context for the recording fake server (clients do not verify it)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(pki.server.cert_path, pki.server.key_path)
+    return ctx
+
+
+def _after_authentication(sqlstate: str, text: str) -> list[object]:
+    """A reply that authenticates the password, then fails the startup."""
+    return [ASK_PASSWORD, authentication_ok(), _error_response(sqlstate, text)]
+
+
+async def _connect_fake(server: RecordingStartupServer, sslmode: str, **kwargs: Any):
+    return await asyncio.wait_for(mypgdriver.connect(
+        host="127.0.0.1", port=server.port, user=FAKE_USER, password=FAKE_PASSWORD,
+        database="postgres", ssl=sslmode, **kwargs), 10)
+
+
+def _plain_text_passwords(server: RecordingStartupServer) -> list[bytes]:
+    return [p for attempt in server.attempts if not attempt.tls for p in attempt.passwords]
+
+
+POST_AUTH_ERRORS = [
+    ("3D000", 'database "postgres" does not exist', exceptions.InvalidCatalogNameError),
+    ("57P03", "the database system is starting up", exceptions.CannotConnectNowError),
+    ("22023", 'invalid value for parameter "work_mem": "lots"',
+     exceptions.InvalidParameterValueError),
+]
+
+
+@pytest.mark.parametrize("sqlstate, text, error_class", POST_AUTH_ERRORS,
+                         ids=[e[0] for e in POST_AUTH_ERRORS])
+async def test_prefer_never_retries_in_plain_text_after_authentication(
+        fake_server_tls, sqlstate, text, error_class):
+    reply = _after_authentication(sqlstate, text)
+    with RecordingStartupServer(tls_context=fake_server_tls, tls_reply=reply,
+                                plain_reply=reply) as server:
+        with pytest.raises(error_class) as info:
+            await _connect_fake(server, "prefer")
+        assert type(info.value) is error_class
+        assert info.value.sqlstate == sqlstate
+        assert len(server.attempts) == 1
+        assert server.attempts[0].tls
+        assert server.attempts[0].passwords == [FAKE_PASSWORD.encode() + b"\0"]
+        assert _plain_text_passwords(server) == []
+
+
+async def test_allow_does_not_retry_with_tls_after_authentication(fake_server_tls):
+    reply = _after_authentication("3D000", 'database "postgres" does not exist')
+    with RecordingStartupServer(tls_context=fake_server_tls, tls_reply=reply,
+                                plain_reply=reply) as server:
+        with pytest.raises(exceptions.InvalidCatalogNameError):
+            await _connect_fake(server, "allow")
+        assert len(server.attempts) == 1
+        assert not server.attempts[0].ssl_requested
+
+
+async def test_prefer_sends_no_plain_text_password_after_a_post_auth_error(tls_cluster):
+    # The real server: CLEAR_USER authenticates with a cleartext password
+    # over TLS, then the database it asks for does not exist.  The proxy
+    # shows every connection the driver opened: one, with an SSLRequest.
+    with TcpProxy(tls_cluster.host, tls_cluster.port) as proxy:
+        with pytest.raises(exceptions.InvalidCatalogNameError):
+            await mypgdriver.connect(
+                host="127.0.0.1", port=proxy.port, user=CLEAR_USER, password=CLEAR_PASSWORD,
+                database="mypg_no_such_database", ssl="prefer", timeout=10)
+        assert proxy.first_bytes == [SSL_REQUEST]
+
+
+@pytest.mark.parametrize("reply", [
+    [_error_response("28000", 'no pg_hba.conf entry for host "127.0.0.1", user "alice", '
+                              'database "postgres", no encryption')],
+    [ASK_PASSWORD, _error_response("28P01", 'password authentication failed for user "alice"')],
+], ids=["hba-reject", "wrong-password"])
+async def test_prefer_does_not_retry_when_the_server_declined_tls(reply):
+    # 'N': the first attempt was already in plain text; a second one would
+    # be the same.
+    with RecordingStartupServer(plain_reply=reply) as server:
+        with pytest.raises(exceptions.InvalidAuthorizationSpecificationError):
+            await _connect_fake(server, "prefer")
+        assert len(server.attempts) == 1
+        assert server.attempts[0].ssl_requested and not server.attempts[0].tls
+
+
+@pytest.mark.parametrize("cut", ["eof", "reset"])
+async def test_prefer_retries_in_plain_text_when_the_tls_handshake_is_cut(fake_server_tls, cut):
+    # libpq goes on in plain text after any failure of the TLS handshake,
+    # a dropped connection included, not only after an SSL error.
+    with RecordingStartupServer(tls_context=fake_server_tls, tls_handshake=cut,
+                                plain_reply=[startup_reply()]) as server:
+        conn = await _connect_fake(server, "prefer")
+        await conn.close()
+        assert len(server.attempts) == 2
+        assert server.attempts[0].ssl_requested and not server.attempts[0].tls
+        assert not server.attempts[1].ssl_requested
+        assert server.attempts[1].startup is not None
+
+
+HBA_REJECT_TLS = _error_response(
+    "28000", 'no pg_hba.conf entry for host "127.0.0.1", user "alice", database "postgres", '
+             'SSL encryption')
+HBA_REJECT_PLAIN = _error_response(
+    "28000", 'no pg_hba.conf entry for host "127.0.0.1", user "alice", database "postgres", '
+             'no encryption')
+
+
+@pytest.mark.parametrize("sslmode", ["prefer", "allow"])
+async def test_pre_auth_rejection_tries_the_other_transport_and_chains_the_errors(
+        fake_server_tls, sslmode):
+    # The first transport is refused by pg_hba.conf before authentication;
+    # the second authenticates and then fails: that error is raised, the
+    # first is its cause.
+    post_auth = _after_authentication("3D000", 'database "postgres" does not exist')
+    first_tls = sslmode == "prefer"
+    with RecordingStartupServer(
+            tls_context=fake_server_tls,
+            tls_reply=[HBA_REJECT_TLS] if first_tls else post_auth,
+            plain_reply=post_auth if first_tls else [HBA_REJECT_PLAIN]) as server:
+        with pytest.raises(exceptions.InvalidCatalogNameError) as info:
+            await _connect_fake(server, sslmode)
+        cause = info.value.__cause__
+        assert type(cause) is exceptions.InvalidAuthorizationSpecificationError
+        assert str(cause).endswith("SSL encryption" if first_tls else "no encryption")
+        assert [a.tls for a in server.attempts] == [first_tls, not first_tls]
+
+
+@pytest.mark.parametrize("sslmode", ["prefer", "allow"])
+async def test_first_attempts_wrong_password_wins_over_the_second_attempts_disconnect(
+        fake_server_tls, sslmode):
+    wrong_password = [ASK_PASSWORD,
+                      _error_response("28P01", 'password authentication failed for user "alice"')]
+    if sslmode == "prefer":
+        # TLS: wrong password; plain text: the server closes at once.
+        server = RecordingStartupServer(tls_context=fake_server_tls, tls_reply=wrong_password,
+                                        plain_reply=[HANG_UP])
+    else:
+        # Plain text: wrong password; TLS: the handshake is reset.
+        server = RecordingStartupServer(tls_context=fake_server_tls, tls_handshake="reset",
+                                        plain_reply=wrong_password)
+    with server:
+        with pytest.raises(exceptions.InvalidPasswordError) as info:
+            await _connect_fake(server, sslmode)
+        assert type(info.value) is exceptions.InvalidPasswordError
+        assert isinstance(info.value.__cause__,
+                          (OSError, exceptions.ConnectionDoesNotExistError))
+        assert len(server.attempts) == 2
+
+
+async def test_cancelled_fallback_attempt_keeps_the_first_error_as_its_cause(fake_server_tls):
+    # The TLS attempt is refused; the plain-text one gets no answer and is
+    # cancelled.  The CancelledError goes on, the first error chained to it.
+    with RecordingStartupServer(tls_context=fake_server_tls, tls_reply=[HBA_REJECT_TLS],
+                                plain_reply=[]) as server:
+        caught: list[BaseException] = []
+
+        async def connect() -> None:
+            try:
+                await mypgdriver.connect(
+                    host="127.0.0.1", port=server.port, user=FAKE_USER,
+                    password=FAKE_PASSWORD, database="postgres", ssl="prefer", timeout=None)
+            except BaseException as e:
+                caught.append(e)
+                raise
+
+        task = asyncio.ensure_future(connect())
+        for _ in range(500):
+            if len(server.attempts) == 2 and server.attempts[1].startup is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert len(server.attempts) == 2 and not server.attempts[1].tls
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert type(caught[0]) is asyncio.CancelledError
+        assert type(caught[0].__cause__) is exceptions.InvalidAuthorizationSpecificationError
 
 
 # --- the cancellation loop over TLS ---------------------------------------------------------

@@ -75,6 +75,9 @@ cdef class CoreProtocol:
         public object tls_server_cert_der # for SCRAM channel binding
         public str channel_binding
         public str auth_method            # what the server asked for, for tests and errors
+        # AuthenticationOk arrived: an error after it is not an authentication
+        # failure, and an sslmode fallback must not retry on another transport.
+        readonly bint authenticated
 
         # Operations in flight, oldest first (a linked list through .next):
         # `cur` is the one whose messages are arriving.

@@ -135,6 +135,7 @@ cdef class CoreProtocol:
         self.record_class = Record
         self.channel_binding = 'prefer'
         self.auth_method = None
+        self.authenticated = False
         self.result_status = None
         self.result_error = None
         self.discard_rows = False
@@ -873,6 +874,7 @@ cdef class CoreProtocol:
             # the settings demand it: an impostor could otherwise just say OK.
             auth.check_authentication_ok(self._sasl, channel_binding=self.channel_binding)
             self._sasl = None
+            self.authenticated = True
             return 0
         buf = WriteBuffer()
         if code == 3:           # cleartext
