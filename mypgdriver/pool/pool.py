@@ -906,7 +906,9 @@ class Pool:
     # the least loaded lent one.  The last call to finish resets it and gives
     # it back.  Statements that could change the session for the others
     # (BEGIN, SET, LISTEN, temporary tables, advisory locks, ...) take a
-    # connection of their own, as acquire() does.
+    # connection of their own, as acquire() does, and so do the calls that
+    # stream with the connection held alone (executemany, COPY): see
+    # shortcuts.SHORTCUT_METHODS.
 
     async def execute(self, query: str, *args: object, timeout: Optional[float] = None) -> str:
         """Run a command on a pooled connection; see :meth:`Connection.execute`."""
@@ -914,8 +916,14 @@ class Pool:
 
     async def executemany(self, command: str, args: ArgumentRows, *,
                           timeout: Optional[float] = None) -> None:
-        """Run a command for each argument sequence; see ``Connection.executemany``."""
-        return await self._shortcut('executemany', command, args, timeout=timeout)
+        """Run a command for each argument sequence; see ``Connection.executemany``.
+
+        Streams its rows with the connection held alone, so it takes one of
+        its own (as acquire() does) and never shares it with other shortcut
+        calls.
+        """
+        async with self.acquire() as con:
+            return await con.executemany(command, args, timeout=timeout)
 
     @overload
     async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,

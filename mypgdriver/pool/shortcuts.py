@@ -4,7 +4,9 @@ Each shortcut runs one statement outside any transaction, so the pool lends
 one connection to several of them at once and pipelines their statements
 (see Pool._shortcut).  That is safe only for statements that leave the
 session as they found it, and only for the Connection methods whose
-behaviour the pool knows.
+behaviour the pool knows and which send one operation among the others.
+executemany and COPY stream with the connection held alone (Session.hold()):
+they never share one, they take a connection of their own.
 """
 from __future__ import annotations
 
@@ -16,8 +18,12 @@ from mypgdriver.pool.slots import PooledConnection
 
 __all__ = ('SHORTCUT_METHODS', 'may_share', 'overridden_shortcuts', 'shared_load')
 
-#: The methods behind the pool's shareable shortcuts (Pool.execute, ...).
-SHORTCUT_METHODS = ('execute', 'executemany', 'fetch', 'fetchrow', 'fetchval')
+#: The methods behind the pool's shareable shortcuts (Pool.execute, ...).  Not
+#: executemany: on a shared connection it must wait until the others' pipeline
+#: has drained, and every call lent after it waits behind its stream; calls
+#: waiting for that turn among pipelined callers hung for ever (issue 22).  On
+#: a connection of its own it streams at once, as in asyncpg.
+SHORTCUT_METHODS = ('execute', 'fetch', 'fetchrow', 'fetchval')
 
 # Statements after which a connection could not be shared by other shortcut
 # calls: they open a transaction, change settings or session state, take a
