@@ -25,6 +25,11 @@ AUTH_ROLES: dict[str, tuple[str | None, str]] = {
 }
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # -m memory: the slower memory-growth checks (tests/test_connect_memory.py).
+    config.addinivalue_line("markers", "memory: a memory-growth check (a loop in a child process)")
+
+
 class DsnCluster(ExternalCluster):
     """The server named by MYPGDRIVER_TEST_DSN; tests needing our own server skip."""
 

@@ -107,11 +107,13 @@ cdef class ReadBuffer:
 
         char *own_data       # our storage while `data` points at borrowed bytes
         Py_ssize_t own_capacity
+        bint borrowed        # between borrow() and unborrow()
 
     cdef int reserve(self, Py_ssize_t sizehint) except -1
     cdef int borrow(self, bytes chunk, Py_ssize_t offset) except -1
     cdef Py_ssize_t fill_pending(self, bytes chunk, Py_ssize_t offset) except -1
     cdef int unborrow(self) except -1
+    cdef int release(self) except -1
     cdef inline void advance_end(self, Py_ssize_t n) noexcept:
         self.end += n
 
@@ -126,6 +128,7 @@ cdef class WriteBuffer:
         Py_ssize_t msg_start
 
     cdef int reset(self) except -1
+    cdef int release(self) except -1
     cdef int start_message(self, char mtype) except -1
     cdef int end_message(self) except -1
     cdef int write_bytes(self, bytes b) except -1

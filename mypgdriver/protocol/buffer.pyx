@@ -14,12 +14,14 @@ cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
 
 
-# 256 KiB: large enough that a typical result arrives in one recv_into(),
-# small enough to stay in L2.  Grown on demand for bigger messages.
-cdef Py_ssize_t READ_BUFFER_INITIAL = 256 * 1024
-# Below this much free tail space, reserve() compacts first, so that the
-# transport never gets a tiny window (one syscall per few bytes).
-cdef Py_ssize_t READ_BUFFER_MIN_FREE = 64 * 1024
+# The receive buffer's own storage holds only messages split across reads
+# (data_received parses each read in place, see ReadBuffer.borrow), so it is
+# allocated at the first split message, not per connection, and starts small:
+# it doubles to fit a large message.  It used to be 256 KiB per connection,
+# from when the transport read into it (recv_into): above glibc's initial
+# mmap threshold, so the first free raised that threshold and every later
+# 256 KiB buffer came from the heap, which connect/close loops fragmented.
+cdef Py_ssize_t READ_BUFFER_INITIAL = 16 * 1024
 cdef Py_ssize_t WRITE_BUFFER_INITIAL = 4096
 # Leftovers up to this size are moved to the front of the receive buffer
 # before each read (cheap next to a read() call).
@@ -59,17 +61,45 @@ cdef bytes frame_read_cstr_bytes(Frame *f):
 cdef class ReadBuffer:
 
     def __cinit__(self):
-        self.data = <char*>PyMem_Malloc(READ_BUFFER_INITIAL)
-        if self.data == NULL:
-            raise MemoryError
-        self.capacity = READ_BUFFER_INITIAL
+        # No storage until a message is split across reads (reserve()).
+        self.data = NULL
+        self.capacity = 0
         self.start = 0
         self.end = 0
         self.needed = 0
+        self.own_data = NULL
+        self.own_capacity = 0
+        self.borrowed = False
 
     def __dealloc__(self):
+        if self.borrowed:
+            PyMem_Free(self.own_data)
+        else:
+            PyMem_Free(self.data)
+        self.data = NULL
+        self.own_data = NULL
+
+    cdef int release(self) except -1:
+        """Free the storage and forget unparsed bytes: the connection is closed.
+
+        A closed connection lives on until the cyclic garbage collector
+        reaches it (the protocol, session and connection refer to each
+        other), so its buffers are freed here, not when it is deallocated.
+        Later use allocates again, as a new buffer does.
+        """
+        if self.borrowed:
+            # Inside data_received: unborrow() will find empty own storage.
+            PyMem_Free(self.own_data)
+            self.own_data = NULL
+            self.own_capacity = 0
+            return 0
         PyMem_Free(self.data)
         self.data = NULL
+        self.capacity = 0
+        self.start = 0
+        self.end = 0
+        self.needed = 0
+        return 0
 
     cdef int reserve(self, Py_ssize_t sizehint) except -1:
         """Make room for at least `sizehint` more bytes after `end` (moving or growing the storage).
@@ -81,17 +111,13 @@ cdef class ReadBuffer:
         bytes come keeps a big message's copies amortised linear.
         """
         cdef Py_ssize_t unparsed = self.end - self.start
-        cdef Py_ssize_t want = READ_BUFFER_MIN_FREE
+        cdef Py_ssize_t want = sizehint
         cdef Py_ssize_t new_capacity
         cdef char *new_data
-        if sizehint > want:
-            want = sizehint
         if self.start > 0 and unparsed <= READ_BUFFER_CHEAP_MOVE:
-            # Move a small leftover (part of one message) to the front, so the
-            # transport gets nearly the whole buffer: a read that fills the
-            # window it was given makes libuv/asyncio read again at once, and
-            # small windows doubled the read() calls per query (strace: 2.3
-            # vs asyncpg's 1.3 per 100 KB result).
+            # Move a small leftover (part of one message) to the front, so
+            # the storage does not grow while a stream of small messages
+            # leaves a partial one at the end of every read.
             if unparsed:
                 memmove(self.data, self.data + self.start, <size_t>unparsed)
             self.start = 0
@@ -104,6 +130,8 @@ cdef class ReadBuffer:
                 self.end = unparsed
             if self.capacity - self.end < want:
                 new_capacity = self.capacity * 2
+                if new_capacity < READ_BUFFER_INITIAL:
+                    new_capacity = READ_BUFFER_INITIAL
                 while new_capacity - self.end < want:
                     new_capacity *= 2
                 new_data = <char*>PyMem_Realloc(self.data, <size_t>new_capacity)
@@ -121,6 +149,7 @@ cdef class ReadBuffer:
         """
         self.own_data = self.data
         self.own_capacity = self.capacity
+        self.borrowed = True
         self.data = PyBytes_AS_STRING(chunk)
         self.capacity = PyBytes_GET_SIZE(chunk)
         self.start = offset
@@ -152,6 +181,8 @@ cdef class ReadBuffer:
         self.data = self.own_data
         self.capacity = self.own_capacity
         self.own_data = NULL
+        self.own_capacity = 0
+        self.borrowed = False
         self.start = 0
         self.end = 0
         if tail > 0:
@@ -165,9 +196,10 @@ cdef class ReadBuffer:
         cdef Py_buffer view
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
-            self.reserve(view.len)
-            memcpy(self.data + self.end, view.buf, <size_t>view.len)
-            self.end += view.len
+            if view.len:
+                self.reserve(view.len)
+                memcpy(self.data + self.end, view.buf, <size_t>view.len)
+                self.end += view.len
         finally:
             PyBuffer_Release(&view)
 
@@ -175,10 +207,10 @@ cdef class ReadBuffer:
 cdef class WriteBuffer:
 
     def __cinit__(self):
-        self.data = <char*>PyMem_Malloc(WRITE_BUFFER_INITIAL)
-        if self.data == NULL:
-            raise MemoryError
-        self.capacity = WRITE_BUFFER_INITIAL
+        # No storage until the first write (grow()): a connection's COPY OUT
+        # buffer, for one, is never written to by most connections.
+        self.data = NULL
+        self.capacity = 0
         self.length = 0
         self.msg_start = -1
 
@@ -186,10 +218,21 @@ cdef class WriteBuffer:
         PyMem_Free(self.data)
         self.data = NULL
 
+    cdef int release(self) except -1:
+        """Free the storage and drop what was written (the connection is closed)."""
+        PyMem_Free(self.data)
+        self.data = NULL
+        self.capacity = 0
+        self.length = 0
+        self.msg_start = -1
+        return 0
+
     cdef int grow(self, Py_ssize_t extra) except -1:
         cdef Py_ssize_t new_capacity
         cdef char *new_data
         new_capacity = self.capacity * 2
+        if new_capacity < WRITE_BUFFER_INITIAL:
+            new_capacity = WRITE_BUFFER_INITIAL
         while new_capacity < self.length + extra:
             new_capacity *= 2
         new_data = <char*>PyMem_Realloc(self.data, <size_t>new_capacity)
@@ -205,12 +248,7 @@ cdef class WriteBuffer:
         # A buffer that once held a huge COPY chunk or Bind should not pin
         # that memory for the life of the connection.
         if self.capacity > 1024 * 1024:
-            PyMem_Free(self.data)
-            self.data = <char*>PyMem_Malloc(WRITE_BUFFER_INITIAL)
-            if self.data == NULL:
-                self.capacity = 0
-                raise MemoryError
-            self.capacity = WRITE_BUFFER_INITIAL
+            self.release()
         return 0
 
     cdef int start_message(self, char mtype) except -1:

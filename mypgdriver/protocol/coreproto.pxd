@@ -130,6 +130,7 @@ cdef class CoreProtocol:
     cdef list _take_rows(self)
     cdef void _drop_rows(self) noexcept
     cdef bytes _build_startup_message(self)
+    cdef int release_buffers(self) except -1
     cdef int _send_simple_query(self, str query) except -1
     cdef int _send_prepare(self, StatementState st) except -1
     cdef int _send_bind_execute(self, StatementState st, object args, str portal, int32_t limit) except -1

@@ -155,6 +155,19 @@ cdef class CoreProtocol:
         PyMem_Free(self.rows)
         self.rows = NULL
 
+    cdef int release_buffers(self) except -1:
+        """Free the send and receive storage of a closed connection.
+
+        The protocol, session and Connection refer to each other, so a
+        closed connection is freed by the cyclic garbage collector, dozens
+        of connections later in a connect/close loop: its buffers should
+        not wait for that.  Anything written later allocates again.
+        """
+        self.rbuf.release()
+        self.wbuf.release()
+        self.copy_out_buf.release()
+        return 0
+
     cdef int _append_row(self, object row) except -1:
         cdef Py_ssize_t cap
         cdef PyObject **grown

@@ -201,6 +201,7 @@ cdef class BaseProtocol(CoreProtocol):
                 if exc is not None:
                     self.lost_exc.__cause__ = exc
         self.state = STATE_CLOSED
+        self.release_buffers()
         if self.cur is not None and self.cur.kind == OP_STARTUP and self.result_error is not None:
             self._fail_all(self.result_error)
         else:
