@@ -71,11 +71,15 @@ class ConnectionConfig:
 
 
 class _ConnectionMeta(type):
-    # A pool hands out proxies; like asyncpg, isinstance(proxy, Connection)
-    # is true for them, so type checks in user code keep working.
+    # A pool hands out proxies; like asyncpg, a proxy is an instance of the
+    # pool's connection_class and of its bases (Connection included), so
+    # type checks in user code keep working.  Asked of the proxy's type
+    # first: a released proxy refuses attribute access, not this question.
     def __instancecheck__(cls, instance: object) -> bool:
-        return super().__instancecheck__(instance) or (
-            cls is Connection and getattr(type(instance), '_is_connection_proxy', False))
+        if super().__instancecheck__(instance):
+            return True
+        proxied_class = getattr(type(instance), '_proxied_class', None)
+        return proxied_class is not None and issubclass(proxied_class(instance), cls)
 
 
 class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_ConnectionMeta):

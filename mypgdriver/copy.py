@@ -750,7 +750,7 @@ class CopyMixin:
             # CopyFail makes the server abort the command and answer with
             # an error and ReadyForQuery; the caller raises `exc` instead.
             try:
-                proto.copy_in_fail(f'{type(exc).__name__}: {exc}'[:1000])
+                proto.copy_in_fail(copy_fail_reason(exc))
             except BaseException:
                 # Not even CopyFail could be sent: close rather than leave
                 # the server waiting for data that will never come.
@@ -767,3 +767,20 @@ class CopyMixin:
         # Cancelled (or interrupted): abandon() ends the COPY with CopyFail
         # and drains the rest before the next operation.
         self._session.abandon(fut)
+
+
+def copy_fail_reason(exc: BaseException) -> str:
+    """The reason CopyFail gives the server for `exc`: its type and message.
+
+    Only the server's log sees it (the caller gets `exc` itself), so making
+    it must not fail: a message that cannot be produced (a ``__str__`` that
+    raises) is left out, and what a C string cannot carry (NUL, lone
+    surrogates) is escaped.
+    """
+    name = type(exc).__name__
+    try:
+        text = f'{name}: {exc}'
+    except Exception:
+        text = f'{name} (its message could not be produced)'
+    text = text[:1000].replace('\0', '\\0')
+    return text.encode('utf-8', 'backslashreplace').decode('utf-8')

@@ -6,7 +6,8 @@ arrival order; a coroutine function is started as a task), so a slow,
 failing or re-entrant callback cannot disturb the connection.  A callback
 may be a plain function or a coroutine function; an awaitable it returns
 runs as a task.  Termination listeners are scheduled when the connection is
-lost, or by close() and terminate() before they return, as in asyncpg.  Exceptions are passed to the
+lost (before the calls in flight fail, so they run first), or by close() and
+terminate() before they return, as in asyncpg.  Exceptions are passed to the
 loop's exception handler, as for any other unhandled callback error.
 """
 from __future__ import annotations

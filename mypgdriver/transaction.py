@@ -97,6 +97,17 @@ class Transaction:
                         exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         try:
             session = self._session
+            if self._checkout != session.checkout and exc_type is not None:
+                # The pool checkout this block belonged to has ended (say, an
+                # async generator left unfinished inside the block, closed
+                # by its finalizer after the release): the pool's reset
+                # rolled the block back, and the connection may be someone
+                # else's by now.  Nothing to do, and nothing to report over
+                # the exception leaving the block.  A normal exit still
+                # raises below: the commit it asks for cannot happen.
+                if self._state is TransactionState.STARTED:
+                    self._state = TransactionState.ROLLEDBACK
+                return
             if session.is_closed() and self._state is TransactionState.STARTED:
                 self._forget()
                 self._state = TransactionState.FAILED

@@ -47,9 +47,23 @@ class TypeCodecsMixin:
         ``'binary'`` (bytes) or ``'tuple'`` (date, time, timetz, timestamp,
         timestamptz, interval and composite types).  The codec also applies
         inside arrays, composites and domains of the type.
+
+        A domain cannot have a codec of its own: the server describes result
+        columns of a domain type by the domain's base type, so a codec keyed
+        by the domain would never be used for results.  Set it on the base
+        type instead (it then applies to the domain's values as well).
         """
         self._session.check_open()
         info = await self._type_info_by_name(typename, schema)
+        if info.kind == 'd':
+            base_info = self._session.codecs.type_info(info.base)
+            base_name = (f'{base_info.schema}.{base_info.name}' if base_info is not None
+                         else 'its base type')
+            raise exceptions.UnsupportedClientFeatureError(
+                f'cannot set a codec on the domain type {info.schema}.{info.name}: '
+                f'query results carry values of a domain as its base type, so a codec '
+                f'on the domain would never decode them; set the codec on the base '
+                f'type ({base_name}) instead')
         if info.category == 'A' or info.kind in ('r', 'm', 'p'):
             raise exceptions.UnsupportedClientFeatureError(
                 f'custom codecs on {_kind_label(info)} types are not supported '

@@ -203,11 +203,17 @@ class BitString:
         if not isinstance(bitstring, str):
             raise TypeError(f'BitString() expects a str of 0s and 1s, '
                             f'got {type(bitstring).__name__}')
+        # Spaces only, as in asyncpg: other whitespace is an invalid bit.
         digits = bitstring.replace(' ', '')
         if digits.strip('01'):
             bad = next(i for i, ch in enumerate(bitstring) if ch not in '01 ')
             raise ValueError(f'invalid bit value at position {bad}')
         n = len(digits)
+        if n == 0:
+            # Only spaces: no bits (int('', 2) below would refuse it).
+            self._bytes = b''
+            self._bitlength = 0
+            return
         # Left-align the bits in whole bytes: PostgreSQL's layout.
         value = int(digits, 2) << (-n % 8)
         self._bytes = value.to_bytes((n + 7) // 8, 'big')

@@ -312,13 +312,16 @@ async def test_str_argument_ignores_a_lenient_decimal_context(conn) -> None:
         ([1], "expected Decimal, int, float or str, got list"),
         (object(), "expected Decimal, int, float or str, got object"),
         (Decimal("sNaN"), "signaling NaN"),
+        (Decimal("-sNaN"), "signaling NaN"),
+        (Decimal("sNaN123"), "signaling NaN"),
+        ("-snan", "signaling NaN"),
         (Decimal("1E-16384"), "16384 digits after the decimal point, numeric allows at most 16383"),
         (Decimal("0E-20000"), "20000 digits after the decimal point"),
         (Decimal(f"1E+{MAX_INT_DIGITS}"), "value too large for numeric"),
         (10 ** MAX_INT_DIGITS * 7, "value too large for numeric"),
     ],
     ids=["str-word", "str-empty", "str-nul", "str-comma", "str-snan", "bytes", "list", "object",
-         "snan", "scale", "zero-scale", "weight", "big-int"],
+         "snan", "negative-snan", "snan-payload", "str-negative-snan", "scale", "zero-scale", "weight", "big-int"],
 )
 async def test_bad_argument_raises_data_error(conn, value: Any, reason: str) -> None:
     with pytest.raises(exceptions.DataError) as info:
@@ -329,6 +332,14 @@ async def test_bad_argument_raises_data_error(conn, value: Any, reason: str) -> 
     assert reason in message
     # Nothing half-encoded reached the server: the connection still works.
     assert await conn.fetchval("SELECT $1::numeric", Decimal("2.50")) == Decimal("2.50")
+
+
+async def test_signaling_nan_array_element_raises_data_error(conn) -> None:
+    # asyncpg stores NaN for it; we refuse rather than change the value
+    # (see docs/migrating.rst).
+    with pytest.raises(exceptions.DataError, match="signaling NaN"):
+        await conn.fetchval("SELECT $1::numeric[]", [Decimal("1"), Decimal("sNaN")])
+    assert (await conn.fetchval("SELECT $1::numeric[]", [Decimal("NaN")]))[0].is_nan()
 
 
 async def test_bad_second_argument_is_named(conn) -> None:

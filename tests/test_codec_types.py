@@ -453,6 +453,25 @@ class TestBitString:
         with pytest.raises(TypeError):
             BitString(b'101')
 
+    @pytest.mark.parametrize('text, bits, data', [
+        ('', 0, b''),
+        (' ', 0, b''),
+        ('   ', 0, b''),
+        ('10 01', 4, b'\x90'),
+        ('  1', 1, b'\x80'),
+        ('1 0 1 0 1 1 0 0 1', 9, b'\xac\x80'),
+    ])
+    def test_spaces_anywhere_are_ignored_as_in_asyncpg(self, text: str, bits: int,
+                                                       data: bytes) -> None:
+        b = BitString(text)
+        assert (len(b), b.bytes) == (bits, data)
+        assert b == BitString(text.replace(' ', ''))
+
+    @pytest.mark.parametrize('text, position', [('1\t0', 1), ('\n', 0), (' 1 x', 3)])
+    def test_other_whitespace_is_an_invalid_bit(self, text: str, position: int) -> None:
+        with pytest.raises(ValueError, match=f'position {position}'):
+            BitString(text)
+
     def test_index_out_of_range(self) -> None:
         with pytest.raises(IndexError):
             BitString('101')[3]

@@ -769,6 +769,60 @@ async def test_copy_records_failing_iterator_is_reraised(conn):
     await _assert_usable(conn)
 
 
+class UnprintableError(Exception):
+    """An exception whose message cannot be produced."""
+
+    def __str__(self) -> str:
+        raise RuntimeError('__str__ failed')
+
+
+@pytest.mark.parametrize('source', ['records', 'async records', 'bytes', 'async bytes'])
+async def test_copy_source_error_with_failing_str_is_reraised_and_connection_stays_open(
+        conn, source):
+    # The CopyFail message is made from the exception; its __str__ failing
+    # must neither replace the caller's exception nor close the connection.
+    await conn.execute('CREATE TEMP TABLE unprintable (a int)')
+
+    def records():
+        yield from [(i,) for i in range(10)]
+        raise UnprintableError()
+
+    async def arecords():
+        for record in records():
+            yield record
+
+    def chunks():
+        yield b'1\n2\n'
+        raise UnprintableError()
+
+    async def achunks():
+        for chunk in chunks():
+            yield chunk
+
+    with pytest.raises(UnprintableError) as info:
+        if source == 'records':
+            await conn.copy_records_to_table('unprintable', records=records())
+        elif source == 'async records':
+            await conn.copy_records_to_table('unprintable', records=arecords())
+        elif source == 'bytes':
+            await conn.copy_to_table('unprintable', source=chunks())
+        else:
+            await conn.copy_to_table('unprintable', source=achunks())
+    assert type(info.value) is UnprintableError
+    assert not conn.is_closed()
+    assert await conn.fetchval('SELECT count(*) FROM unprintable') == 0
+    await _assert_usable(conn)
+
+
+def test_copy_fail_reason_is_always_a_sendable_string():
+    from mypgdriver.copy import copy_fail_reason
+    assert copy_fail_reason(KeyError('gone')) == "KeyError: 'gone'"
+    assert copy_fail_reason(UnprintableError()) == (
+        'UnprintableError (its message could not be produced)')
+    assert copy_fail_reason(ValueError('a\0b \udc80')) == 'ValueError: a\\0b \\udc80'
+    assert len(copy_fail_reason(ValueError('x' * 5000))) == 1000
+
+
 async def test_copy_records_missing_table_or_column(conn):
     with pytest.raises(exceptions.UndefinedTableError):
         await conn.copy_records_to_table('nope', records=[(1,)])

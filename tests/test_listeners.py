@@ -360,3 +360,24 @@ async def test_termination_listener_runs_before_the_terminated_query_fails(conn,
     with pytest.raises(exceptions.ConnectionDoesNotExistError):
         await asyncio.wait_for(pending, 5)
     assert events == ['listener', 'query failed']
+
+
+@pytest.mark.parametrize('kind', ['plain', 'async'])
+async def test_termination_listener_has_run_when_the_failed_call_raises(conn, other, kind):
+    # The guide promises that a listener has run before the failed call's
+    # exception reaches its caller: the caller's except block sees its
+    # effect.  A coroutine listener has run up to its first await by then.
+    events, listener = _recording_listener(kind)
+    conn.add_termination_listener(listener)
+
+    async def terminate_soon() -> None:
+        await asyncio.sleep(0.2)
+        assert await other.fetchval('SELECT pg_terminate_backend($1)', conn.get_server_pid())
+
+    terminator = asyncio.ensure_future(terminate_soon())
+    try:
+        await conn.fetchval('SELECT pg_sleep(30)')
+    except exceptions.ConnectionDoesNotExistError:
+        events.append('except')
+    await terminator
+    assert events == ['listener', 'except']

@@ -90,6 +90,43 @@ async def test_proxy_calls_overrides_with_only_the_arguments_given(pool_kwargs):
             assert await con.fetchval('SELECT 4') == ('fetchval', 4)
 
 
+class ExtendedConnection(Connection):
+    """A connection_class with methods and an attribute of its own."""
+
+    greeting = 'hello'
+
+    async def answer(self):
+        return await self.fetchval('SELECT 42')
+
+    def doubled_pid(self):
+        return 2 * self.get_server_pid()
+
+
+async def test_proxy_is_an_instance_of_the_connection_class_and_calls_its_methods(pool_kwargs):
+    async with create_pool(min_size=1, max_size=1, connection_class=ExtendedConnection,
+                           **pool_kwargs) as pool:
+        async with pool.acquire() as con:
+            assert isinstance(con, ExtendedConnection)
+            assert isinstance(con, Connection)
+            assert not isinstance(con, NarrowConnection)
+            assert await con.answer() == 42
+            assert con.doubled_pid() == 2 * con.get_server_pid()
+            assert con.greeting == 'hello'
+            answer, doubled_pid = con.answer, con.doubled_pid
+        # Still an instance after release; its handles end with the checkout.
+        assert isinstance(con, ExtendedConnection)
+        with pytest.raises(exceptions.InterfaceError, match='released'):
+            await answer()
+        with pytest.raises(exceptions.InterfaceError, match='released'):
+            await con.answer()
+        with pytest.raises(exceptions.InterfaceError, match='released'):
+            doubled_pid()
+    async with create_pool(min_size=1, max_size=1, **pool_kwargs) as pool:
+        async with pool.acquire() as con:
+            assert isinstance(con, Connection)
+            assert not isinstance(con, ExtendedConnection)
+
+
 async def test_proxy_passes_keyword_arguments_exactly_as_given(pool_kwargs, recording):
     async with create_pool(min_size=1, max_size=1, connection_class=recording,
                            **pool_kwargs) as pool:

@@ -12,6 +12,7 @@ the same backend (checked by its pid).
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import time
 import warnings
@@ -108,6 +109,85 @@ async def test_transaction_from_released_checkout_refuses_use(shared_table, pool
                     pass
             else:
                 await getattr(tr, method)()
+
+
+#: What the pool itself reports when a connection is released inside a
+#: transaction (as asyncpg does): expected below, and the only report allowed.
+RELEASED_IN_TRANSACTION = "released inside an open transaction"
+
+
+def unexpected_reports(contexts: list) -> list:
+    return [context for context in contexts
+            if RELEASED_IN_TRANSACTION not in context.get("message", "")]
+
+
+async def rows_in_a_transaction(con: Any):
+    """An async generator that yields rows inside a transaction block."""
+    async with con.transaction():
+        for i in range(3):
+            yield await con.fetchval("SELECT $1::int", i)
+
+
+async def test_abandoned_generator_in_a_transaction_is_finalized_quietly_after_release(pool):
+    # The generator is left at its first row, its connection released; when
+    # it is collected, the loop's finalizer hook runs its aclose() in a
+    # task, whose transaction __aexit__ must neither raise nor touch the
+    # connection (the pool's reset rolled the block back).
+    loop = asyncio.get_running_loop()
+    reports: list = []
+    loop.set_exception_handler(lambda loop, context: reports.append(context))
+    try:
+        con = await pool.acquire()
+        rows = rows_in_a_transaction(con)
+        assert await rows.__anext__() == 0
+        await pool.release(con)
+        del rows
+        gc.collect()
+        await asyncio.sleep(0.05)      # the finalizer's aclose() task runs
+        gc.collect()                   # a failed task would be reported now
+        await asyncio.sleep(0)
+        async with pool.acquire() as con:
+            assert con.is_in_transaction() is False
+            assert await con.fetchval("SELECT 1") == 1
+    finally:
+        loop.set_exception_handler(None)
+    assert unexpected_reports(reports) == []
+    assert len(reports) == 1           # the pool's report of the release
+
+
+def test_abandoned_generator_in_a_transaction_is_closed_quietly_at_loop_shutdown(
+        connect_kwargs):
+    # The generator is still referenced when the loop shuts down:
+    # shutdown_asyncgens() closes it, and reports what its aclose() raises.
+    loop = asyncio.new_event_loop()
+    reports: list = []
+    loop.set_exception_handler(lambda loop, context: reports.append(context))
+    kept: list = []
+
+    async def abandon() -> Any:
+        pool = await mypgdriver.create_pool(**connect_kwargs, min_size=1, max_size=1)
+        con = await pool.acquire()
+        rows = rows_in_a_transaction(con)
+        kept.append(rows)
+        assert await rows.__anext__() == 0
+        await pool.release(con)
+        return pool
+
+    async def next_user(pool: Any) -> None:
+        try:
+            async with pool.acquire() as con:
+                assert con.is_in_transaction() is False
+                assert await con.fetchval("SELECT 1") == 1
+        finally:
+            await pool.close()
+
+    try:
+        pool = loop.run_until_complete(abandon())
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(next_user(pool))
+    finally:
+        loop.close()
+    assert unexpected_reports(reports) == []
 
 
 # --- PreparedStatement ---------------------------------------------------------------------

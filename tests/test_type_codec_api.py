@@ -107,6 +107,27 @@ async def test_a_user_type_wins_over_a_builtin_of_the_same_spelling(conn) -> Non
         await conn.execute("DROP SCHEMA names_s CASCADE")
 
 
+async def test_a_codec_on_a_domain_is_refused_and_the_connection_stays_usable(conn) -> None:
+    # Results carry a domain's values as its base type, so a codec keyed by
+    # the domain would silently never decode them (asyncpg refuses too).
+    await conn.execute("DROP SCHEMA IF EXISTS dom_s CASCADE; CREATE SCHEMA dom_s; "
+                       "CREATE DOMAIN dom_s.posint AS int4 CHECK (VALUE > 0)")
+    try:
+        async with conn.transaction():
+            with pytest.raises(exceptions.UnsupportedClientFeatureError,
+                               match=r'domain type dom_s\.posint.*base type \(pg_catalog\.int4\)'):
+                await conn.set_type_codec('posint', schema='dom_s', format='text',
+                                          encoder=str, decoder=tag)
+            assert await conn.fetchval("SELECT 5::dom_s.posint") == 5
+        # The advice works: a codec on the base type applies to the domain.
+        await conn.set_type_codec('int4', schema='pg_catalog', format='text',
+                                  encoder=str, decoder=tag)
+        assert await conn.fetchval("SELECT 5::dom_s.posint") == ('decoded', '5')
+    finally:
+        await conn.reset_type_codec('int4', schema='pg_catalog')
+        await conn.execute("DROP SCHEMA dom_s CASCADE")
+
+
 async def test_every_pg_catalog_name_asyncpg_knows_resolves_to_the_same_type(conn) -> None:
     asyncpg_protocol = pytest.importorskip('asyncpg.protocol')
     names = asyncpg_protocol.BUILTIN_TYPE_NAME_MAP

@@ -53,7 +53,10 @@ else:
 class PoolConnectionProxy(_ProxyBase):
     """A pooled connection as seen by the code that acquired it.
 
-    ``isinstance(proxy, Connection)`` is true, as in asyncpg.
+    ``isinstance(proxy, Connection)`` is true, as in asyncpg, and so is
+    ``isinstance(proxy, C)`` for the pool's ``connection_class`` C and its
+    bases (also after release).  Methods of ``connection_class`` are called
+    through the proxy like Connection's.
 
     Attribute access is forwarded to the underlying :class:`Connection`.  Once
     the connection is released, every use of the proxy (and of methods taken
@@ -85,7 +88,6 @@ class PoolConnectionProxy(_ProxyBase):
     from "never received".
     """
 
-    _is_connection_proxy = True
     __slots__ = ('_con', '_entry', '_pool', '_timeout', '_ops', '_active', '_closed_by_setup',
                  '__weakref__')
 
@@ -128,6 +130,10 @@ class PoolConnectionProxy(_ProxyBase):
                 raise self._detached_error(name)
             return getattr(con, name)(*args, **kwargs)
         return call
+
+    def _proxied_class(self) -> Type[Connection]:
+        """The pool's connection_class: what isinstance() checks against (see Connection)."""
+        return self._pool._connection_class
 
     def is_closed(self) -> bool:
         """True if the connection is closed; see :meth:`Connection.is_closed`."""

@@ -202,12 +202,18 @@ cdef class BaseProtocol(CoreProtocol):
                     self.lost_exc.__cause__ = exc
         self.state = STATE_CLOSED
         self.release_buffers()
-        if self.cur is not None and self.cur.kind == OP_STARTUP and self.result_error is not None:
-            self._fail_all(self.result_error)
-        else:
-            self._fail_all(self.lost_exc)
-        if self.on_connection_lost is not None:
-            self.on_connection_lost(self.lost_exc)
+        # Termination listeners are scheduled (call_soon, a task's first step
+        # for a coroutine) before the waiters fail: the event loop runs them
+        # in that order, so a failed call's caller sees their effects.
+        try:
+            if self.on_connection_lost is not None:
+                self.on_connection_lost(self.lost_exc)
+        finally:
+            if (self.cur is not None and self.cur.kind == OP_STARTUP
+                    and self.result_error is not None):
+                self._fail_all(self.result_error)
+            else:
+                self._fail_all(self.lost_exc)
 
     cdef _fail_all(self, object exc):
         # The connection is gone: every operation in flight and every caller
