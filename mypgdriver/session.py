@@ -586,18 +586,13 @@ class Session:
             if fut is None:
                 fut = await self.bind_after_turn(state, args, limit, timeout, want_status,
                                                  record_class)
-                if fut is None:
-                    # The server dropped the statement while we waited (DISCARD
-                    # ALL): prepare it again, in our place.
-                    self.take_line_now()
-                    return await self.execute_in_line(query, args, limit, deadline,
-                                                      want_status, record_class, True)
-            seq = proto.op_seq
-            try:
-                return await fut
-            except asyncio.CancelledError:
-                proto.abandon(fut)
-                raise
+            if fut is not None:
+                seq = proto.op_seq
+                try:
+                    return await fut
+                except asyncio.CancelledError:
+                    proto.abandon(fut)
+                    raise
         except RETRYABLE_ERRORS as e:
             if not self.may_retry_after(e, query):
                 raise
@@ -614,6 +609,11 @@ class Session:
             self.take_line_now()
             return await self.execute_in_line(query, args, limit, deadline, want_status,
                                               record_class, True, refused=(e, state))
+        # The statement changed meaning while we waited for our turn (see
+        # bind_after_turn): prepare it again, in our place.
+        self.take_line_now()
+        return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                          record_class, True)
 
     def check_run_again(self, error: BaseException, seq: int) -> None:
         """Raise `error` unless the call whose operation `seq` failed may run again in its place."""
@@ -750,9 +750,13 @@ class Session:
         bind_execute(..., check_turn=True) returned None.
         """
         timeout = await self.sync_holding(state, timeout)
-        if state.closed and state.name and not self.holds_line():
-            # Dropped by the server while we waited (DISCARD ALL, DEALLOCATE):
-            # the caller prepares it again, in its place (None).
+        if ((state.closed and state.name)
+                or state.codecs_generation != self.codecs.generation
+                or (sink is None and self.stmt_cache.get(state.query) is not state)):
+            # While we waited, a call made before ours changed what the
+            # statement means: the server dropped it (DISCARD ALL), a codec
+            # was set, or the cache let it go (a schema change).  The caller
+            # gets None and, still in its place, prepares it again.
             return None
         return self.protocol.bind_execute(state, args, limit, timeout, want, record_class, False,
                                           sink)
@@ -887,7 +891,6 @@ class Session:
         `retry`, after a schema change), and its codecs are re-picked (type
         introspection) if the registry changed since it was prepared.
         """
-        proto = self.protocol
         if not held:
             await self.enter_line(self.time_left(deadline))
         try:

@@ -129,8 +129,9 @@ async def test_transaction_start_spends_one_deadline(connect_kwargs, locked_tabl
         assert isinstance(result, asyncio.TimeoutError), result
         assert elapsed < 0.5 + MARGIN, elapsed
         await slow
-        assert not conn.is_in_transaction()
+        # (The interrupted BEGIN's block is ended before the next call runs.)
         assert await conn.fetchval("SELECT 3") == 3
+        assert not conn.is_in_transaction()
     finally:
         await conn.close()
 
@@ -245,5 +246,6 @@ async def test_stalled_close_ends_at_its_timeout(proxied):
     assert isinstance(result, asyncio.TimeoutError), result
     assert elapsed < 0.5 + MARGIN, elapsed
     assert conn.is_closed()
-    with pytest.raises(Exception):
+    with pytest.raises((exceptions.InterfaceError, exceptions.PostgresConnectionError,
+                        exceptions.QueryCanceledError)):
         await busy

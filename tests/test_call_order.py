@@ -135,7 +135,11 @@ async def test_call_before_copy_does_not_see_what_its_sink_started(conn, monitor
 
 async def test_concurrent_first_uses_share_one_prepare(conn):
     query = "SELECT $1::int + 2000"
+    ids = conn._session._stmt_ids      # the generated statement names' counter
+    before = next(ids)
     results = await asyncio.gather(*(conn.fetchval(query, i) for i in range(50)))
+    # Exactly one statement name was generated: one prepare for all 50.
+    assert next(ids) == before + 2
     assert results == [i + 2000 for i in range(50)]
     assert await conn.fetchval(
         "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1", query) == 1
@@ -211,7 +215,7 @@ def _mix(rng: random.Random, table: str, n: int) -> list[Op]:
     """`n` calls of random kinds, each of whose results depends on every call before it."""
     ops: list[Op] = []
     for i in range(n):
-        kind = rng.randrange(14)
+        kind = rng.randrange(18)
         variant = rng.randrange(4)      # a few query texts per kind: hits and misses
         if kind == 0:
             ops.append(lambda c, i=i: c.execute(f"INSERT INTO {table} (tag) VALUES ({i})"))
@@ -261,6 +265,23 @@ def _mix(rng: random.Random, table: str, n: int) -> list[Op]:
             ops.append(lambda c, i=i: c.prepared_before.fetchval(i))
         elif kind == 13 and variant < 2:
             ops.append(lambda c: c.fetchrow(f"SELECT * FROM {table} ORDER BY seq DESC LIMIT 1"))
+        elif kind == 14 and variant == 0:
+            ops.append(lambda c: c.reset())
+        elif kind == 15:
+            if variant < 2:
+                ops.append(lambda c, v=variant: c.execute(f"LISTEN mix_channel_{v}"))
+            elif variant == 2:
+                ops.append(lambda c: c.execute("UNLISTEN *"))
+            else:
+                ops.append(lambda c: c.fetchval(
+                    "SELECT array_agg(ch ORDER BY ch)::text FROM pg_listening_channels() ch"))
+        elif kind == 16 and variant == 0:
+            # Decoded by the codec of the call order: later counts come back as text.
+            ops.append(lambda c: c.set_type_codec(
+                "int8", schema="pg_catalog", encoder=str, decoder=lambda v: f"int8:{v}",
+                format="text"))
+        elif kind == 16 and variant == 1:
+            ops.append(lambda c: c.reset_type_codec("int8", schema="pg_catalog"))
         else:
             ops.append(lambda c: c.fetchval(f"SELECT count(*) FROM {table} WHERE tag < 0"))
     return ops
@@ -346,10 +367,44 @@ async def test_concurrent_executemany_on_one_connection_all_finish(conn, monitor
     try:
         insert = f"INSERT INTO {table} VALUES ($1)"
         await conn.execute(insert, 0)
-        for round_ in range(3):
+        for _ in range(3):
             await asyncio.wait_for(asyncio.gather(*(
                 conn.executemany(insert, [(i,), (i,)]) for i in range(1, 6))), 10)
         assert await monitor.fetchval(f"SELECT count(*) FROM {table}") == 1 + 3 * 5 * 2
         assert await asyncio.wait_for(conn.reset(), 10) is None
+    finally:
+        await monitor.execute(f"DROP TABLE {table}")
+
+
+async def test_close_while_a_call_holds_the_line(connect_kwargs, monitor):  # noqa: F811
+    # close() during a first use's prepare, at 0..19 loop iterations: what was
+    # sent finishes or is cancelled, what was not sent raises InterfaceError
+    # (the first use's Bind included), nothing called after close() runs.
+    table = unique_table_name("mypg_order_close")
+    await monitor.execute(f"CREATE TABLE {table} (k int)")
+    try:
+        for spins in range(20):
+            conn = await mypgdriver.connect(**connect_kwargs)
+            first = asyncio.ensure_future(
+                conn.execute(f"INSERT INTO {table} VALUES ($1)", spins))
+            behind = asyncio.ensure_future(conn.execute(f"INSERT INTO {table} VALUES (-1)"))
+            for _ in range(spins):
+                await asyncio.sleep(0)
+            await asyncio.wait_for(conn.close(), 10)
+            outcomes = await asyncio.gather(first, behind, return_exceptions=True)
+            for outcome in outcomes:
+                assert outcome == "INSERT 0 1" or type(outcome) in (
+                    exceptions.InterfaceError, exceptions.QueryCanceledError), (spins, outcome)
+            if outcomes[0] != "INSERT 0 1":
+                # Not run: the one behind it did not run either (call order).
+                assert outcomes[1] != "INSERT 0 1", (spins, outcomes)
+            with pytest.raises(exceptions.InterfaceError):
+                await conn.execute(f"INSERT INTO {table} VALUES (-2)")
+            rows = await monitor.fetch(f"SELECT k FROM {table} WHERE k = $1 OR k < 0", spins)
+            expected = [(spins,)] if outcomes[0] == "INSERT 0 1" else []
+            if outcomes[1] == "INSERT 0 1":
+                expected.append((-1,))
+            assert sorted(tuple(r) for r in rows) == sorted(expected), (spins, outcomes)
+            await monitor.execute(f"DELETE FROM {table}")
     finally:
         await monitor.execute(f"DROP TABLE {table}")
