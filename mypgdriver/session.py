@@ -989,13 +989,17 @@ class Session:
 
     async def _executemany_stream(self, state, args, timeout, return_rows, record_class):
         proto = self.protocol
+        # Inside a transaction block, a savepoint (opened only if our side
+        # may fail after rows were written) lets a failure of ours undo them
+        # without failing the caller's block.
+        savepoint = self.new_savepoint_name() if proto.xact_status == 'T' else None
         fut = proto.executemany_start(state, timeout, return_rows, record_class)
         proto.begin_stream()
         try:
             if hasattr(args, '__aiter__'):
-                await self._executemany_feed_async(state, args)
+                await self._executemany_feed_async(state, args, savepoint)
             else:
-                await self._executemany_feed(state, args)
+                await self._executemany_feed(state, args, savepoint)
             proto.end_stream()
             proto.executemany_finish(False)
         except asyncio.CancelledError as exc:
@@ -1014,11 +1018,32 @@ class Session:
                 await self.wait(fut)
             except Exception as server_error:
                 # A row sent earlier failed on the server first: that error
-                # comes first in row order, and is the one raised.
+                # comes first in row order, and is the one raised (and, as
+                # for any server error, the transaction block stays failed).
                 if isinstance(exc, Exception) and not _is_pipeline_abort(server_error):
                     raise
+            if isinstance(exc, Exception):
+                await self._executemany_undo_savepoint()
             raise
         return await self.wait(fut)
+
+    async def _executemany_undo_savepoint(self) -> None:
+        """After our abort of the pipeline: the block as it was before executemany.
+
+        Still holding the connection, so nothing else ran in between.  It
+        has a cleanup's own time limit, not what is left of the call's: at
+        the call's deadline it would leave the caller's block failed.  If it
+        fails, the block stays failed (as after a server error) and the
+        caller gets its own error all the same.
+        """
+        proto = self.protocol
+        savepoint = proto.executemany_savepoint()
+        if savepoint is None or proto.xact_status != 'E':
+            return
+        with contextlib.suppress(Exception):
+            await self.wait(proto.simple_query(
+                f'ROLLBACK TO SAVEPOINT {savepoint}; RELEASE SAVEPOINT {savepoint}',
+                TRANSACTION_CLEANUP_TIMEOUT, True))
 
     # The feeders send the rows batch by batch.  Once the server reported an
     # error it skips everything up to Sync, so they stop reading the
@@ -1026,9 +1051,12 @@ class Session:
     # rows nor its own exception can hide the server's error.  When the
     # arguments fail, the rows read before the failing one are sent all the
     # same, so that an error of theirs on the server comes first, in row
-    # order (see _executemany_stream).
+    # order (see _executemany_stream).  `savepoint` goes with every write
+    # that our side may still fail after (all but a last, short batch): the
+    # first such write opens it.  A single batch needs none: it is encoded
+    # whole before anything is written.
 
-    async def _executemany_feed(self, state, args) -> None:
+    async def _executemany_feed(self, state, args, savepoint) -> None:
         proto = self.protocol
         iterator = iter(args)
         base = 0
@@ -1040,12 +1068,13 @@ class Session:
                 batch.extend(itertools.islice(iterator, _EXECUTEMANY_BATCH))
             except Exception:
                 if batch:
-                    proto.executemany_write(state, batch, base)
+                    proto.executemany_write(state, batch, base, savepoint)
                 raise
-            if batch:
-                proto.executemany_write(state, batch, base)
             if len(batch) < _EXECUTEMANY_BATCH:
+                if batch:
+                    proto.executemany_write(state, batch, base)
                 return      # the arguments are exhausted
+            proto.executemany_write(state, batch, base, savepoint)
             base += len(batch)
             # Yield to the loop between batches even when the socket takes
             # everything, so that the server's answers are read (and an
@@ -1053,7 +1082,7 @@ class Session:
             drain = proto.get_drain_waiter()
             await (drain if drain is not None else asyncio.sleep(0))
 
-    async def _executemany_feed_async(self, state, args) -> None:
+    async def _executemany_feed_async(self, state, args, savepoint) -> None:
         proto = self.protocol
         rows = args.__aiter__()
         base = 0
@@ -1065,11 +1094,11 @@ class Session:
                 break
             except Exception:
                 if batch:
-                    proto.executemany_write(state, batch, base)
+                    proto.executemany_write(state, batch, base, savepoint)
                 raise
             batch.append(row)
             if len(batch) >= _EXECUTEMANY_BATCH:
-                proto.executemany_write(state, batch, base)
+                proto.executemany_write(state, batch, base, savepoint)
                 base += len(batch)
                 batch = []
                 drain = proto.get_drain_waiter()

@@ -110,6 +110,7 @@ cdef class CoreProtocol:
         str simple_query_text             # for the query attribute of server errors
         bint many_sent_any                # executemany: some rows already on the wire
         bint many_needs_parse             # executemany of the unnamed statement: Parse first
+        str many_savepoint                # executemany: the savepoint its first write opened
         bint parse_unconfirmed            # the head carries a named Parse not yet answered
 
     # --- hooks the asyncio layer implements ---
@@ -142,8 +143,10 @@ cdef class CoreProtocol:
     cdef int _send_bind_portal(self, StatementState st, object args, str portal) except -1
     cdef int _send_close(self, char kind, list names) except -1
     cdef int _start_many(self, StatementState st) except -1
-    cdef int _write_many(self, StatementState st, object rows, Py_ssize_t base_index) except -1
+    cdef int _write_many(self, StatementState st, object rows, Py_ssize_t base_index,
+                         str savepoint) except -1
     cdef int _finish_many(self, bint abort) except -1
+    cdef int _write_unnamed_command(self, WriteBuffer buf, str command) except -1
     cdef int _send_copy_query(self, str query, bint copy_in) except -1
     cdef int _write_copy_message(self, char mtype, object data) except -1
     cdef int _on_copy_in_ready(self) except -1

@@ -494,20 +494,37 @@ cdef class CoreProtocol:
 
     # executemany: many Bind/Execute pairs, one Sync.  Everything up to the
     # Sync is one implicit transaction, so one failing row undoes them all.
+    # Inside a transaction block, though, a failed pipeline fails the whole
+    # block.  So when our side may still fail after rows were written (a
+    # later row that does not encode, a source that raises), the caller
+    # passes a savepoint name: the first write opens that savepoint, Sync is
+    # preceded by its RELEASE, and after an abort the caller rolls back to
+    # it (executemany_savepoint()).
 
     cdef int _start_many(self, StatementState st) except -1:
         self.many_sent_any = False
         self.many_needs_parse = not st.name or st.parse_pending
+        self.many_savepoint = None
         return 0
 
-    cdef int _write_many(self, StatementState st, object rows, Py_ssize_t base_index) except -1:
+    cdef int _write_many(self, StatementState st, object rows, Py_ssize_t base_index,
+                         str savepoint) except -1:
         cdef WriteBuffer buf = self.wbuf
         cdef Py_ssize_t i = base_index
+        cdef bint opens = savepoint is not None and not self.many_sent_any
         if self.result_error is not None:
             return 0    # the server already failed: it skips to Sync anyway
         buf.reset()
+        if opens and not st.name:
+            # First: SAVEPOINT goes through the unnamed statement too, and
+            # the rows' Parse below must be the one their Binds find.
+            self._write_unnamed_command(buf, 'SAVEPOINT ' + savepoint)
         if self.many_needs_parse:
             self._write_parse(buf, st)
+        if opens and st.name:
+            # After a named statement's Parse, so that the first ParseComplete
+            # is still that Parse's (parse_unconfirmed, _on_error_response).
+            self._write_unnamed_command(buf, 'SAVEPOINT ' + savepoint)
         for args in rows:
             st.encode_bind(buf, '', args, i)
             buf.start_message(b'E')
@@ -518,6 +535,8 @@ cdef class CoreProtocol:
         if buf.length:
             self.many_sent_any = True
             self.many_needs_parse = False
+            if opens:
+                self.many_savepoint = savepoint
             self._write(buf.to_bytes())
             st.parse_pending = False
         return 0
@@ -532,9 +551,32 @@ cdef class CoreProtocol:
             buf.write_cstr('__mypgdriver_abort_pipeline__')
             buf.write_int32(0)
             buf.end_message()
+        elif self.many_savepoint is not None:
+            self._write_unnamed_command(buf, 'RELEASE SAVEPOINT ' + self.many_savepoint)
         buf.start_message(b'S')
         buf.end_message()
         self._write(buf.to_bytes())
+        return 0
+
+    cdef int _write_unnamed_command(self, WriteBuffer buf, str command) except -1:
+        # Parse/Bind/Execute of a command without parameters or rows, through
+        # the unnamed statement and portal: never a cached statement.
+        buf.start_message(b'P')
+        buf.write_cstr('')
+        buf.write_cstr(command)
+        buf.write_int16(0)          # no parameter types
+        buf.end_message()
+        buf.start_message(b'B')
+        buf.write_cstr('')          # portal
+        buf.write_cstr('')          # statement
+        buf.write_int16(0)          # no parameter formats
+        buf.write_int16(0)          # no parameters
+        buf.write_int16(0)          # no result formats
+        buf.end_message()
+        buf.start_message(b'E')
+        buf.write_cstr('')
+        buf.write_int32(0)
+        buf.end_message()
         return 0
 
     # COPY: the command goes as a simple Query; CopyInResponse / CopyOutResponse

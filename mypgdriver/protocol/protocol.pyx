@@ -1007,15 +1007,24 @@ cdef class BaseProtocol(CoreProtocol):
         self._start_many(st)
         return self._start_op(op)
 
-    def executemany_write(self, StatementState st, rows, Py_ssize_t base_index):
-        """Encode and send a batch of rows; DataError names the bad row's index."""
+    def executemany_write(self, StatementState st, rows, Py_ssize_t base_index,
+                          str savepoint=None):
+        """Encode and send a batch of rows; DataError names the bad row's index.
+
+        With `savepoint`, the first batch written opens that savepoint, and
+        executemany_finish() releases it (see coreproto's _write_many).
+        """
         if self.state != STATE_BIND_EXECUTE_MANY or self.sync_sent:
             return
-        self._write_many(st, rows, base_index)
+        self._write_many(st, rows, base_index, savepoint)
 
     def executemany_failed(self):
         """True once the server reported an error: sending more rows is pointless."""
         return self.result_error is not None or self.state == STATE_CLOSED
+
+    def executemany_savepoint(self):
+        """The savepoint the current (or last) executemany opened, or None."""
+        return self.many_savepoint
 
     def executemany_finish(self, bint abort=False):
         """Send Sync (after a failing message when `abort`: nothing is committed).
