@@ -377,6 +377,8 @@ async def test_command_timeout_during_commit_raises_at_its_deadline_saying_the_o
             f"{where}: the TimeoutError ({str(result)!r}) does not say that the outcome "
             f"is not known yet")
         assert commit_claim(result) is None
+        # The next call waits for the block to be ended on the server.
+        assert await conn.fetchval("SELECT 1") == 1
         await check_block_outcome(conn, shared_table, block, result, where,
                                   interrupt=asyncio.TimeoutError)
     finally:
