@@ -15,13 +15,16 @@ import threading
 from collections.abc import Sequence
 
 
-class ScriptedSslAnswer:
-    """Reads the 8-byte SSLRequest, sends `answer`, then keeps the socket open
-    (silent) until closed."""
+class _Listener:
+    """A listening socket on 127.0.0.1 whose connections `_serve` handles, in a thread.
 
-    def __init__(self, answer: bytes) -> None:
-        self.answer = answer
-        self.requests: list[bytes] = []
+    Each accepted connection is passed to `_on_client` (in a thread of its
+    own when `threaded`); close() closes the listener and every client.
+    """
+
+    threaded = True
+
+    def __init__(self) -> None:
         self._clients: list[socket.socket] = []
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.bind(("127.0.0.1", 0))
@@ -29,7 +32,7 @@ class ScriptedSslAnswer:
         self.port: int = self._sock.getsockname()[1]
         threading.Thread(target=self._serve, daemon=True).start()
 
-    def __enter__(self) -> "ScriptedSslAnswer":
+    def __enter__(self) -> "_Listener":
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -42,44 +45,13 @@ class ScriptedSslAnswer:
             except OSError:
                 return
             self._clients.append(conn)
-            try:
-                conn.settimeout(5)
-                request = b""
-                while len(request) < 8:
-                    chunk = conn.recv(8 - len(request))
-                    if not chunk:
-                        break
-                    request += chunk
-                self.requests.append(request)
-                conn.sendall(self.answer)
-            except OSError:
-                pass
+            if self.threaded:
+                threading.Thread(target=self._on_client, args=(conn,), daemon=True).start()
+            else:
+                self._on_client(conn)
 
-    def close(self) -> None:
-        self._sock.close()
-        for conn in self._clients:
-            conn.close()
-
-
-class StallingAuthServer:
-    """Answers an SSLRequest with 'N', reads the StartupMessage, asks for a
-    cleartext password, reads it, and then never answers again: a server
-    that hangs in the middle of authentication."""
-
-    def __init__(self) -> None:
-        self.passwords: list[bytes] = []
-        self._clients: list[socket.socket] = []
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(16)
-        self.port: int = self._sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def __enter__(self) -> "StallingAuthServer":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def _on_client(self, conn: socket.socket) -> None:
+        raise NotImplementedError
 
     @staticmethod
     def _read_exact(conn: socket.socket, n: int) -> bytes:
@@ -91,16 +63,57 @@ class StallingAuthServer:
             data += chunk
         return data
 
-    def _serve(self) -> None:
-        while True:
+    def close(self) -> None:
+        self._sock.close()
+        for conn in self._clients:
             try:
-                conn, _ = self._sock.accept()
+                conn.close()
             except OSError:
-                return
-            self._clients.append(conn)
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+                pass
 
-    def _handle(self, conn: socket.socket) -> None:
+
+class ScriptedSslAnswer(_Listener):
+    """Reads the 8-byte SSLRequest, sends `answer`, then keeps the socket open
+    (silent) until closed."""
+
+    threaded = False
+
+    def __init__(self, answer: bytes) -> None:
+        self.answer = answer
+        self.requests: list[bytes] = []
+        super().__init__()
+
+    def __enter__(self) -> "ScriptedSslAnswer":
+        return self
+
+    def _on_client(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(5)
+            request = b""
+            while len(request) < 8:
+                chunk = conn.recv(8 - len(request))
+                if not chunk:
+                    break
+                request += chunk
+            self.requests.append(request)
+            conn.sendall(self.answer)
+        except OSError:
+            pass
+
+
+class StallingAuthServer(_Listener):
+    """Answers an SSLRequest with 'N', reads the StartupMessage, asks for a
+    cleartext password, reads it, and then never answers again: a server
+    that hangs in the middle of authentication."""
+
+    def __init__(self) -> None:
+        self.passwords: list[bytes] = []
+        super().__init__()
+
+    def __enter__(self) -> "StallingAuthServer":
+        return self
+
+    def _on_client(self, conn: socket.socket) -> None:
         try:
             conn.settimeout(10)
             length = int.from_bytes(self._read_exact(conn, 4), "big")
@@ -117,11 +130,6 @@ class StallingAuthServer:
                 self.passwords.append(self._read_exact(conn, length - 4))
         except (OSError, ConnectionError):
             pass
-
-    def close(self) -> None:
-        self._sock.close()
-        for conn in self._clients:
-            conn.close()
 
 
 #: A step of a RecordingStartupServer reply: ask for a cleartext password
@@ -143,7 +151,7 @@ class StartupAttempt:
     passwords: list[bytes] = dataclasses.field(default_factory=list)   # 'p' bodies
 
 
-class RecordingStartupServer:
+class RecordingStartupServer(_Listener):
     """A fake server for the sslmode allow/prefer tests: it plays one reply per
     transport and records what every connection sent (StartupAttempt).
 
@@ -164,47 +172,15 @@ class RecordingStartupServer:
         self.tls_reply = list(tls_reply)
         self.plain_reply = list(plain_reply)
         self.attempts: list[StartupAttempt] = []
-        self._clients: list[socket.socket] = []
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(16)
-        self.port: int = self._sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
     def __enter__(self) -> "RecordingStartupServer":
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._sock.close()
-        for conn in self._clients:
-            try:
-                conn.close()
-            except OSError:
-                pass
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            self._clients.append(conn)
-            attempt = StartupAttempt()
-            self.attempts.append(attempt)
-            threading.Thread(target=self._handle, args=(conn, attempt), daemon=True).start()
-
-    @staticmethod
-    def _read_exact(conn: socket.socket, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = conn.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("client went away")
-            data += chunk
-        return data
+    def _on_client(self, conn: socket.socket) -> None:
+        attempt = StartupAttempt()
+        self.attempts.append(attempt)
+        self._handle(conn, attempt)
 
     def _read_packet(self, conn: socket.socket) -> bytes:
         length = int.from_bytes(self._read_exact(conn, 4), "big")
