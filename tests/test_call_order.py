@@ -408,3 +408,58 @@ async def test_close_while_a_call_holds_the_line(connect_kwargs, monitor):  # no
             await monitor.execute(f"DELETE FROM {table}")
     finally:
         await monitor.execute(f"DROP TABLE {table}")
+
+
+def _mix_in_block(rng: random.Random, table: str, n: int) -> list[Op]:
+    """Calls made inside one transaction block, cursors among them."""
+    ops: list[Op] = []
+    for i in range(n):
+        kind = rng.randrange(6)
+        variant = rng.randrange(3)
+        if kind == 0:
+            ops.append(lambda c, i=i, v=variant: c.execute(
+                f"INSERT INTO {table} (tag) VALUES ($1) /* b{v} */", i))
+        elif kind == 1:
+            async def iterate(c: Any, v: int = variant) -> Any:
+                return [r[0] async for r in c.cursor(
+                    f"SELECT tag FROM {table} WHERE tag >= $1 ORDER BY seq /* c{v} */", 0,
+                    prefetch=2)]
+            ops.append(iterate)
+        elif kind == 2:
+            async def fetch_two(c: Any, v: int = variant) -> Any:
+                cur = await c.cursor(f"SELECT tag FROM {table} ORDER BY seq /* a{v} */")
+                return await cur.fetch(2)
+            ops.append(fetch_two)
+        elif kind == 3:
+            ops.append(lambda c, i=i: c.execute(f"INSERT INTO {table} (tag) VALUES ({i})"))
+        elif kind == 4:
+            ops.append(lambda c, v=variant: c.fetchval(
+                f"SELECT count(*) FROM {table} WHERE tag >= $1 /* n{v} */", 0))
+        else:
+            ops.append(lambda c, i=i: c.executemany(
+                f"INSERT INTO {table} (tag) VALUES ($1)", [(i + 500,)]))
+    return ops
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_random_mix_inside_a_transaction_matches_the_calls_in_sequence(
+        connect_kwargs, monitor, seed):  # noqa: F811
+    observed = []
+    for mode in ("sequence", "at once"):
+        table = unique_table_name(f"mypg_order_block{seed}")
+        await monitor.execute(f"CREATE TABLE {table} (seq bigserial, tag int)")
+        ops = _mix_in_block(random.Random(seed), table, 60)
+        conn = await mypgdriver.connect(**connect_kwargs)
+        try:
+            run = in_sequence if mode == "sequence" else at_once
+            async with conn.transaction():
+                results = await run(conn, ops)
+            rows = await monitor.fetch(f"SELECT seq, tag FROM {table} ORDER BY seq")
+            observed.append((results, [tuple(r) for r in rows]))
+        finally:
+            await conn.close()
+            await monitor.execute(f"DROP TABLE {table}")
+    (seq_results, seq_rows), (par_results, par_rows) = observed
+    for index, (a, b) in enumerate(zip(seq_results, par_results)):
+        assert a == b, f"call {index}: in sequence {a!r}, at once {b!r}"
+    assert seq_rows == par_rows
