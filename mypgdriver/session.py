@@ -147,7 +147,7 @@ class Session:
                  'query_loggers', 'closed', 'checkout', 'facade', 'top_xact', 'xact_broken',
                  'xact_scope', 'xact_owner', 'cleanup',
                  'server_version', 'introspection_query', 'conn_id', '_stmt_ids',
-                 'line_task', 'line_depth', 'schema_epoch', 'schema_sent',
+                 'line_task', 'line_depth', 'schema_sent',
                  '_portal_ids', '_savepoint_ids', '__weakref__')
 
     def __init__(self, protocol, loop, addr, params, config, conn_id: int,
@@ -196,13 +196,13 @@ class Session:
         # nested steps entered it.
         self.line_task: Optional[asyncio.Task] = None
         self.line_depth = 0
-        # Counts the calls that may have changed the schema under cached
-        # statements (DDL, search_path): a cached statement's first run after
-        # one is run in line (execute_verified()), so that the server's
-        # "cached plan must not change result type" is retried in its place.
-        self.schema_epoch = 0
-        # How many of those were sent (or gave up): a statement described
-        # now knows the effect of that many (StatementState.schema_epoch).
+        # protocol.schema_epoch counts the calls that may have changed the
+        # schema under cached statements (DDL, search_path): a cached
+        # statement's first run after one is run in line (execute_verified()),
+        # so that the server's "cached plan must not change result type" is
+        # retried in its place.  How many of those were sent (or gave up): a
+        # statement described now knows the effect of that many
+        # (StatementState.schema_epoch).
         self.schema_sent = 0
         self._stmt_ids = itertools.count(1)
         self._portal_ids = itertools.count(1)
@@ -487,16 +487,18 @@ class Session:
             self.line_task = None
             self.protocol.release_line()
 
-    def may_run_again(self, seq: int) -> bool:
-        """True if nothing was sent after operation `seq` (and nobody holds the line).
+    def may_run_again(self, error: BaseException) -> bool:
+        """True if the operation that failed with `error` was the last one sent (and nobody holds the line).
 
         A call whose statement failed before it ran (a schema change, a
         dropped statement) is run again only then, holding the line from
         here (take_line_now()): otherwise later calls already ran, and
-        running it now would put it behind them.
+        running it now would put it behind them.  (Asked of the protocol on
+        this error path, so the hot path records nothing.)
         """
         proto = self.protocol
-        return proto.op_seq == seq and not proto.line_held and not self.is_closed()
+        return (proto.last_sent_failed_with(error) and not proto.line_held
+                and not self.is_closed())
 
     async def _wait_shielded(self, fut, timeout: Optional[float]) -> None:
         if timeout is None:
@@ -556,11 +558,13 @@ class Session:
         # (bind_execute checks any other record_class before it sends.)
         if self.top_xact is not None:
             self.check_scope()
-        # Whether the caller still has to ask for its turn (sync() gives it).
-        check_turn = True
         if self.stmts_to_close or self.cleanup is not None:
-            timeout = await self.sync(timeout)
-            check_turn = False
+            # Admitted by sync(): the rest runs in the caller's place in line.
+            deadline = self.deadline(timeout)
+            await self.sync(timeout)
+            self.take_line_now()
+            return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                              record_class, True)
         state = self.stmt_cache.get(query)
         # deadlines.deadline(), inline: this is the hot path.
         deadline = None if timeout is None else self.loop.time() + timeout
@@ -568,56 +572,78 @@ class Session:
             # Refused before the Parse: the server's parameter count
             # would wrap around past the protocol limit.
             check_argument_count(len(args))
-            if not check_turn:
-                self.take_line_now()
             return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                              record_class, not check_turn)
-        if state.schema_epoch != self.schema_epoch:
-            if not check_turn:
-                self.take_line_now()
-            return await self.execute_verified(query, state, args, limit, deadline, want_status,
-                                               record_class, not check_turn)
-        seq = -1
+                                              record_class, False)
         try:
             # Sent at once if the caller may send now (nobody waiting before
-            # it, room in the pipeline), else None: wait for the turn.
+            # it, room in the pipeline, and no DDL called on the connection
+            # since the statement was last known good: schema_epoch), else
+            # None (execute_declined()).
             fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class,
-                                     check_turn)
-            if fut is None:
-                fut = await self.bind_after_turn(state, args, limit, timeout, want_status,
-                                                 record_class)
+                                     True)
             if fut is not None:
-                seq = proto.op_seq
                 try:
                     return await fut
                 except asyncio.CancelledError:
                     proto.abandon(fut)
                     raise
-        except RETRYABLE_ERRORS as e:
-            if not self.may_retry_after(e, query):
-                raise
-            self.check_run_again(e, seq)
-            # The one retry after a schema change: prepare afresh and run once more.
-            self.take_line_now()
-            return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                              record_class, True, retried=True)
-        except exceptions.DataError as e:
-            if getattr(e, 'severity', None) is not None:
-                raise
-            # An argument the statement's codecs refused, before anything was
-            # sent: the caller is still in its place.
-            self.take_line_now()
-            return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                              record_class, True, refused=(e, state))
+        except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
+            return await self.recover_in_place(e, query, state, args, limit, deadline,
+                                               want_status, record_class)
+        return await self.execute_declined(query, state, args, limit, timeout, deadline,
+                                           want_status, record_class)
+
+    async def execute_declined(self, query: str, state, args, limit: int, timeout, deadline,
+                               want_status, record_class):
+        """execute() when bind_execute() declined to send at once."""
+        proto = self.protocol
+        if state.schema_epoch != proto.schema_epoch:
+            return await self.execute_verified(query, state, args, limit, deadline, want_status,
+                                               record_class, False)
+        try:
+            fut = await self.bind_after_turn(state, args, limit, timeout, want_status,
+                                             record_class)
+            if fut is not None:
+                try:
+                    return await fut
+                except asyncio.CancelledError:
+                    proto.abandon(fut)
+                    raise
+        except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
+            return await self.recover_in_place(e, query, state, args, limit, deadline,
+                                               want_status, record_class)
         # The statement changed meaning while we waited for our turn (see
-        # bind_after_turn): prepare it again, in our place.
-        self.take_line_now()
+        # bind_after_turn, which took the line): prepare it again, in our place.
         return await self.execute_in_line(query, args, limit, deadline, want_status,
                                           record_class, True)
 
-    def check_run_again(self, error: BaseException, seq: int) -> None:
-        """Raise `error` unless the call whose operation `seq` failed may run again in its place."""
-        if not self.may_run_again(seq):
+    async def recover_in_place(self, error: BaseException, query: str, state, args,
+                               limit: int, deadline, want_status, record_class):
+        """After a cached run failed before it ran: run it again in its place, or raise `error`.
+
+        A schema change or a dropped statement (RETRYABLE_ERRORS): prepared
+        afresh and run once more, if nothing was sent after it.  An argument
+        the statement's codecs refused (a client-side DataError, nothing was
+        sent): described again, in case the schema changed its types.
+        """
+        if isinstance(error, exceptions.DataError) and not isinstance(
+                error, RETRYABLE_ERRORS):
+            if getattr(error, 'severity', None) is not None:
+                raise error
+            self.take_line_now()
+            return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                              record_class, True, refused=(error, state))
+        if not self.may_retry_after(error, query):
+            raise error
+        self.check_run_again(error)
+        # The one retry after a schema change: prepare afresh and run once more.
+        self.take_line_now()
+        return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                          record_class, True, retried=True)
+
+    def check_run_again(self, error: BaseException) -> None:
+        """Raise `error` unless the call whose operation failed with it may run again in its place."""
+        if not self.may_run_again(error):
             if isinstance(error, exceptions.PostgresError):
                 _add_hint(error, 'It was not run again: calls made after it on this '
                           'connection had already been sent, and call order is '
@@ -652,7 +678,7 @@ class Session:
                 state = None if retried else self.stmt_cache.get(query)
                 if state is None or state.closed:
                     state = await self.prepare_state(query, self.time_left(deadline))
-                elif state.schema_epoch != self.schema_epoch:
+                elif state.schema_epoch != proto.schema_epoch:
                     # Cached meanwhile, before DDL called since.
                     self.take_line_now()
                     return await self.execute_verified(query, state, args, limit, deadline,
@@ -671,7 +697,6 @@ class Session:
                     raise
                 fut = await self.bind_in_line(fresh, args, limit, self.time_left(deadline),
                                               want_status, record_class)
-            seq = proto.op_seq
         finally:
             self.leave_line()
         try:
@@ -682,7 +707,7 @@ class Session:
         except RETRYABLE_ERRORS as e:
             if retried or refused is not None or not self.may_retry_after(e, query):
                 raise
-            self.check_run_again(e, seq)
+            self.check_run_again(e)
             self.take_line_now()
             return await self.execute_in_line(query, args, limit, deadline, want_status,
                                               record_class, True, retried=True)
@@ -691,7 +716,7 @@ class Session:
                                want_status, record_class, held: bool):
         """execute() of a cached statement whose schema may have changed since it was prepared.
 
-        A call made after DDL on this connection (see schema_epoch): the run
+        A call made after DDL on this connection (protocol.schema_epoch): the run
         holds the line until its answer is in, so that if the server refuses
         the statement (0A000: its result types changed) it is prepared again
         and run in its place, before any call made after it.
@@ -750,13 +775,19 @@ class Session:
         bind_execute(..., check_turn=True) returned None.
         """
         timeout = await self.sync_holding(state, timeout)
+        if self.holds_line():
+            return self.protocol.bind_execute(state, args, limit, timeout, want, record_class,
+                                              False, sink)
         if ((state.closed and state.name)
                 or state.codecs_generation != self.codecs.generation
-                or (sink is None and self.stmt_cache.get(state.query) is not state)):
+                or (sink is None and (self.stmt_cache.get(state.query) is not state
+                                      or state.schema_epoch != self.protocol.schema_epoch))):
             # While we waited, a call made before ours changed what the
             # statement means: the server dropped it (DISCARD ALL), a codec
             # was set, or the cache let it go (a schema change).  The caller
-            # gets None and, still in its place, prepares it again.
+            # gets None and, holding the line from here (still in its
+            # place), prepares it again.
+            self.take_line_now()
             return None
         return self.protocol.bind_execute(state, args, limit, timeout, want, record_class, False,
                                           sink)
@@ -800,7 +831,7 @@ class Session:
         # types this query changes (schema_epoch); statements described once
         # it was sent know its effect (schema_sent).  A call that gives up
         # before sending counts as sent: nothing of it can reach the server.
-        self.schema_epoch += 1
+        self.protocol.schema_epoch += 1
         try:
             if _RUNS_ALONE(query):
                 timeout = await self.hold(timeout)
@@ -848,27 +879,23 @@ class Session:
             record_class = self.record_class
         if self.top_xact is not None:
             self.check_scope()
-        check_turn = True
-        if self.stmts_to_close or self.cleanup is not None:
-            timeout = await self.sync(timeout)
-            check_turn = False
+        if (self.stmts_to_close or self.cleanup is not None
+                or state.codecs_generation != self.codecs.generation):
+            # After the wait for sync(), or type introspection first: in the
+            # caller's place in line.
+            return await self.run_prepared_in_line(stmt, args, limit, self.deadline(timeout),
+                                                   False)
         deadline = None if timeout is None else self.loop.time() + timeout   # (inline: hot)
-        if state.codecs_generation != self.codecs.generation:
-            # Type introspection first: in the caller's place in line.
-            if not check_turn:
-                self.take_line_now()
-            return await self.run_prepared_in_line(stmt, args, limit, deadline, not check_turn)
         # The status tag goes to the statement's sink (get_statusmsg()).
         sink = stmt._status
         fut = proto.bind_execute(state, args, limit, timeout, WANT_ROWS, record_class,
-                                 check_turn, sink)
+                                 True, sink)
         if fut is None:
             fut = await self.bind_after_turn(state, args, limit, timeout, WANT_ROWS,
                                              record_class, sink)
             if fut is None:
-                self.take_line_now()
+                # (bind_after_turn took the line.)
                 return await self.run_prepared_in_line(stmt, args, limit, deadline, True)
-        seq = proto.op_seq
         try:
             result = await fut
         except asyncio.CancelledError:
@@ -877,7 +904,7 @@ class Session:
         except RETRYABLE_ERRORS as e:
             if not self.may_retry_after(e, state.query, described=True):
                 raise
-            self.check_run_again(e, seq)
+            self.check_run_again(e)
             self.take_line_now()
             return await self.run_prepared_in_line(stmt, args, limit, deadline, True,
                                                    retry=True)

@@ -40,6 +40,10 @@ cdef class BaseProtocol(CoreProtocol):
         Py_ssize_t reserved         # callers woken to send, not yet sent
         readonly bint exclusive     # a caller holds the connection alone
         readonly bint line_held     # a caller keeps its turn across round trips (hold_line())
+        # Calls made so far that may change cached statements' result types
+        # (DDL): bind_execute() declines a statement stamped with another value
+        # (StatementState.schema_epoch), for the Session to run it in line.
+        public long schema_epoch
         Operation spare_op          # an answered operation, reused by the next _make_op
 
     cdef Operation _make_op(self, int kind, int recv_state, object timeout, bint exclusive)

@@ -106,6 +106,7 @@ cdef class BaseProtocol(CoreProtocol):
         self.reserved = 0
         self.exclusive = False
         self.line_held = False
+        self.schema_epoch = 0
         self.on_statements_dropped = None
         self.on_statement_unusable = None
 
@@ -920,12 +921,15 @@ cdef class BaseProtocol(CoreProtocol):
         """Bind `args`, execute, and give the rows, the status tag, or both (`want`).
 
         With `check_turn`, returns None instead (sending nothing) when the
-        caller may not send now (may_send() is false): the hot path's
-        admission check without a separate call.  A `sink` also receives the
-        status tag when the operation succeeds.
+        caller may not send now (may_send() is false), or when a statement
+        of the statement cache (no `sink`) is stamped with another
+        schema_epoch: the hot path's checks without a separate call.  A
+        `sink` (a PreparedStatement's) also receives the status tag when the
+        operation succeeds.
         """
         if check_turn and (self.n_turn_waiters or self.reserved
-                           or not self._admits(False, False)):
+                           or not self._admits(False, False)
+                           or (sink is None and st.schema_epoch != self.schema_epoch)):
             return None
         if record_class is not Record and record_class is not None:
             check_record_class(record_class)
@@ -970,6 +974,11 @@ cdef class BaseProtocol(CoreProtocol):
         op.carries_parse = st.parse_pending
         self._send_bind_portal(st, args, portal)
         return self._start_op(op)
+
+    def last_sent_failed_with(self, error):
+        """True if the last operation sent was answered, with `error`: nothing went out after it."""
+        return (self.finished_seq == self.op_seq and self.finished_seq != 0
+                and self.finished_error is error)
 
     def outcome(self, long seq):
         """(status tag, error) of operation number `seq` if it is the last one answered, else None."""
