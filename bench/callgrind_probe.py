@@ -25,6 +25,7 @@ query moved most between the first and second tree.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import re
@@ -44,7 +45,17 @@ DEFAULT_WORKLOADS = "batch,copyfrom,oneplusone,generate_series"
 
 # --- the measured client ----------------------------------------------------
 
-def run_client(root: str, workload_name: str, queries: int, params: dict[str, Any]) -> None:
+#: How the client calls the workload's statement (--call): as the benchmark
+#: does (a PreparedStatement's fetch), through conn.fetch (the statement
+#: cache), or as the pipeline scenario does (100 tasks sharing the connection,
+#: each calling conn.fetch; `queries` is then the loops per task, and the
+#: result is per loop of all 100).
+CALLS = ("stmt", "conn", "pipeline")
+PIPELINE_TASKS = 100
+
+
+def run_client(root: str, workload_name: str, queries: int, params: dict[str, Any],
+               call: str = "stmt") -> None:
     """Run `queries` iterations of a workload through `root`'s mypgdriver."""
     # The tree's own packages must win over whatever sits beside this file.
     sys.path[0:1] = [root]
@@ -59,13 +70,23 @@ def run_client(root: str, workload_name: str, queries: int, params: dict[str, An
     workload = BY_NAME[workload_name]
 
     async def main() -> None:
-        session = await DRIVER.open(params, workload)
-        run = session.run
-        for _ in range(WARMUP_QUERIES):
-            await run()
-        for _ in range(queries):
-            await run()
-        await session.close()
+        if call == "stmt":
+            session = await DRIVER.open(params, workload)
+            run, close = session.run, session.close
+        else:
+            conn = await mypgdriver.connect(**params)
+            close = conn.close
+
+            async def run() -> None:
+                await conn.fetch(workload.sql, *workload.args)
+        tasks = PIPELINE_TASKS if call == "pipeline" else 1
+
+        async def loop(n: int) -> None:
+            for _ in range(n):
+                await run()
+        await asyncio.gather(*(loop(WARMUP_QUERIES) for _ in range(tasks)))
+        await asyncio.gather(*(loop(queries) for _ in range(tasks)))
+        await close()
 
     uvloop.run(main())
 
@@ -81,14 +102,15 @@ def callgrind_total(path: Path) -> int:
     return int(match.group(1))
 
 
-def measure(tree: Path, workload: str, queries: int, params: dict[str, Any], out: Path) -> int:
+def measure(tree: Path, workload: str, queries: int, params: dict[str, Any], out: Path,
+            call: str = "stmt") -> int:
     """Instructions of one client process running `queries` iterations."""
     env = dict(os.environ, PYTHONHASHSEED="0")
     cmd = [
         "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
         sys.executable, str(Path(__file__).resolve()), "--client",
         "--root", str(tree), "--workload", workload, "--queries", str(queries),
-        "--params", json.dumps(params),
+        "--params", json.dumps(params), "--call", call,
     ]
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -97,7 +119,7 @@ def measure(tree: Path, workload: str, queries: int, params: dict[str, Any], out
 
 
 def per_query(trees: list[Path], workloads: list[str], queries: int, repeat: int,
-              keep: Path | None) -> dict[str, dict[Path, list[float]]]:
+              keep: Path | None, call: str = "stmt") -> dict[str, dict[Path, list[float]]]:
     """Instructions per query for each workload and tree, one value per repeat."""
     from bench.server import BenchServer
     from bench.workloads import BY_NAME
@@ -116,7 +138,7 @@ def per_query(trees: list[Path], workloads: list[str], queries: int, repeat: int
                         for sql in w.teardown + w.setup:
                             server.psql(sql)
                         out = (keep or scratch) / f"{name}.tree{index}.r{round_no}.n{n}.out"
-                        totals.append(measure(tree, name, n, server.params, out))
+                        totals.append(measure(tree, name, n, server.params, out, call))
                     value = (totals[1] - totals[0]) / queries
                     results[name][tree].append(value)
                     print(f"{name:16} tree{index} round {round_no}: {value:,.0f} instructions/query",
@@ -206,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--annotate-diff", type=Path, metavar="DIR",
                         help="compare per function the files --keep left in DIR")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--call", choices=CALLS, default="stmt",
+                        help="stmt: a PreparedStatement's fetch, as the benchmark; conn: "
+                             "conn.fetch (statement cache); pipeline: 100 tasks on one "
+                             "connection calling conn.fetch (per loop of all 100)")
     # The measured client process (started by this script under valgrind).
     parser.add_argument("--client", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--root", help=argparse.SUPPRESS)
@@ -214,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.client:
-        run_client(args.root, args.workload, args.queries, json.loads(args.params))
+        run_client(args.root, args.workload, args.queries, json.loads(args.params), args.call)
         return 0
     workloads = args.workloads.split(",")
     if args.annotate_diff:
@@ -226,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     trees = [t.resolve() for t in args.tree]
-    results = per_query(trees, workloads, args.queries, args.repeat, args.keep)
+    results = per_query(trees, workloads, args.queries, args.repeat, args.keep, args.call)
     print_table(trees, results)
     return 0
 
