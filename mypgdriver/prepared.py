@@ -9,7 +9,6 @@ from mypgdriver._typing import ArgumentRows, RecordT
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.deadlines import check_timeout
 from mypgdriver.protocol.coreproto import StatusSink
-from mypgdriver.protocol.protocol import WANT_ROWS
 from mypgdriver.types import Attribute, Type
 
 if TYPE_CHECKING:
@@ -168,14 +167,6 @@ class PreparedStatement(Generic[RecordT]):
         if self._state.closed and self._state not in session.dropped_stmts:
             raise exceptions.InterfaceError(
                 f'cannot call PreparedStatement.{method}(): the prepared statement is closed')
-
-    async def run_again(self, args: tuple[object, ...], limit: int,
-                        deadline: Optional[float]) -> list[RecordT]:
-        """The one retry after a schema change: re-prepare, then run once more (the session's call)."""
-        session = self._session
-        await self._reprepare(deadline)
-        return await session.run_state(self._state, args, limit, session.time_left(deadline),
-                                       WANT_ROWS, self._record_class, self._status)
 
     async def _reprepare(self, deadline: Optional[float]) -> StatementState:
         """Replace the statement after a schema change (outside a transaction); the new state."""

@@ -778,10 +778,10 @@ class Session:
         if self.holds_line():
             return self.protocol.bind_execute(state, args, limit, timeout, want, record_class,
                                               False, sink)
-        if ((state.closed and state.name)
-                or state.codecs_generation != self.codecs.generation
-                or (sink is None and (self.stmt_cache.get(state.query) is not state
-                                      or state.schema_epoch != self.protocol.schema_epoch))):
+        stale_entry = sink is None and (state.schema_epoch != self.protocol.schema_epoch
+                                        or self.stmt_cache.get(state.query) is not state)
+        if (state.closed and state.name) or stale_entry or (
+                state.codecs_generation != self.codecs.generation):
             # While we waited, a call made before ours changed what the
             # statement means: the server dropped it (DISCARD ALL), a codec
             # was set, or the cache let it go (a schema change).  The caller
@@ -861,7 +861,7 @@ class Session:
         directly by them so that a cached run costs one coroutine frame; the
         await, the abandon on cancel and the status are inline for that
         reason (see execute()).  Waiting for sync, codec refreshes and the
-        retry after a schema change (``stmt.run_again``) are the exceptions.
+        retry after a schema change (run_prepared_in_line()) are the exceptions.
         The run's status tag is recorded on `stmt` (get_statusmsg()).
         """
         state = stmt._state
@@ -1359,7 +1359,7 @@ class Session:
         came from (the user, a pool's reset, a multi-statement query).  The
         cache is emptied without sending Close (there is nothing left to
         close), and statements held by PreparedStatement objects are prepared
-        again before their next use (restore_dropped()).  A DEALLOCATE run
+        again before their next use (run_prepared_in_line()).  A DEALLOCATE run
         inside a function, where no command tag reaches us, is not seen: the
         next use of a cached statement then gets SQLSTATE 26000 and the
         retry policy (may_retry_after) takes over, except through a pooler
@@ -1375,16 +1375,6 @@ class Session:
             state.closed = True
             self.dropped_stmts.add(state)
         self.stmts_to_close = []
-
-    async def restore_dropped(self, stmt, deadline) -> StatementState:
-        """Prepare a PreparedStatement's statement again after the server dropped it; its state.
-
-        Its query text and name are the same, so are its types (unless the
-        schema changed meanwhile, which the server then reports as for any
-        statement).
-        """
-        # The old state leaves dropped_stmts when its last reference goes.
-        return await stmt._reprepare(deadline)
 
     def statement_unusable(self, state, error: BaseException) -> None:
         """The Parse carried in front of `state`'s first Bind did not create `state` (the protocol's call).
