@@ -677,6 +677,7 @@ class Session:
             else:
                 state = None if retried else self.stmt_cache.get(query)
                 if state is None or state.closed:
+                    check_argument_count(len(args))
                     state = await self.prepare_state(query, self.time_left(deadline))
                 elif state.schema_epoch != proto.schema_epoch:
                     # Cached meanwhile, before DDL called since.
