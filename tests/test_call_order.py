@@ -291,26 +291,47 @@ class _MixConnection(mypgdriver.Connection):
     prepared_before: Any = None
 
 
-@pytest.mark.parametrize("seed", range(12))
-async def test_random_mix_matches_the_same_calls_in_sequence(connect_kwargs, monitor,  # noqa: F811
-                                                           seed):
+async def _run_mix(connect_kwargs: dict[str, Any], seed: int) -> list[Any]:
+    """The mix of `seed` in sequence, then at once, each on a fresh connection and table."""
     observed = []
-    for mode in ("sequence", "at once"):
-        table = unique_table_name(f"mypg_order_mix{seed}")
-        await monitor.execute(f"CREATE TABLE {table} (seq bigserial, tag int)")
-        ops = _mix(random.Random(seed), table, 120)
-        conn = await mypgdriver.connect(**connect_kwargs,
-                                        server_settings={"application_name": "mix"},
-                                        connection_class=_MixConnection)
-        conn.prepared_before = await conn.prepare(f"SELECT count(*) + $1::int FROM {table}")
-        try:
-            run = in_sequence if mode == "sequence" else at_once
-            results = await run(conn, ops)
-            rows = await monitor.fetch(f"SELECT seq, tag FROM {table} ORDER BY seq")
-            observed.append((results, [tuple(r) for r in rows]))
-        finally:
-            await conn.close()
-            await monitor.execute(f"DROP TABLE {table}")
+    monitor = await mypgdriver.connect(**connect_kwargs)  # noqa: F811 - own loop (uvloop)
+    try:
+        for mode in ("sequence", "at once"):
+            table = unique_table_name(f"mypg_order_mix{seed}")
+            await monitor.execute(f"CREATE TABLE {table} (seq bigserial, tag int)")
+            ops = _mix(random.Random(seed), table, 120)
+            conn = await mypgdriver.connect(**connect_kwargs,
+                                            server_settings={"application_name": "mix"},
+                                            connection_class=_MixConnection)
+            conn.prepared_before = await conn.prepare(f"SELECT count(*) + $1::int FROM {table}")
+            try:
+                run = in_sequence if mode == "sequence" else at_once
+                results = await run(conn, ops)
+                rows = await monitor.fetch(f"SELECT seq, tag FROM {table} ORDER BY seq")
+                observed.append((results, [tuple(r) for r in rows]))
+            finally:
+                await conn.close()
+                await monitor.execute(f"DROP TABLE {table}")
+    finally:
+        await monitor.close()
+    return observed
+
+
+@pytest.mark.parametrize("seed", range(12))
+async def test_random_mix_matches_the_same_calls_in_sequence(connect_kwargs, seed):
+    _assert_same(await _run_mix(connect_kwargs, seed))
+
+
+@pytest.mark.parametrize("seed", range(100, 104))
+async def test_random_mix_under_uvloop_matches_the_same_calls_in_sequence(connect_kwargs,
+                                                                         seed):
+    uvloop = pytest.importorskip("uvloop")
+    # uvloop schedules callbacks and transports its own way: the same mixes
+    # on a uvloop event loop in a thread of its own.
+    _assert_same(await asyncio.to_thread(uvloop.run, _run_mix(connect_kwargs, seed)))
+
+
+def _assert_same(observed: list[Any]) -> None:
     (seq_results, seq_rows), (par_results, par_rows) = observed
     for index, (a, b) in enumerate(zip(seq_results, par_results)):
         assert a == b, f"call {index}: in sequence {a!r}, at once {b!r}"
