@@ -300,3 +300,22 @@ async def test_any_hstore_bytes_decode_or_raise_protocol_error(bytea_as_hstore,
         return
     assert type(got) is dict
     assert all(type(k) is str and (v is None or type(v) is str) for k, v in got.items())
+
+
+async def test_an_encoder_exception_whose_str_fails_still_gives_the_argument_error(conn):
+    class Unprintable(ValueError):
+        def __str__(self) -> str:
+            raise RuntimeError("no message")
+
+    def encode(value: object) -> str:
+        raise Unprintable()
+
+    await conn.set_type_codec("int4", schema="pg_catalog", encoder=encode, decoder=int,
+                              format="text")
+    with pytest.raises(exceptions.DataError) as info:
+        await conn.fetchval("SELECT $1::int4", 5)
+    assert "invalid input for query argument $1" in str(info.value)
+    assert "Unprintable" in str(info.value)
+    assert isinstance(info.value.__cause__, Unprintable)
+    await conn.reset_type_codec("int4", schema="pg_catalog")
+    assert await conn.fetchval("SELECT $1::int4", 5) == 5

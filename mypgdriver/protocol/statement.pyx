@@ -378,7 +378,12 @@ cdef int raise_undecoded(Codec codec, Py_ssize_t left, Py_ssize_t column) except
 
 cdef int raise_argument_error(object exc, Py_ssize_t i, object arg, Codec codec,
                               Py_ssize_t row_index) except -1:
-    reason = str(exc)
+    try:
+        reason = str(exc)
+    except Exception:
+        # A user codec's exception whose __str__ fails: the argument error
+        # is still the one raised (chained to `exc`).
+        reason = type(exc).__name__
     prefix = f'invalid input for query argument ${i + 1}'
     if row_index >= 0:
         prefix += f' in row {row_index}'
