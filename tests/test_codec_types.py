@@ -728,3 +728,14 @@ async def test_circle_and_lsn_differences_from_asyncpg_are_only_cosmetic(tconn, 
     ours, theirs = await tconn.fetchrow(query), await apg.fetchrow(query)
     assert ours[0] == theirs[0] and ours[1] == theirs[1] == 0x100000002
     assert type(ours[0].center) is Point
+
+
+async def test_uuid_is_importable_from_asyncpgs_pgproto_path(conn):
+    # Code written for asyncpg (Piccolo ORM, at import time) names this path.
+    from mypgdriver.pgproto import pgproto
+    from mypgdriver.pgproto.pgproto import UUID
+
+    value = await conn.fetchval("SELECT 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid")
+    assert isinstance(value, pgproto.UUID)
+    assert value == UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")
+    assert await conn.fetchval("SELECT $1::uuid", UUID(int=5)) == UUID(int=5)

@@ -202,3 +202,10 @@ async def test_executemany_timeout_leaves_connection_usable(table):
             [(i,) for i in range(50)], timeout=0.3)
     assert await _count(conn) == 0
     assert await conn.fetchval("SELECT 7") == 7
+
+
+async def test_a_row_that_is_not_a_sequence_is_named_with_its_type(conn):
+    with pytest.raises(exceptions.DataError,
+                       match=r"row 0 is of type int, not a sequence of values"):
+        await conn.executemany("SELECT $1::int", [1, 2])
+    assert await conn.fetchval("SELECT 1") == 1

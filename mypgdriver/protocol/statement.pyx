@@ -98,7 +98,7 @@ cdef tuple row_arguments(object row, Py_ssize_t row_index, str what='row'):
         return tuple(row)
     where = f'{what} {row_index}' if row_index >= 0 else 'the arguments'
     raise DataError(
-        f'invalid input: {where} is a {type(row).__name__}, not a sequence of values '
+        f'invalid input: {where} is of type {type(row).__name__}, not a sequence of values '
         f'(a tuple, a list or a Record)')
 
 
