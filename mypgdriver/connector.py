@@ -12,7 +12,7 @@ import os
 import random
 import socket
 import ssl
-from typing import Awaitable, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Awaitable, Callable, Mapping, Optional, Sequence, Union
 
 from mypgdriver import deadlines, exceptions, tls
 from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params
@@ -69,6 +69,15 @@ async def connect(dsn: Optional[str] = None, *,
             f'connection_class is expected to be a subclass of mypgdriver.Connection, '
             f'got {connection_class!r}')
     check_record_class(record_class)
+    # Numbers and booleans given as strings (a URL's query, as SQLAlchemy
+    # passes it: ?command_timeout=30) are read as asyncpg reads them.
+    timeout = _number_from_text(timeout, float)
+    statement_cache_size = _number_from_text(statement_cache_size, int)
+    max_cached_statement_lifetime = _number_from_text(max_cached_statement_lifetime, float)
+    max_cacheable_statement_size = _number_from_text(max_cacheable_statement_size, int)
+    command_timeout = _number_from_text(command_timeout, float)
+    max_pipeline = _number_from_text(max_pipeline, int)
+    direct_tls = _bool_from_text(direct_tls)
     for name, value in (('statement_cache_size', statement_cache_size),
                         ('max_cacheable_statement_size', max_cacheable_statement_size),
                         ('max_cached_statement_lifetime', max_cached_statement_lifetime)):
@@ -107,6 +116,44 @@ async def connect(dsn: Optional[str] = None, *,
     if loop is None:
         loop = asyncio.get_running_loop()
     return await _connect_any_host(loop, params, config, connection_class, timeout)
+
+
+def _number_from_text(value: Any, kind: Callable[[str], Any]) -> Any:
+    """`value`, or the number a string spells (``'30'``, ``' 2.5 '``); other values unchanged.
+
+    A string that is not a number is left as it is, for the argument's own
+    check to refuse with its usual message.
+    """
+    if not isinstance(value, str):
+        return value
+    try:
+        return kind(value.strip())
+    except ValueError:
+        if kind is int:
+            # '100.0' for an integer argument: what float() reads, if whole.
+            try:
+                number = float(value.strip())
+            except ValueError:
+                return value
+            if number.is_integer():
+                return int(number)
+        return value
+
+
+_TRUE_WORDS = frozenset(('1', 'true', 'on', 'yes', 't', 'y'))
+_FALSE_WORDS = frozenset(('0', 'false', 'off', 'no', 'f', 'n'))
+
+
+def _bool_from_text(value: Any) -> Any:
+    """`value`, or the bool a string spells (``'true'``, ``'off'``, ``'1'``); other values unchanged."""
+    if not isinstance(value, str):
+        return value
+    word = value.strip().lower()
+    if word in _TRUE_WORDS:
+        return True
+    if word in _FALSE_WORDS:
+        return False
+    return value
 
 
 def _terminate_late(conn) -> None:

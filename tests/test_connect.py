@@ -513,3 +513,32 @@ async def test_connection_opened_after_the_timeout_is_terminated(connect_kwargs,
         await asyncio.sleep(0.05)
     else:
         raise AssertionError(f"backend {pid} of the late connection is still there")
+
+
+async def test_numbers_and_booleans_given_as_strings_are_read_as_asyncpg_reads_them(
+        connect_kwargs):
+    # A URL's query (SQLAlchemy passes ?command_timeout=30 as a str).
+    conn = await mypgdriver.connect(
+        **connect_kwargs, command_timeout="30", timeout=" 20 ", statement_cache_size="50",
+        max_cached_statement_lifetime="60.5", max_cacheable_statement_size="2048",
+        max_pipeline="8", direct_tls="false")
+    try:
+        session = conn._session
+        assert session.command_timeout == 30.0
+        assert session.stmt_cache.max_size == 50
+        assert session.max_cacheable_size == 2048
+        assert conn._protocol.max_pipeline == 8
+        assert await conn.fetchval("SELECT $1::int", 3) == 3
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("option, value", [
+    ("command_timeout", "-1"), ("command_timeout", "0"), ("command_timeout", "soon"),
+    ("statement_cache_size", "-5"), ("statement_cache_size", "many"),
+    ("max_pipeline", "0"), ("max_pipeline", "1.5"), ("direct_tls", "maybe"),
+])
+async def test_strings_that_are_not_valid_numbers_are_refused_as_before(connect_kwargs,
+                                                                       option, value):
+    with pytest.raises(exceptions.InterfaceError, match=f"^{option} must be a "):
+        await mypgdriver.connect(**connect_kwargs, **{option: value})
