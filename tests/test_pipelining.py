@@ -124,7 +124,7 @@ async def test_max_pipeline_applies_back_pressure(connect_kwargs, limit):
         await conn.close()
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, "8", True, None])
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "eight", "0", True, None])
 async def test_max_pipeline_must_be_a_positive_int(connect_kwargs, bad):
     with pytest.raises(exceptions.InterfaceError, match="max_pipeline must be a positive integer"):
         await mypgdriver.connect(**connect_kwargs, max_pipeline=bad)
