@@ -30,28 +30,163 @@ driver swapped and these parts replaced:
   round trips than the asyncpg dialect's fixed 50.
 
 SQLAlchemy is not a dependency of mypgdriver: importing ``mypgdriver`` does
-not import this module.  Targets SQLAlchemy 2.1 (see docs/guide/sqlalchemy.rst).
+not import this module.  Works with SQLAlchemy 2.0 (2.0.44 or newer) and 2.1;
+the differences between their asyncpg adapters are handled here, each where
+it arises (see docs/guide/sqlalchemy.rst).
 """
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 from sqlalchemy import util
 from sqlalchemy.dialects.postgresql import asyncpg as sa_asyncpg
-from sqlalchemy.util.concurrency import await_
+from sqlalchemy.util import concurrency as sa_concurrency
 
 import mypgdriver
 from mypgdriver import exceptions as pgexc
 
-__all__ = ('MyPgDriverDBAPI', 'PGDialect_mypgdriver', 'dialect')
+__all__ = (
+    'MyPgDriverDBAPI', 'PGDialect_mypgdriver', 'dialect',
+    'Error', 'Warning', 'InterfaceError', 'DatabaseError', 'InternalError', 'OperationalError',
+    'ProgrammingError', 'IntegrityError', 'DataError', 'NotSupportedError',
+)
+
+#: SQLAlchemy 2.1 runs a coroutine from synchronous code with ``await_()``;
+#: 2.0 calls it ``await_only()`` and also has ``await_fallback()`` for its
+#: (deprecated) ``async_fallback`` mode.  2.0 builds an adapted connection
+#: with its constructor after awaiting the driver's connect(); 2.1 with the
+#: ``create()`` coroutine, which also translates connection errors.
+SQLALCHEMY_2_0 = not hasattr(sa_concurrency, 'await_')
+_await: Callable[[Any], Any] = getattr(
+    sa_concurrency, 'await_only' if SQLALCHEMY_2_0 else 'await_')
 
 #: Server-side cursor batches start at ``arraysize`` (but at least this) ...
 _SS_FIRST_BATCH = 50
 #: ... and double up to this many rows per round trip.
 _SS_MAX_BATCH = 1000
 
+_Adapter = sa_asyncpg.AsyncAdapt_asyncpg_dbapi
 
-class MyPgDriverDBAPI(sa_asyncpg.AsyncAdapt_asyncpg_dbapi):
+
+def _adapter_class(name: str) -> tuple[type[Exception], ...]:
+    """The asyncpg adapter's exception class `name` as a base class, if it has one.
+
+    SQLAlchemy 2.1's adapter has classes for integrity violations
+    (``UniqueViolationError``...) that 2.0's lacks; ours exist on both.
+    """
+    cls = getattr(_Adapter, name, None)
+    return () if cls is None else (cls,)
+
+
+# The PEP 249 exception classes SQLAlchemy wraps (``exc.IntegrityError.orig``
+# is one of them).  They are subclasses of the asyncpg adapter's, so that the
+# adapter's own code recognises them, but live here: SQLAlchemy names the
+# class in every error message ("(mypgdriver.sqlalchemy_dialect.IntegrityError)
+# ..."), and users' logs should not name asyncpg's dialect.  The driver's
+# error is the ``__cause__`` (and, on SQLAlchemy 2.1, ``orig``).
+
+class Error(_Adapter.Error):
+    """Base class of the errors the dialect raises for the driver's."""
+
+    @property
+    def driver_exception(self) -> Exception:
+        """The driver's exception (SQLAlchemy 2.1's attribute, here on 2.0 too)."""
+        # 2.1 passes the driver's error as `orig`; both raise it as the cause
+        error = getattr(self, 'orig', None) or self.__cause__
+        if not isinstance(error, Exception):
+            raise ValueError(f'{type(self).__name__} was not raised for a driver error')
+        return error
+
+
+class Warning(_Adapter.Warning):  # noqa: A001 (PEP 249's name)
+    """PEP 249's Warning (never raised by mypgdriver)."""
+
+
+class InterfaceError(_Adapter.InterfaceError, Error):
+    """Misuse of the driver (a closed connection, a bad argument)."""
+
+
+class DatabaseError(_Adapter.DatabaseError, Error):
+    """An error reported by the server."""
+
+
+class InternalError(_Adapter.InternalError, DatabaseError):
+    """Transaction and cursor states, routines (SQLSTATE 24, 25, 2B, 2D, 39, 3B, P0)."""
+
+
+class OperationalError(_Adapter.OperationalError, DatabaseError):
+    """Connections, resources, serialization failures (SQLSTATE 08, 53, 57, 40...)."""
+
+
+class ProgrammingError(_Adapter.ProgrammingError, DatabaseError):
+    """Syntax errors and access rule violations (SQLSTATE 42, 3D, 3F, 26, 34, 44)."""
+
+
+class IntegrityError(_Adapter.IntegrityError, DatabaseError):
+    """Integrity constraint violations (SQLSTATE 23)."""
+
+
+class RestrictViolationError(*_adapter_class('RestrictViolationError'), IntegrityError):  # type: ignore[misc]
+    """23001."""
+
+
+class NotNullViolationError(*_adapter_class('NotNullViolationError'), IntegrityError):  # type: ignore[misc]
+    """23502."""
+
+
+class ForeignKeyViolationError(*_adapter_class('ForeignKeyViolationError'), IntegrityError):  # type: ignore[misc]
+    """23503."""
+
+
+class UniqueViolationError(*_adapter_class('UniqueViolationError'), IntegrityError):  # type: ignore[misc]
+    """23505."""
+
+
+class CheckViolationError(*_adapter_class('CheckViolationError'), IntegrityError):  # type: ignore[misc]
+    """23514."""
+
+
+class ExclusionViolationError(*_adapter_class('ExclusionViolationError'), IntegrityError):  # type: ignore[misc]
+    """23P01."""
+
+
+class DataError(_Adapter.DataError, DatabaseError):
+    """Data exceptions (SQLSTATE 22), and arguments the driver cannot encode."""
+
+
+class NotSupportedError(_Adapter.NotSupportedError, DatabaseError):
+    """Features not supported (SQLSTATE 0A)."""
+
+
+class InternalServerError(_Adapter.InternalServerError, InternalError):
+    """SQLSTATE XX."""
+
+
+class InternalClientError(_Adapter.InternalClientError, InternalError):
+    """An internal error of the driver."""
+
+
+class InvalidCachedStatementError(_Adapter.InvalidCachedStatementError, NotSupportedError):
+    """A prepared statement's result types changed: the dialect clears its caches."""
+
+    def __init__(self, message: str, error: Exception | None = None) -> None:
+        # The adapter appends its note ("... will now invalidate all prepared
+        # caches ...") to the message; on SQLAlchemy 2.0 the message also
+        # holds the driver error's DETAIL and HINT lines: the note goes
+        # after the first line, where applications (and SQLAlchemy's tests)
+        # look for it.
+        first, newline, rest = message.partition('\n')
+        super().__init__(first)
+        if rest:
+            self.args = (f'{self.args[0]}{newline}{rest}', *self.args[1:])
+        # The adapter's class drops the driver's error (2.0's takes none):
+        # keep it, with its detail and SQLSTATE.
+        self.orig = error
+        self.detail = getattr(error, 'detail', None)
+        self.pgcode = self.sqlstate = getattr(error, 'sqlstate', None)
+
+
+class MyPgDriverDBAPI(_Adapter):
     """The PEP 249 module SQLAlchemy sees: mypgdriver behind asyncpg's adapter.
 
     The adapter keeps the name ``asyncpg`` for the wrapped module (the asyncpg
@@ -59,17 +194,30 @@ class MyPgDriverDBAPI(sa_asyncpg.AsyncAdapt_asyncpg_dbapi):
     mypgdriver has the same names.
     """
 
+    # this module's classes in place of the adapter's (see above); SQLAlchemy
+    # reads them from here (``dbapi.IntegrityError``)
+    Error = Error  # type: ignore[misc,assignment]
+    Warning = Warning  # type: ignore[misc,assignment]
+    InterfaceError = InterfaceError  # type: ignore[misc,assignment]
+    DatabaseError = DatabaseError  # type: ignore[misc,assignment]
+    InternalError = InternalError  # type: ignore[misc,assignment]
+    OperationalError = OperationalError  # type: ignore[misc,assignment]
+    ProgrammingError = ProgrammingError  # type: ignore[misc,assignment]
+    IntegrityError = IntegrityError  # type: ignore[misc,assignment]
+    RestrictViolationError = RestrictViolationError  # type: ignore[misc,assignment]
+    NotNullViolationError = NotNullViolationError  # type: ignore[misc,assignment]
+    ForeignKeyViolationError = ForeignKeyViolationError  # type: ignore[misc,assignment]
+    UniqueViolationError = UniqueViolationError  # type: ignore[misc,assignment]
+    CheckViolationError = CheckViolationError  # type: ignore[misc,assignment]
+    ExclusionViolationError = ExclusionViolationError  # type: ignore[misc,assignment]
+    DataError = DataError  # type: ignore[misc,assignment]
+    NotSupportedError = NotSupportedError  # type: ignore[misc,assignment]
+    InternalServerError = InternalServerError  # type: ignore[misc,assignment]
+    InternalClientError = InternalClientError  # type: ignore[misc,assignment]
+    InvalidCachedStatementError = InvalidCachedStatementError  # type: ignore[misc,assignment]
+
     def __init__(self, driver_module: Any = mypgdriver) -> None:
         super().__init__(driver_module)
-
-    class InvalidCachedStatementError(sa_asyncpg.AsyncAdapt_asyncpg_dbapi.InvalidCachedStatementError):
-        # SQLAlchemy 2.1's class drops the driver's error, and then its
-        # driver_exception, detail and sqlstate are missing: keep them.
-        def __init__(self, message: str, error: Exception | None = None) -> None:
-            super().__init__(message, error)
-            self.orig = error
-            self.detail = getattr(error, 'detail', None)
-            self.pgcode = self.sqlstate = getattr(error, 'sqlstate', None)
 
     @util.memoized_property
     def _asyncpg_error_translate(self) -> dict:
@@ -150,10 +298,11 @@ class _MyPgDriverServerSideCursor(sa_asyncpg.AsyncAdapt_asyncpg_ss_cursor):
     def _buffer_rows(self) -> None:
         assert self._cursor is not None
         if self._batch == 0:
-            self._batch = min(max(self._arraysize, _SS_FIRST_BATCH), _SS_MAX_BATCH)
+            self._batch = min(max(self.arraysize, _SS_FIRST_BATCH), _SS_MAX_BATCH)
         else:
             self._batch = min(self._batch * 2, _SS_MAX_BATCH)
-        self._rowbuffer.extend(await_(self._cursor.fetch(self._batch)))
+        wait = cast(_MyPgDriverConnection, self._adapt_connection).wait_for
+        self._rowbuffer.extend(wait(self._cursor.fetch(self._batch)))
 
 
 class _MyPgDriverConnection(sa_asyncpg.AsyncAdapt_asyncpg_connection):
@@ -161,6 +310,23 @@ class _MyPgDriverConnection(sa_asyncpg.AsyncAdapt_asyncpg_connection):
     _ss_cursor_cls = _MyPgDriverServerSideCursor
 
     __slots__ = ()
+
+    #: Runs a coroutine from SQLAlchemy's synchronous side (in its greenlet).
+    wait_for = staticmethod(_await)
+
+    @classmethod
+    def open(cls, dbapi: MyPgDriverDBAPI, connecting: Any,
+             **kwargs: Any) -> _MyPgDriverConnection:
+        """The adapted connection for the driver's connect() coroutine `connecting`."""
+        if SQLALCHEMY_2_0:
+            # 2.0's asyncpg dialect lets connection errors through untranslated
+            return cls(dbapi, cls.wait_for(connecting), **kwargs)
+        return cast(_MyPgDriverConnection, cls.wait_for(cls.create(dbapi, connecting, **kwargs)))
+
+    def cursor(self, server_side: bool = False) -> Any:
+        # SQLAlchemy 2.0's adapter names its cursor classes here (2.1 reads
+        # _cursor_cls and _ss_cursor_cls)
+        return self._ss_cursor_cls(self) if server_side else self._cursor_cls(self)
 
     async def _async_ping(self) -> None:
         # One simple-protocol Query message: no prepared statement, and it
@@ -176,17 +342,30 @@ class _MyPgDriverConnection(sa_asyncpg.AsyncAdapt_asyncpg_connection):
         return super()._terminate_handled_exceptions() + (pgexc.InterfaceError,)
 
 
+if SQLALCHEMY_2_0:
+    class _MyPgDriverFallbackConnection(_MyPgDriverConnection):
+        """SQLAlchemy 2.0's ``async_fallback=true`` mode (deprecated there, gone in 2.1)."""
+
+        __slots__ = ()
+
+        # (getattr: SQLAlchemy 2.1, which type checkers see, has no await_fallback)
+        wait_for = await_ = staticmethod(getattr(sa_concurrency, 'await_fallback'))  # noqa: B009
+
+
 class _MyPgDriverAdaptedDBAPI(MyPgDriverDBAPI):
     def connect(self, *args: Any, **kwargs: Any) -> _MyPgDriverConnection:
+        connection_class = _MyPgDriverConnection
+        if SQLALCHEMY_2_0 and util.asbool(kwargs.pop('async_fallback', False)):
+            connection_class = _MyPgDriverFallbackConnection
         creator = kwargs.pop('async_creator_fn', self.asyncpg.connect)
         cache_size = kwargs.pop('prepared_statement_cache_size', 100)
         name_func = kwargs.pop('prepared_statement_name_func', None)
-        return await_(_MyPgDriverConnection.create(
+        return connection_class.open(
             self,
             creator(*args, **kwargs),
             prepared_statement_cache_size=cache_size,
             prepared_statement_name_func=name_func,
-        ))
+        )
 
 
 def _is_disconnect_error(error: BaseException | None) -> bool:

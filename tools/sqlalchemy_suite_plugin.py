@@ -12,6 +12,8 @@
   with asyncpg would be over a different set of tests. Version comparisons
   against the asyncpg DBAPI (``"+asyncpg<0.30"``) are not aliased: they
   compare driver versions, which mean nothing across drivers.
+* Stops the run when the SQLAlchemy imported is not the version asked for
+  (``MYPGDRIVER_SQLA_VERSION``).
 * Makes the compliance suite's server-side cursor check
   (``ServerSideCursorsTest._is_server_side``, a table of driver names) ask
   mypgdriver's adapted cursor, as it asks asyncpg's.
@@ -65,6 +67,13 @@ def _server_side_check() -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config) -> None:
+    import sqlalchemy
+
+    expected = os.environ.get("MYPGDRIVER_SQLA_VERSION")
+    if expected and sqlalchemy.__version__ != expected:
+        raise pytest.UsageError(
+            f"SQLAlchemy {sqlalchemy.__version__} from {sqlalchemy.__file__} was imported, "
+            f"not {expected}")
     if os.environ.get("MYPGDRIVER_SQLA_AS_ASYNCPG") == "1":
         _alias_asyncpg_requirements()
 
