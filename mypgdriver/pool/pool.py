@@ -1214,6 +1214,9 @@ def create_pool(dsn: Optional[str] = None, *,
     * `reset`: a coroutine function called with the connection at every
       release instead of :meth:`Connection.reset` (an open transaction is
       rolled back first in any case).
+    * `loop`: the event loop of the pool and its connections; by default
+      the running one when the pool starts.  Kept for asyncpg
+      compatibility: there is no reason to pass it.
     * `connection_class`, `record_class`: passed on to ``connect``.
 
     mypgdriver only: `connect_retry_timeout` is how long an ``acquire()``
