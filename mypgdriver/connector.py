@@ -42,27 +42,96 @@ async def connect(dsn: Optional[str] = None, *,
                   max_pipeline: int = DEFAULT_MAX_PIPELINE,
                   min_protocol_version: Optional[str] = None,
                   max_protocol_version: Optional[str] = None) -> Connection:
-    """Open a connection to a PostgreSQL server.
+    """Open a connection to a PostgreSQL server and return a :class:`Connection`.
 
-    Arguments follow asyncpg's :func:`asyncpg.connect`: a libpq-style `dsn`
-    (URI or ``key=value`` form) and/or keyword arguments, with libpq's
-    environment variables (``PGHOST``, ``PGUSER``, ...) and ``~/.pgpass``
-    filling in what is not given.  `password` may also be a callable or a
-    coroutine function returning the password.  `timeout` bounds the whole
-    attempt (every host, DNS, TCP and authentication).
+    Arguments follow asyncpg's :func:`asyncpg.connect`; every one after `dsn`
+    is keyword-only.  A setting that is not given (or is empty) is taken
+    from the DSN, then libpq's environment variable (``PGHOST``, ``PGUSER``,
+    ...), then the default.  Numeric and boolean arguments may also be given
+    as strings (``command_timeout='30'``, as SQLAlchemy passes a URL's
+    query), read as asyncpg reads them.  Each parameter in detail, and the
+    settings that only the DSN or the environment give (``sslrootcert``,
+    ``connect_timeout``, ...): :ref:`connect-parameters`.
 
-    `max_pipeline` (a mypgdriver addition) is how many operations concurrent
-    tasks may have in flight on the connection at once; calls beyond it
-    wait for a slot.  ``max_pipeline=1`` runs one operation at a time
-    (later calls queue, they do not fail).
+    Where to connect:
 
-    `min_protocol_version` and `max_protocol_version` are libpq 18's
-    options (also DSN parameters and ``PGMINPROTOCOLVERSION`` /
-    ``PGMAXPROTOCOLVERSION``): ``'3.0'``, ``'3.2'`` or ``'latest'``.  The
-    StartupMessage asks for the maximum, 3.0 unless set (or unless the
-    minimum is higher); a server or pooler that supports less answers with
-    NegotiateProtocolVersion, and the connection goes on with its version
-    if that is not below the minimum.
+    * `dsn`: a libpq connection string, a URI
+      (``postgresql://user:password@host:port/database?key=value``) or
+      ``key=value`` pairs; parameters that are not libpq's are sent to the
+      server as session settings.
+    * `host`: a host name, an IP address, the directory of the server's Unix
+      socket, or ``@name`` (abstract socket); several as a list or a
+      comma-separated string, tried in order.  Default: ``PGHOST``, else the
+      first usual socket directory that exists, else ``localhost``.
+    * `port`: one for every host, or one per host (a list or a
+      comma-separated string).  Default: ``PGPORT``, else 5432.
+    * `user`: default ``PGUSER``, else the operating-system user.
+    * `password`: a string, or a function or coroutine function returning
+      one, called at each connect (for short-lived tokens).  Default:
+      ``PGPASSWORD``, else the password file.  Never shown in messages.
+    * `passfile`: the password file; default ``PGPASSFILE``, else
+      ``~/.pgpass``.
+    * `database`: default ``PGDATABASE``, else the user name.
+    * `target_session_attrs`: which of several hosts is acceptable:
+      ``'any'`` (default), ``'read-write'``, ``'read-only'``,
+      ``'primary'``, ``'standby'`` or ``'prefer-standby'``.
+
+    TLS:
+
+    * `ssl`: ``None`` (default) for the DSN's ``sslmode`` or
+      ``PGSSLMODE``, else ``'prefer'``; an sslmode name, ``'disable'``,
+      ``'allow'``, ``'prefer'``, ``'require'``, ``'verify-ca'`` or
+      ``'verify-full'``, with libpq's meaning; ``True`` for ``verify-full``
+      with the system's trusted certificates; ``False`` for ``disable``; or
+      an :class:`ssl.SSLContext`, which requires TLS and decides what is
+      verified.
+    * `direct_tls`: ``True`` starts TLS without the ``SSLRequest`` round
+      trip (PostgreSQL 17 and newer; needs sslmode ``require`` or
+      stricter), ``False`` forces the ``SSLRequest``, ``None`` (default)
+      leaves it to the DSN's ``sslnegotiation`` and ``PGSSLNEGOTIATION``.
+
+    Time limits:
+
+    * `timeout`: seconds for the whole attempt (every host, DNS, TCP, TLS
+      and authentication), default 60; ``None`` waits as long as it takes.
+    * `command_timeout`: the default timeout, in seconds, of every operation
+      on the connection; ``None`` (default) for no limit.
+
+    Statements and results:
+
+    * `statement_cache_size`: how many prepared statements the connection
+      keeps (default 100); ``0`` turns the cache off (for pgbouncer in
+      transaction mode).
+    * `max_cached_statement_lifetime`: seconds after which a cached
+      statement is prepared afresh (default 300); ``0`` for no limit.
+    * `max_cacheable_statement_size`: longer query texts are not cached
+      (default 15 KiB); ``0`` for no limit.
+    * `record_class`: the class of result rows, :class:`Record` (default)
+      or a subclass without ``__new__`` or ``__init__``.
+    * `connection_class`: the class of the connection returned,
+      :class:`Connection` (default) or a subclass.
+
+    The session:
+
+    * `server_settings`: run-time parameters for the session
+      (``{'search_path': 'app'}``), sent in the startup message; they win
+      over the same settings in the DSN.
+    * `max_pipeline` (a mypgdriver addition): how many operations
+      concurrent tasks may have in flight on the connection at once
+      (default 256); calls beyond it wait for a slot, in call order.
+      ``max_pipeline=1`` runs one operation at a time (later calls queue,
+      they do not fail).
+    * `min_protocol_version`, `max_protocol_version`: libpq 18's options
+      (also DSN parameters and ``PGMINPROTOCOLVERSION`` /
+      ``PGMAXPROTOCOLVERSION``): ``'3.0'``, ``'3.2'`` or ``'latest'``.  The
+      StartupMessage asks for the maximum, 3.0 unless set (or unless the
+      minimum is higher); a server or pooler that supports less answers
+      with NegotiateProtocolVersion, and the connection goes on with its
+      version if that is not below the minimum (default 3.0).
+    * `loop`: the event loop; by default the running one.  Kept for
+      asyncpg compatibility: there is no reason to pass it.
+    * `krbsrvname`, `gsslib`: accepted and ignored, for asyncpg
+      compatibility (GSSAPI is not supported).
     """
     if not (isinstance(connection_class, type) and issubclass(connection_class, Connection)):
         raise exceptions.InterfaceError(

@@ -19,6 +19,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from tests.support.docstrings import undocumented_parameters
 from tests.support.session_state import monitor  # noqa: F401
 
 IDENTITY_QUERY = "SELECT current_user, current_database(), inet_server_port()"
@@ -542,3 +543,9 @@ async def test_strings_that_are_not_valid_numbers_are_refused_as_before(connect_
                                                                        option, value):
     with pytest.raises(exceptions.InterfaceError, match=f"^{option} must be a "):
         await mypgdriver.connect(**connect_kwargs, **{option: value})
+
+
+def test_every_parameter_of_connect_is_documented_in_its_docstring():
+    # help(mypgdriver.connect) and IDEs show the docstring: a new parameter
+    # must be described there, not only in docs/api/connection.rst.
+    assert undocumented_parameters(mypgdriver.connect) == []

@@ -16,6 +16,7 @@ import pytest
 from mypgdriver import exceptions
 from mypgdriver.connection import Connection
 from mypgdriver.pool import Pool, PoolConnectionProxy, PoolStats, create_pool
+from tests.support.docstrings import undocumented_parameters
 
 _app_names = itertools.count(1)
 
@@ -207,6 +208,11 @@ def test_invalid_sizes_raise_value_error(kwargs, message):
 def test_connection_class_must_be_a_connection():
     with pytest.raises(TypeError, match="connection_class"):
         create_pool(connection_class=object)
+
+
+def test_every_parameter_of_create_pool_is_documented_in_its_docstring():
+    # What help(mypgdriver.create_pool) and IDEs show (connect_kwargs too).
+    assert undocumented_parameters(create_pool) == []
 
 
 async def test_acquire_before_init_raises_interface_error(pool_kwargs):

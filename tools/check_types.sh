@@ -3,6 +3,8 @@
 #
 #   1. mypy --strict on the typed example application (tests/typing/),
 #   2. pyright in strict mode on the same files,
+#      (tests/typing/pooled.py also lists mistakes both must report, each
+#      marked with an ignore comment that is an error if unused: see there),
 #   3. mypy on the package itself (mypgdriver/, with the project's settings,
 #      not --strict), so that its internals stay consistent with its types,
 #   4. stubtest: every .pyi stub of a compiled module against the built module,

@@ -38,8 +38,10 @@ from typing import (
     Callable,
     Deque,
     Generator,
+    Iterable,
     List,
     Optional,
+    Sequence,
     Set,
     Tuple,
     Type,
@@ -1075,25 +1077,73 @@ class Pool:
         async with self.acquire() as con:
             return await con.fetchmany(query, args, timeout=timeout, record_class=record_class)
 
-    async def copy_from_table(self, table_name: str, **kwargs: Any) -> str:
+    # The COPY shortcuts spell out Connection's parameters, rather than
+    # taking **kwargs, so that type checkers and IDEs know them (a misspelt
+    # option is an error before it runs); every one is passed on by keyword,
+    # as the query shortcuts above pass theirs.
+
+    async def copy_from_table(self, table_name: str, *, output: Any,
+                              columns: Optional[Iterable[str]] = None,
+                              schema_name: Optional[str] = None,
+                              timeout: Optional[float] = None, format: Optional[str] = None,
+                              oids: Optional[bool] = None, delimiter: Optional[str] = None,
+                              null: Optional[str] = None, header: Union[bool, str, None] = None,
+                              quote: Optional[str] = None, escape: Optional[str] = None,
+                              force_quote: Union[bool, Sequence[str], None] = None,
+                              encoding: Optional[str] = None) -> str:
         """Copy a table's contents out; see ``Connection.copy_from_table``."""
         async with self.acquire() as con:
-            return await con.copy_from_table(table_name, **kwargs)
+            return await con.copy_from_table(
+                table_name, output=output, columns=columns, schema_name=schema_name,
+                timeout=timeout, format=format, oids=oids, delimiter=delimiter, null=null,
+                header=header, quote=quote, escape=escape, force_quote=force_quote,
+                encoding=encoding)
 
-    async def copy_from_query(self, query: str, *args: Any, **kwargs: Any) -> str:
+    async def copy_from_query(self, query: str, *args: Any, output: Any,
+                              timeout: Optional[float] = None, format: Optional[str] = None,
+                              oids: Optional[bool] = None, delimiter: Optional[str] = None,
+                              null: Optional[str] = None, header: Union[bool, str, None] = None,
+                              quote: Optional[str] = None, escape: Optional[str] = None,
+                              force_quote: Union[bool, Sequence[str], None] = None,
+                              encoding: Optional[str] = None) -> str:
         """Copy a query's results out; see ``Connection.copy_from_query``."""
         async with self.acquire() as con:
-            return await con.copy_from_query(query, *args, **kwargs)
+            return await con.copy_from_query(
+                query, *args, output=output, timeout=timeout, format=format, oids=oids,
+                delimiter=delimiter, null=null, header=header, quote=quote, escape=escape,
+                force_quote=force_quote, encoding=encoding)
 
-    async def copy_to_table(self, table_name: str, **kwargs: Any) -> str:
+    async def copy_to_table(self, table_name: str, *, source: Any,
+                            columns: Optional[Iterable[str]] = None,
+                            schema_name: Optional[str] = None, timeout: Optional[float] = None,
+                            format: Optional[str] = None, oids: Optional[bool] = None,
+                            freeze: Optional[bool] = None, delimiter: Optional[str] = None,
+                            null: Optional[str] = None, header: Union[bool, str, None] = None,
+                            quote: Optional[str] = None, escape: Optional[str] = None,
+                            force_quote: Union[bool, Sequence[str], None] = None,
+                            force_not_null: Union[bool, Sequence[str], None] = None,
+                            force_null: Union[bool, Sequence[str], None] = None,
+                            encoding: Optional[str] = None,
+                            where: Optional[str] = None) -> str:
         """Copy data into a table; see ``Connection.copy_to_table``."""
         async with self.acquire() as con:
-            return await con.copy_to_table(table_name, **kwargs)
+            return await con.copy_to_table(
+                table_name, source=source, columns=columns, schema_name=schema_name,
+                timeout=timeout, format=format, oids=oids, freeze=freeze, delimiter=delimiter,
+                null=null, header=header, quote=quote, escape=escape, force_quote=force_quote,
+                force_not_null=force_not_null, force_null=force_null, encoding=encoding,
+                where=where)
 
-    async def copy_records_to_table(self, table_name: str, **kwargs: Any) -> str:
+    async def copy_records_to_table(self, table_name: str, *, records: ArgumentRows,
+                                    columns: Optional[Iterable[str]] = None,
+                                    schema_name: Optional[str] = None,
+                                    timeout: Optional[float] = None,
+                                    where: Optional[str] = None) -> str:
         """Copy records into a table (binary COPY); see ``Connection.copy_records_to_table``."""
         async with self.acquire() as con:
-            return await con.copy_records_to_table(table_name, **kwargs)
+            return await con.copy_records_to_table(
+                table_name, records=records, columns=columns, schema_name=schema_name,
+                timeout=timeout, where=where)
 
 
 class PoolAcquireContext:
@@ -1164,6 +1214,9 @@ def create_pool(dsn: Optional[str] = None, *,
     * `reset`: a coroutine function called with the connection at every
       release instead of :meth:`Connection.reset` (an open transaction is
       rolled back first in any case).
+    * `loop`: the event loop of the pool and its connections; by default
+      the running one when the pool starts.  Kept for asyncpg
+      compatibility: there is no reason to pass it.
     * `connection_class`, `record_class`: passed on to ``connect``.
 
     mypgdriver only: `connect_retry_timeout` is how long an ``acquire()``

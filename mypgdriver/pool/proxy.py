@@ -13,14 +13,11 @@ from typing import (
     Optional,
     Tuple,
     Type,
-    overload,
 )
 
 from mypgdriver import exceptions
-from mypgdriver._typing import RecordT
 from mypgdriver.connection import Connection
 from mypgdriver.pool.slots import PooledConnection
-from mypgdriver.protocol.record import Record
 
 if TYPE_CHECKING:
     from mypgdriver.pool.pool import Pool
@@ -106,16 +103,6 @@ class PoolConnectionProxy(_ProxyBase):
             return f'<{type(self).__name__} [released] {id(self):#x}>'
         return f'<{type(self).__name__} {self._con!r} {id(self):#x}>'
 
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for names not defined on the proxy itself.
-        con = self._con
-        if con is None:
-            raise self._detached_error(name)
-        value = getattr(con, name)
-        if inspect.ismethod(value) and value.__self__ is con:
-            return self._wrap_method(name, value)
-        return value
-
     def _wrap_method(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         if inspect.iscoroutinefunction(method):
             @functools.wraps(method)
@@ -144,46 +131,47 @@ class PoolConnectionProxy(_ProxyBase):
             raise _released_error('is_closed')
         return con.is_closed()
 
-    # The query methods are spelled out (rather than forwarded through
-    # __getattr__) because they are the hot path, and because they are the
-    # calls the first-call retry applies to.  They return _call()'s
-    # coroutine instead of awaiting it in one of their own: one coroutine
-    # frame per call, not two (asyncpg's proxy methods are plain functions
-    # returning the connection's coroutine too).
+    # Type checkers see neither __getattr__ nor the spelled-out query methods
+    # below: to them the proxy is a Connection (its base under TYPE_CHECKING),
+    # so a call through it is checked against Connection's own signatures and
+    # overloads, and a misspelt name or keyword is an error.  A __getattr__
+    # returning Any, or methods taking **kwargs, would accept any mistake
+    # (tests/typing/pooled.py).  At run time the class is unchanged.
+    if not TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Any:
+            # Only reached for names not defined on the proxy itself.
+            con = self._con
+            if con is None:
+                raise self._detached_error(name)
+            value = getattr(con, name)
+            if inspect.ismethod(value) and value.__self__ is con:
+                return self._wrap_method(name, value)
+            return value
 
-    def execute(self, query: str, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, str]:
-        """Run a command; see :meth:`Connection.execute`."""
-        return self._call('execute', (query, *args), kwargs)
+        # The query methods are spelled out (rather than forwarded through
+        # __getattr__) because they are the hot path, and because they are
+        # the calls the first-call retry applies to.  They return _call()'s
+        # coroutine instead of awaiting it in one of their own: one coroutine
+        # frame per call, not two (asyncpg's proxy methods are plain
+        # functions returning the connection's coroutine too).  They pass the
+        # caller's arguments on exactly as given (see the class docstring).
 
-    # The overloads are Connection's; the implementations pass the caller's
-    # arguments on exactly as given (see the class docstring).
-    @overload
-    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-                    record_class: None = None) -> List[Record]: ...
+        def execute(self, query: str, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, str]:
+            """Run a command; see :meth:`Connection.execute`."""
+            return self._call('execute', (query, *args), kwargs)
 
-    @overload
-    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-                    record_class: Type[RecordT]) -> List[RecordT]: ...
+        def fetch(self, query: str, *args: Any,
+                  **kwargs: Any) -> Coroutine[Any, Any, List[Any]]:
+            """Run a query and return all rows; see :meth:`Connection.fetch`."""
+            return self._call('fetch', (query, *args), kwargs)
 
-    def fetch(self, query: str, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, List[Any]]:
-        """Run a query and return all rows; see :meth:`Connection.fetch`."""
-        return self._call('fetch', (query, *args), kwargs)
+        def fetchrow(self, query: str, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
+            """Run a query and return its first row; see :meth:`Connection.fetchrow`."""
+            return self._call('fetchrow', (query, *args), kwargs)
 
-    @overload
-    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                       record_class: None = None) -> Optional[Record]: ...
-
-    @overload
-    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                       record_class: Type[RecordT]) -> Optional[RecordT]: ...
-
-    def fetchrow(self, query: str, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
-        """Run a query and return its first row; see :meth:`Connection.fetchrow`."""
-        return self._call('fetchrow', (query, *args), kwargs)
-
-    def fetchval(self, query: str, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
-        """Run a query and return one value of its first row; see :meth:`Connection.fetchval`."""
-        return self._call('fetchval', (query, *args), kwargs)
+        def fetchval(self, query: str, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
+            """Run a query and return one value of its first row; see :meth:`Connection.fetchval`."""
+            return self._call('fetchval', (query, *args), kwargs)
 
     # --- the checkout, for the pool ---
 
