@@ -6,6 +6,7 @@ dialect, which it builds on.
 """
 from __future__ import annotations
 
+import asyncio
 import pathlib
 import subprocess
 import sys
@@ -105,6 +106,94 @@ async def test_driver_errors_are_translated_with_sqlstate(engine: Any) -> None:
     assert isinstance(info.value.orig.driver_exception, mypgdriver.UniqueViolationError)
     assert info.value.orig.sqlstate == info.value.orig.pgcode == '23505'
     assert type(info.value.orig).__name__ == 'UniqueViolationError'
+
+
+async def test_errors_name_the_dialects_classes_not_asyncpgs(engine: Any) -> None:
+    from sqlalchemy.dialects.postgresql import asyncpg as sa_asyncpg
+
+    from mypgdriver import sqlalchemy_dialect
+
+    async with engine.begin() as conn:
+        await conn.execute(text('CREATE TEMP TABLE v (a int UNIQUE)'))
+        await conn.execute(text('INSERT INTO v VALUES (1)'))
+        with pytest.raises(exc.IntegrityError) as info:
+            await conn.execute(text('INSERT INTO v VALUES (1)'))
+    orig = info.value.orig
+    assert type(orig) is sqlalchemy_dialect.UniqueViolationError
+    assert type(orig).__module__ == 'mypgdriver.sqlalchemy_dialect'
+    # what users' logs show
+    assert str(info.value).startswith('(mypgdriver.sqlalchemy_dialect.UniqueViolationError) ')
+    assert 'sqlalchemy.dialects.postgresql.asyncpg' not in str(info.value)
+    # still the PEP 249 class of the dialect's DBAPI, and the asyncpg adapter's
+    assert isinstance(orig, engine.dialect.dbapi.IntegrityError)
+    assert isinstance(orig, engine.dialect.dbapi.Error)
+    assert isinstance(orig, sa_asyncpg.AsyncAdapt_asyncpg_dbapi.IntegrityError)
+    assert engine.dialect.dbapi.UniqueViolationError is sqlalchemy_dialect.UniqueViolationError
+
+
+async def test_a_stale_cached_statement_says_the_caches_are_cleared_then_works(
+        engine: Any) -> None:
+    # The dialect's own statement cache holds a prepared statement whose
+    # result type then changes under it (another session's ALTER TABLE).
+    async with engine.begin() as conn:
+        await conn.execute(text('DROP TABLE IF EXISTS sa_stale'))
+        await conn.execute(text('CREATE TABLE sa_stale (a int)'))
+        await conn.execute(text('INSERT INTO sa_stale VALUES (1)'))
+    try:
+        async with engine.connect() as conn:
+            assert (await conn.execute(text('SELECT * FROM sa_stale'))).all() == [(1,)]
+        other = create_async_engine(engine.url)
+        async with other.begin() as conn:
+            await conn.execute(text('ALTER TABLE sa_stale ALTER COLUMN a TYPE bigint'))
+        await other.dispose()
+        async with engine.connect() as conn:
+            with pytest.raises(exc.NotSupportedError) as info:
+                await conn.execute(text('SELECT * FROM sa_stale'))
+        first_line = str(info.value.orig).splitlines()[0]
+        assert first_line.endswith('(SQLAlchemy asyncpg dialect will now invalidate all '
+                                   'prepared caches in response to this exception)')
+        assert info.value.orig.sqlstate == '0A000'
+        async with engine.connect() as conn:
+            assert (await conn.execute(text('SELECT * FROM sa_stale'))).all() == [(1,)]
+    finally:
+        async with engine.begin() as conn:
+            await conn.execute(text('DROP TABLE sa_stale'))
+
+
+@pytest.mark.skipif(not hasattr(sqlalchemy.util.concurrency, 'await_fallback'),
+                    reason="SQLAlchemy 2.0's async_fallback mode (2.1 has none)")
+def test_async_fallback_mode_of_sqlalchemy_2_0(url: URL) -> None:
+    import warnings
+
+    from sqlalchemy import create_engine
+
+    # the mode runs each coroutine with the thread's event loop
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)
+        engine = create_engine(url.update_query_dict({'async_fallback': 'true'}))
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text('SELECT CAST(:a AS int) + 1'), {'a': 41}).scalar() == 42
+            rows = conn.execution_options(stream_results=True).execute(
+                text('SELECT g FROM generate_series(1, 120) g')).all()
+            assert [r[0] for r in rows] == list(range(1, 121))
+    finally:
+        engine.dispose()
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def test_runs_on_the_sqlalchemy_release_asked_for() -> None:
+    # test_sqlalchemy_suite.py runs this file with another release first on
+    # the path, and says which in MYPGDRIVER_SQLA_VERSION
+    import os
+
+    expected = os.environ.get('MYPGDRIVER_SQLA_VERSION')
+    if expected is None:
+        pytest.skip('run with the installed SQLAlchemy')
+    assert sqlalchemy.__version__ == expected
 
 
 async def test_terminated_backend_invalidates_the_pooled_connection(engine: Any) -> None:
