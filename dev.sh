@@ -300,8 +300,13 @@ case "$command" in
         # -W: a warning (a broken reference, a docstring Sphinx cannot read)
         # fails the build, as in CI.
         setup docs ""
-        [ $# -gt 0 ] || set -- -W -q -b html docs docs/_build/html
-        run -m sphinx "$@"
+        if [ $# -gt 0 ]; then
+            run -m sphinx "$@"
+        fi
+        # The default build: say where the site is (sphinx -q prints nothing
+        # when it succeeds).
+        "$PY" -m sphinx -W -q -b html docs docs/_build/html
+        say "the site is in $ROOT/docs/_build/html/index.html"
         ;;
     -h|--help|help)
         usage

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from .contenders import (
+    LINEUPS,
     OURS,
     PIPELINE,
     PIPELINE_CEILING,
@@ -31,6 +33,7 @@ from .contenders import (
 )
 
 ERROR_WIDTH = 50  # characters of an error message kept in a table cell
+PIPELINE_CHART = "pipeline.png"
 POOL_CHART = "pool.png"
 POOLER_CHART = "pooler.png"
 MEMORY_CHART = "cursor_1m_rss.png"
@@ -251,7 +254,8 @@ def markdown(report: dict[str, Any]) -> str:
             *_details(results),
         ]
     if "pipeline" in report:
-        lines += ["", *pipeline_markdown(report["pipeline"])]
+        lines += ["", *pipeline_markdown(report["pipeline"],
+                                         PIPELINE_CHART if PIPELINE_CHART in charts else None)]
     if "pool" in report:
         lines += ["", *pool_markdown(report["pool"], POOL_CHART if POOL_CHART in charts else None)]
     if "pool_shortcuts" in report:
@@ -400,31 +404,39 @@ def _pipeline_variants(results: list[dict[str, Any]]) -> dict[str, dict[str, dic
 def _variant_matrix(results: list[dict[str, Any]], lineup: Lineup, metric: str,
                     fmt: Callable[[float], str], with_ratio: bool,
                     note: Callable[[dict[str, Any]], str] | None = None) -> list[str]:
-    """One row per variant, one column per contender of `lineup` (the A/A as a ratio).
+    """One row per contender of `lineup` (the A/A after the baseline), one column per variant.
 
-    `note(result)` adds a word after a measured cell's value (the pooler's
-    failed queries).
+    Contenders go down the side, not across: their names are long and there
+    are up to nine of them, while there are two or three variants, so the
+    table stays narrow enough for a terminal or the docs' text column.  The
+    A/A row always shows its ratio to the baseline (the noise), also where
+    the other cells have none.  `note(result)` adds a word after a measured
+    cell's value (the pooler's failed queries).
     """
-    labels = lineup.order([r["contender"] for r in results])
-    aa_label, base_name = lineup.control, lineup.baseline
-    control = any(r["contender"] == aa_label for r in results)
+    variants = _pipeline_variants(results)
+    labels = _with_control(lineup.order([r["contender"] for r in results]), lineup,
+                           (r["contender"] for r in results))
     rows = []
-    for variant, by_name in _pipeline_variants(results).items():
-        base = by_name.get(base_name, {}).get(metric)
-        aa = [_ratio(by_name.get(aa_label, {}).get(metric), base)] if control else []
+    for label in labels:
         cells = []
-        for label in labels:
+        for by_name in variants.values():
+            base = by_name.get(lineup.baseline, {}).get(metric)
+            ratio = with_ratio or label == lineup.control
             r = by_name.get(label)
-            text = _cell(r, metric, fmt, base if with_ratio else None, label == base_name)
+            text = _cell(r, metric, fmt, base if ratio else None, label == lineup.baseline)
             extra = note(r) if note and r and "error" not in r else ""
             cells.append(f"{text} {extra}" if extra else text)
-        rows.append([variant, *aa, *cells])
-    header = ["variant", *(["A/A"] if control else []), *labels]
-    return table(header, rows, [False] + [True] * (len(header) - 1))
+        rows.append([label, *cells])
+    header = ["contender", *variants]
+    return table(header, rows, [False] + [True] * len(variants))
 
 
-def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
-    """The pipeline scenario's tables: queries/s and CPU per query, then the details."""
+def pipeline_markdown(pipeline: dict[str, Any], chart: str | None = None) -> list[str]:
+    """The pipeline scenario's tables: queries/s and CPU per query, then the details.
+
+    The details have a table per variant: with the variant in a column of its
+    own, the table was eleven columns wide.
+    """
     results = pipeline["results"]
     tasks, batch = pipeline["settings"]["tasks"], pipeline["settings"]["batch"]
     base_name, ceiling = PIPELINE.baseline, PIPELINE_CEILING
@@ -445,41 +457,44 @@ def pipeline_markdown(pipeline: dict[str, Any]) -> list[str]:
         + (" A/A is asyncpg's pool of 10 measured a second time." if control else ""),
         "",
         *_variant_matrix(results, PIPELINE, "queries_per_s", si, with_ratio=True),
+        *(["", f"![queries/s per contender, one connection against pools and pgbench]({chart})"]
+          if chart else []),
         "",
         "## Pipeline scenario: client CPU µs per query (lower is better)",
         "",
         *_variant_matrix(results, PIPELINE, "cpu_per_query_us", lambda v: f"{v:.1f}",
                          with_ratio=False),
     ]
-    header = ["variant", "contender", "connections", "queries/s", f"vs {base_name}",
+    header = ["contender", "connections", "queries/s", f"vs {base_name}",
               f"vs {ceiling}", f"vs {sync_ceiling}", "p50 ms", "p99 ms", "CPU µs/query",
               "most in flight"]
-    rows = []
+    lines += ["", "## Pipeline scenario: details", "",
+              "Latency is one query, from the call to its result (for psycopg-pipeline from",
+              "the start of its batch); pgbench logs one line per transaction, a whole",
+              "pipeline, so only its one-statement floor has a per-query latency. Most in",
+              "flight is the deepest mypgdriver's pipeline got (`get_pipeline_stats()`)."]
     labels = PIPELINE.order([r["contender"] for r in results])
     for variant, by_name in _pipeline_variants(results).items():
         base = by_name.get(base_name, {}).get("queries_per_s")
         top = by_name.get(ceiling, {}).get("queries_per_s")
         sync_top = by_name.get(sync_ceiling, {}).get("queries_per_s")
+        rows = []
         for label in [*labels, *([PIPELINE.control] if control else [])]:
             r = by_name.get(label)
             if r is None:
                 continue
             if "error" in r:
-                rows.append([variant, label, _na(r)])
+                rows.append([label, _na(r)])
                 continue
             rows.append([
-                variant, label, str(r.get("connections", "–")), si(r["queries_per_s"]),
+                label, str(r.get("connections", "–")), si(r["queries_per_s"]),
                 _ratio(r["queries_per_s"], base), _ratio(r["queries_per_s"], top),
                 _ratio(r["queries_per_s"], sync_top),
                 ms(r.get("latency_p50_ms")), ms(r.get("latency_p99_ms")),
                 _fixed(r.get("cpu_per_query_us"), 1), str(r.get("max_in_flight", "–")),
             ])
-    lines += ["", "## Pipeline scenario: details", "",
-              "Latency is one query, from the call to its result (for psycopg-pipeline from",
-              "the start of its batch); pgbench logs one line per transaction, a whole",
-              "pipeline, so only its one-statement floor has a per-query latency. Most in",
-              "flight is the deepest mypgdriver's pipeline got (`get_pipeline_stats()`).", "",
-              *table(header, rows, [False, False, *[True] * (len(header) - 2)])]
+        lines += ["", f"### {variant}", "",
+                  *table(header, rows, [False, *[True] * (len(header) - 1)])]
     same_shape = [
         f"{variant} "
         f"{_ratio(by_name[PIPELINE_OURS]['queries_per_s'], by_name[sync_ceiling]['queries_per_s'])}"
@@ -643,33 +658,59 @@ def memory_markdown(probe: dict[str, Any], chart: str | None = None) -> list[str
 
 # -- charts -----------------------------------------------------------------------------
 #
-# Every chart draws a driver in the same colour (DRIVER_COLOURS); a driver's
-# other contenders (mypgdriver-connect beside mypgdriver-pool) keep its colour
-# with a dotted pattern. mypgdriver is outlined in black and bold in the
-# legends; the A/A control is grey and hatched, a control rather than a
-# contender. Figures are at most MAX_WIDTH inches wide at DPI, so that they
-# fit the docs' text column without being shrunk to unreadable labels.
+# One colour map for every chart (colour_of): a contender has the same colour
+# wherever it appears, and no two contenders of one lineup share one. A
+# driver's first contender in a lineup has the driver's colour
+# (DRIVER_COLOURS); its others take the next shades of DRIVER_SHADES, of the
+# same hue and with a dotted pattern (asyncpg-pool1 a light blue beside
+# asyncpg-pool10), except mypgdriver's: green is mypgdriver used as intended
+# and nothing else, so mypgdriver-connect (a connection per query, what a pool
+# saves) is orange, not a shade of green that would read as mypgdriver. The
+# green contenders are outlined in black and bold in the legends; the A/A
+# control is grey and hatched, a control rather than a contender. Figures are
+# at most MAX_WIDTH inches wide at DPI, so that they fit the docs' text column
+# without being shrunk to unreadable labels.
 
 DPI = 100
 MAX_WIDTH = 9.6  # inches: 960 px
-DRIVER_COLOURS: dict[str, str] = {
-    "asyncpg": "#1f77b4",  # blue
-    "mypgdriver": "#2ca02c",  # green
-    "psycopg": "#d62728",  # red
-    "psycopg-async": "#9467bd",  # purple
-    "psycopg2": "#8c564b",  # brown
-    "pgbench": "#e377c2",  # pink
+DRIVER_SHADES: dict[str, tuple[str, ...]] = {
+    "asyncpg": ("#1f77b4", "#aec7e8", "#0b3e66"),  # blues
+    "mypgdriver": ("#2ca02c", "#ff7f0e", "#bcbd22"),  # green, then orange and olive
+    "psycopg": ("#d62728", "#ff9896", "#7a1516"),  # reds
+    "psycopg-async": ("#9467bd", "#c5b0d5", "#4a2d69"),  # purples
+    "psycopg2": ("#8c564b", "#c49c94"),  # browns
+    "pgbench": ("#e377c2", "#7b4173", "#f7b6d2", "#a55194"),  # pinks
 }
+DRIVER_COLOURS: dict[str, str] = {driver: shades[0] for driver, shades in DRIVER_SHADES.items()}
 UNKNOWN_COLOUR = "#17becf"  # a driver the suite does not know (tests, new drivers)
 CONTROL_COLOUR = "#c8c8c8"
 REFERENCE = "pgbench"  # drawn as a line, not a bar: see _reference_lines
 
 
+def _rank_in_driver(label: str) -> int:
+    """0 for a driver's first contender in its lineup, 1 for its second, and so on."""
+    for lineup in LINEUPS:
+        if label in lineup.drivers:
+            driver = lineup.drivers[label]
+            same = [c for c in lineup.contenders if lineup.drivers[c] == driver]
+            return same.index(label)
+    return 0
+
+
 def colour_of(label: str) -> str:
-    """The fill colour of a contender or control in every chart."""
+    """The fill colour of a contender or control, the same in every chart."""
     if is_control(label):
         return CONTROL_COLOUR
-    return DRIVER_COLOURS.get(driver_of(label) or "", UNKNOWN_COLOUR)
+    shades = DRIVER_SHADES.get(driver_of(label) or "")
+    rank = _rank_in_driver(label)
+    if shades is None or rank >= len(shades):
+        return UNKNOWN_COLOUR
+    return shades[rank]
+
+
+def is_highlighted(label: str) -> bool:
+    """Whether `label` is drawn in mypgdriver's colour: mypgdriver's first contender."""
+    return driver_of(label) == OURS and is_main_contender(label)
 
 
 def bar_style(label: str) -> dict[str, Any]:
@@ -678,13 +719,11 @@ def bar_style(label: str) -> dict[str, Any]:
         return {"color": CONTROL_COLOUR, "edgecolor": "#7f7f7f", "hatch": "///",
                 "linewidth": 0.8}
     style: dict[str, Any] = {"color": colour_of(label)}
-    ours = driver_of(label) == OURS
-    if ours:
+    if is_highlighted(label):
         style.update(edgecolor="black", linewidth=1.4)
-    if not is_main_contender(label):
-        # The hatch is drawn in the edge colour: black on ours, white on the others.
-        style.update(hatch="..", edgecolor="black" if ours else "white",
-                     linewidth=1.4 if ours else 0.5)
+    elif not is_main_contender(label):
+        # The dots are drawn in the edge colour.
+        style.update(hatch="..", edgecolor="white", linewidth=0.5)
     return style
 
 
@@ -710,7 +749,7 @@ def _legend(fig: Any, handles: list[Any], names: list[str], ncol: int) -> None:
     legend = fig.legend([h for h, _ in entries], [n for _, n in entries], loc="lower center",
                         ncol=min(ncol, len(names)), fontsize="small", frameon=False)
     for text in legend.get_texts():
-        if driver_of(text.get_text()) == OURS:
+        if is_highlighted(text.get_text()):
             text.set_fontweight("bold")
 
 
@@ -835,6 +874,48 @@ def throughput_figures(results: list[dict[str, Any]]) -> dict[str, Any]:
     return figures
 
 
+def pipeline_figure(pipeline: dict[str, Any]) -> Any:
+    """PIPELINE_CHART: queries/s per contender, one panel per variant.
+
+    Horizontal bars, the contenders' names down the side and each bar's value
+    at its end: nine contenders with long names would need a legend as large
+    as the plot.  pgbench's pipelines are bars here, not the dashed line of
+    the throughput charts: each is a contender of its own, with its own
+    protocol shape.  None without results; raises ImportError when
+    matplotlib is missing.
+    """
+    results = pipeline["results"]
+    if not results:
+        return None
+    plt = _pyplot()
+    variants = _pipeline_variants(results)
+    labels = _with_control(PIPELINE.order([r["contender"] for r in results]), PIPELINE,
+                           (r["contender"] for r in results))
+    fig, axes = plt.subplots(1, len(variants), figsize=(MAX_WIDTH, 0.3 * len(labels) + 1.6),
+                             sharey=True, squeeze=False)
+    for ax, (variant, by_name) in zip(axes.flat, variants.items()):
+        values = [(by_name.get(label) or {}).get("queries_per_s") or 0.0 for label in labels]
+        for y, (label, value) in enumerate(zip(labels, values)):
+            ax.barh([y], [value], label=label, **bar_style(label))
+            cell = by_name.get(label)
+            text = "" if cell is None else " n/a" if "error" in cell else f" {si(value)}"
+            ax.text(value, y, text, va="center", fontsize="x-small")
+        ax.set_xlim(0, max(values, default=0.0) * 1.2 or 1.0)
+        ax.set_title(f"{variant}: queries/s", fontsize="medium")
+        _tick_format(ax.xaxis, si)
+    first = axes[0][0]
+    first.set_yticks(range(len(labels)))
+    first.set_yticklabels(labels)
+    first.invert_yaxis()  # the baseline on top, as in the table
+    for tick in first.get_yticklabels():
+        if is_highlighted(tick.get_text()):
+            tick.set_fontweight("bold")
+    fig.suptitle(f"{pipeline['settings']['tasks']} tasks on one event loop, each looping on "
+                 "one query (higher is better)")
+    fig.tight_layout()
+    return fig
+
+
 def pool_figure(results: list[dict[str, Any]]) -> Any:
     """POOL_CHART: requests/s and p99 latency per contender, grouped by users.
 
@@ -923,7 +1004,7 @@ def memory_figure(probe: dict[str, Any]) -> Any:
     ax.set_yticks(range(len(results)))
     ax.set_yticklabels([r["driver"] for r in results])
     for tick in ax.get_yticklabels():
-        if driver_of(tick.get_text()) == OURS:
+        if is_highlighted(tick.get_text()):
             tick.set_fontweight("bold")
     # Black, not red: red is a driver's colour (psycopg) in the other charts.
     ax.axvline(probe["target_mb"], color="black", linestyle="--", linewidth=1.2,
@@ -944,6 +1025,10 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
     Raises ImportError when matplotlib is missing.
     """
     drawn = dict(throughput_figures(report["results"]))
+    if "pipeline" in report:
+        fig = pipeline_figure(report["pipeline"])
+        if fig is not None:
+            drawn[PIPELINE_CHART] = fig
     if "pool" in report:
         fig = pool_figure(report["pool"]["results"])
         if fig is not None:
@@ -987,3 +1072,19 @@ def save(report: dict[str, Any], outdir: Path, latest: Path | None) -> list[str]
         shutil.rmtree(latest, ignore_errors=True)
         shutil.copytree(outdir, latest)
     return notes
+
+
+def redraw(directory: Path) -> list[str]:
+    """Draw the charts and write results.md again from `directory`'s results.json.
+
+    For a change to the report or the charts: the saved run is shown anew
+    without measuring again.  Returns the notes of `save`.
+    """
+    report = json.loads((directory / "results.json").read_text())
+    return save(report, directory, None)
+
+
+if __name__ == "__main__":
+    # python -m bench.report bench/results/latest
+    for note in redraw(Path(sys.argv[1] if len(sys.argv) > 1 else "bench/results/latest")):
+        print(f"note: {note}")

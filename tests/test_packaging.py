@@ -44,6 +44,20 @@ def parse_metadata(text: str) -> email.message.Message:
     return email.parser.Parser().parsestr(text, headersonly=True)
 
 
+# pyproject.toml's [project.urls], as pip and PyPI show them.
+PROJECT_URLS = {
+    "Documentation": "https://mypgdriver.readthedocs.io/",
+    "Source": "https://github.com/mypgdriver/mypgdriver",
+    "Issues": "https://github.com/mypgdriver/mypgdriver/issues",
+    "Changelog": "https://mypgdriver.readthedocs.io/en/latest/changelog.html",
+}
+
+
+def project_urls(metadata: email.message.Message) -> dict[str, str]:
+    """The ``Project-URL: label, url`` headers as {label: url}."""
+    return dict(value.split(", ", 1) for value in metadata.get_all("Project-URL", []))
+
+
 @pytest.fixture(scope="module")
 def sdist(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """The sdist from MYPGDRIVER_DIST_DIR, or one built from the checkout now."""
@@ -112,6 +126,7 @@ def test_sdist_declares_the_license(sdist: pathlib.Path) -> None:
     assert metadata.get_all("License-File") == ["LICENSE"]
     # A license classifier next to an SPDX expression is refused by PyPI.
     assert not [c for c in metadata.get_all("Classifier", []) if c.startswith("License ::")]
+    assert project_urls(metadata) == PROJECT_URLS
 
 
 @pytest.mark.skipif(not DIST_DIR, reason="set MYPGDRIVER_DIST_DIR to ./dev.sh wheels' dist/")
@@ -144,3 +159,4 @@ def test_wheel_contents(wheel: pathlib.Path, sdist_names: set[str]) -> None:
 
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert metadata["License-Expression"] == "Apache-2.0"
+    assert project_urls(metadata) == PROJECT_URLS

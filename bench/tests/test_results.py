@@ -211,9 +211,10 @@ def test_every_table_of_a_whole_run_is_aligned(fake_run, tmp_path, capsys):
     fake_run("--output", str(tmp_path))
     printed = capsys.readouterr().out
     found = tables(printed)
-    # Rows/s, CPU and nine details tables; the pipeline's three; the pool's
-    # two and its shortcut level's two; the pooler's three; the memory table.
-    assert len(found) == 2 + 9 + 3 + 2 + 2 + 3 + 1
+    # Rows/s, CPU and nine details tables; the pipeline's two and its details,
+    # one per variant (two); the pool's two and its shortcut level's two; the
+    # pooler's three; the memory table.
+    assert len(found) == 2 + 9 + 2 + 2 + 2 + 2 + 3 + 1
     for lines in found:
         pipes = {tuple(i for i, ch in enumerate(line) if ch == "|") for line in lines}
         assert len(pipes) == 1, "\n".join(lines)
@@ -232,7 +233,8 @@ def test_every_table_of_a_whole_run_is_aligned(fake_run, tmp_path, capsys):
     assert "| workload | c | A/A | asyncpg | mypgdriver |" in text
     assert "| asyncpg (A/A) | 1 | 40k |" in text
     assert "| 10 | asyncpg-pool (A/A) | 100 | 1.00 |" in text
-    assert "| pipeline_lookup5 | asyncpg-pool10 (A/A) | 1 | 40k | 1.00 |" in text
+    assert "### pipeline_lookup5" in text
+    assert "| asyncpg-pool10 (A/A) | 1 | 40k | 1.00 |" in text
 
 
 def test_a_table_right_aligns_numbers_and_keeps_markdown_marks():
@@ -262,42 +264,67 @@ def _bars_and_lines(fig: Any) -> list[tuple[str, Any, Any]]:
     return found
 
 
-def test_one_colour_per_driver_in_every_chart_and_the_control_grey(fake_run, tmp_path):
+def test_each_contender_has_a_colour_of_its_own_and_green_is_only_mypgdriver(
+        fake_run, tmp_path):
     pytest.importorskip("matplotlib")
     from matplotlib.colors import to_rgba
 
     fake_run("--output", str(tmp_path), charts=True)
     saved = json.loads((tmp_path / "latest" / "results.json").read_text())
     drawn = report.figures(saved)
-    assert {"rows_per_s.png", "rows_per_s_oneplusone.png", "pool.png",
-            "cursor_1m_rss.png"} <= set(drawn)
-    colours: dict[str, set[tuple[float, ...]]] = {}
+    assert {"rows_per_s.png", "rows_per_s_oneplusone.png", "pipeline.png", "pool.png",
+            "pooler.png", "cursor_1m_rss.png"} <= set(drawn)
+    ours = to_rgba(report.DRIVER_COLOURS[OURS])
+    # label -> colour over all the charts: one colour map for all of them.
+    colour_of: dict[str, tuple[float, ...]] = {}
     labels = set()
     try:
         for name, fig in drawn.items():
             width, height = fig.get_size_inches() * report.DPI
             assert width <= 1000, name  # fits the docs' text column
+            in_chart: dict[str, tuple[float, ...]] = {}
             for label, face, edge in _bars_and_lines(fig):
                 labels.add(label)
                 if label.startswith("target"):  # the memory chart's target line
                     continue
+                face = to_rgba(face)
                 if is_control(label):
-                    assert to_rgba(face) == to_rgba(report.CONTROL_COLOUR), (name, label)
+                    assert face == to_rgba(report.CONTROL_COLOUR), (name, label)
                     continue
-                colours.setdefault(driver_of(label), set()).add(to_rgba(face))
-                if driver_of(label) == OURS:  # highlighted: outlined in black
+                assert colour_of.setdefault(label, face) == face, (name, label)
+                in_chart.setdefault(label, face)
+                # mypgdriver's colour is for mypgdriver used as intended (the
+                # first contender of its lineup), outlined in black; not for
+                # another driver, nor for mypgdriver-connect (no pool).
+                assert (face == ours) == report.is_highlighted(label), (name, label)
+                if face == ours:
+                    assert driver_of(label) == OURS, (name, label)
                     assert to_rgba(edge) == to_rgba("black"), (name, label)
+            # No two contenders of one chart share a colour.
+            assert len(set(in_chart.values())) == len(in_chart), (name, in_chart)
     finally:
         for fig in drawn.values():
             report._pyplot().close(fig)
-    assert {driver: len(found) for driver, found in colours.items()} == {
-        driver: 1 for driver in colours}
-    assert colours[OURS] == {to_rgba(report.DRIVER_COLOURS[OURS])}
-    assert {"asyncpg", "mypgdriver", "psycopg", "psycopg-async", "pgbench"} <= set(colours)
-    # Every lineup's control and pool contenders were drawn (the colours above cover them).
+    assert colour_of["mypgdriver-connect"] != ours
+    assert {"mypgdriver", "mypgdriver-1conn", "mypgdriver-pool", "mypgdriver-cache"} <= {
+        label for label, face in colour_of.items() if face == ours}
+    # Every lineup's control and the pool and pipeline contenders were drawn.
     assert {lineup.control for lineup in LINEUPS if lineup.control in labels} >= {
-        "asyncpg (A/A)", "asyncpg-pool (A/A)"}
-    assert {"mypgdriver-pool", "mypgdriver-connect", "psycopg-pool"} <= labels
+        "asyncpg (A/A)", "asyncpg-pool (A/A)", "asyncpg-pool10 (A/A)"}
+    assert {"mypgdriver-pool", "mypgdriver-connect", "psycopg-pool", "asyncpg-pool1",
+            "psycopg-pipeline", "pgbench-pipeline-sync"} <= labels
+
+
+def test_the_colour_map_gives_every_lineup_distinct_colours():
+    # Every contender the suite knows, chart or not: a new contender must not
+    # take a colour already used in its lineup, nor mypgdriver's.
+    for lineup in LINEUPS:
+        colours = [report.colour_of(label) for label in (*lineup.contenders, lineup.control)]
+        assert len(set(colours)) == len(colours), lineup.contenders
+        for label, colour in zip(lineup.contenders, colours):
+            assert (colour == report.DRIVER_COLOURS[OURS]) == (
+                lineup.drivers[label] == OURS and report.is_highlighted(label)), label
+            assert colour != report.UNKNOWN_COLOUR, label
 
 
 def test_pgbench_is_a_line_that_leaves_the_scale_to_the_drivers(fake_run, tmp_path):
@@ -317,3 +344,16 @@ def test_pgbench_is_a_line_that_leaves_the_scale_to_the_drivers(fake_run, tmp_pa
     finally:
         for fig in drawn.values():
             report._pyplot().close(fig)
+
+
+def test_redraw_rebuilds_the_report_and_charts_from_results_json(fake_run, tmp_path):
+    pytest.importorskip("matplotlib")
+    fake_run("--output", str(tmp_path), charts=True)
+    latest = tmp_path / "latest"
+    before = (latest / "results.md").read_text()
+    for png in latest.glob("*.png"):
+        png.unlink()
+    (latest / "results.md").unlink()
+    assert report.redraw(latest) == []
+    assert (latest / "results.md").read_text() == before
+    assert {"pipeline.png", "pool.png", "rows_per_s.png"} <= {p.name for p in latest.iterdir()}
