@@ -72,7 +72,8 @@ def _adapter_class(name: str) -> tuple[type[Exception], ...]:
     """The asyncpg adapter's exception class `name` as a base class, if it has one.
 
     SQLAlchemy 2.1's adapter has classes for integrity violations
-    (``UniqueViolationError``...) that 2.0's lacks; ours exist on both.
+    (``UniqueViolationError``...) that 2.0's lacks, and 2.0.44 lacks
+    ``InternalClientError``; ours exist on every release.
     """
     cls = getattr(_Adapter, name, None)
     return () if cls is None else (cls,)
@@ -162,7 +163,7 @@ class InternalServerError(_Adapter.InternalServerError, InternalError):
     """SQLSTATE XX."""
 
 
-class InternalClientError(_Adapter.InternalClientError, InternalError):
+class InternalClientError(*_adapter_class('InternalClientError'), InternalError):  # type: ignore[misc]
     """An internal error of the driver."""
 
 
