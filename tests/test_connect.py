@@ -387,6 +387,15 @@ async def test_unknown_role_raises_invalid_authorization_specification(local_clu
 
 # --- timeout -----------------------------------------------------------------------
 
+async def test_timeout_none_waits_as_long_as_it_takes(connect_kwargs):
+    # documented as `float | None`; None is no limit
+    conn = await mypgdriver.connect(**connect_kwargs, timeout=None)
+    try:
+        assert await conn.fetchval('SELECT 1') == 1
+    finally:
+        await conn.close()
+
+
 async def test_timeout_on_server_that_never_answers(silent_port):
     start = time.monotonic()
     with pytest.raises(asyncio.TimeoutError):

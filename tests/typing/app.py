@@ -172,7 +172,7 @@ async def run_on_connection(conn: Connection) -> None:
 
 async def main(dsn: str) -> None:
     """Run the application on a connection, then on one from a pool."""
-    conn = await mypgdriver.connect(dsn, command_timeout=30, server_settings={
+    conn = await mypgdriver.connect(dsn, timeout=None, command_timeout=30, server_settings={
         'application_name': 'typed-example'})
     try:
         await run_on_connection(conn)
