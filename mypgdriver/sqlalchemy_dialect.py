@@ -36,14 +36,32 @@ it arises (see docs/guide/sqlalchemy.rst).
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, cast
 
+import sqlalchemy
 from sqlalchemy import util
 from sqlalchemy.dialects.postgresql import asyncpg as sa_asyncpg
 from sqlalchemy.util import concurrency as sa_concurrency
 
 import mypgdriver
 from mypgdriver import exceptions as pgexc
+
+#: The oldest SQLAlchemy the dialect runs on: 2.0.44 gave the asyncpg
+#: adapter the terminate support that the dialect extends.
+OLDEST_SQLALCHEMY = (2, 0, 44)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r'\d+', version)[:3])
+
+
+# Checked before anything below relies on 2.0's adapter classes (SQLAlchemy
+# 1.4 has an asyncpg dialect too, with other classes).
+if _release(sqlalchemy.__version__) < OLDEST_SQLALCHEMY:
+    raise ImportError(
+        f'postgresql+mypgdriver needs SQLAlchemy 2.0.44 or newer (2.0 or 2.1), found '
+        f'SQLAlchemy {sqlalchemy.__version__}: pip install "mypgdriver[sqlalchemy]"')
 
 __all__ = (
     'MyPgDriverDBAPI', 'PGDialect_mypgdriver', 'dialect',

@@ -62,6 +62,20 @@ def test_entry_point_names_the_dialect_class() -> None:
     assert not project['dependencies']
 
 
+def test_an_older_sqlalchemy_is_refused_with_the_release_needed() -> None:
+    # a fresh interpreter that imports the dialect with SQLAlchemy claiming
+    # an older release
+    code = ('import sqlalchemy; sqlalchemy.__version__ = "2.0.43"\n'
+            'try:\n'
+            '    import mypgdriver.sqlalchemy_dialect\n'
+            'except ImportError as e:\n'
+            '    print(e)\n')
+    out = subprocess.run([sys.executable, '-c', code], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    assert out.startswith('postgresql+mypgdriver needs SQLAlchemy 2.0.44 or newer (2.0 or 2.1), '
+                          'found SQLAlchemy 2.0.43: pip install'), out
+
+
 async def test_engine_runs_queries_with_parameters_and_rowcount(engine: Any) -> None:
     async with engine.begin() as conn:
         await conn.execute(text('CREATE TEMP TABLE sa_items (id int, name text)'))
