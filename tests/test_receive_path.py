@@ -57,3 +57,30 @@ async def test_bytearray_and_memoryview_reads_are_accepted():
     proto.data_received(bytearray(STREAM[:100]))
     proto.data_received(memoryview(STREAM[100:]))
     assert dict(proto.get_server_parameters()) == EXPECTED
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray])
+async def test_storage_grown_for_a_huge_message_is_given_back(kind):
+    # A 5 MB message arriving in 64 KB reads grows the buffer's own storage
+    # to hold it; once it is parsed, the storage goes back to at most 1 MiB
+    # (READ_BUFFER_KEEP), also when the next message has started arriving.
+    proto = Protocol(asyncio.get_running_loop())
+    big = parameter_status("big", "x" * (5 * 1024 * 1024))
+    small = parameter_status("after", "y")
+    stream = big + small[:3]           # the next message's first bytes
+    for i in range(0, len(stream), 65536):
+        proto.data_received(kind(stream[i:i + 65536]))
+        if i + 65536 < len(big):       # still inside the big message: it needs the room
+            assert proto.rbuf._capacity() >= i
+    assert dict(proto.get_server_parameters())["big"] == "x" * (5 * 1024 * 1024)
+    assert 0 < proto.rbuf._capacity() <= 1024 * 1024
+    proto.data_received(small[3:])
+    assert dict(proto.get_server_parameters())["after"] == "y"
+    assert proto.rbuf._capacity() <= 1024 * 1024
+
+
+async def test_a_huge_row_does_not_pin_its_memory_on_the_connection(conn):
+    value = await conn.fetchval("SELECT repeat('x', 8 * 1024 * 1024)")
+    assert len(value) == 8 * 1024 * 1024
+    assert conn._protocol.rbuf._capacity() <= 1024 * 1024
+    assert await conn.fetchval("SELECT 1") == 1

@@ -93,6 +93,11 @@ cdef str frame_read_cstr(Frame *f)
 cdef bytes frame_read_cstr_bytes(Frame *f)
 
 
+cdef enum:
+    # ReadBuffer.shrink(): storage above this is given back after a huge message
+    READ_BUFFER_KEEP = 1024 * 1024
+
+
 cdef class ReadBuffer:
     # The receive buffer: bytes data_received could not parse yet are copied in,
     # or borrow() points it at a received bytes object; messages are parsed in place.
@@ -114,6 +119,7 @@ cdef class ReadBuffer:
     cdef Py_ssize_t fill_pending(self, bytes chunk, Py_ssize_t offset) except -1
     cdef int unborrow(self) except -1
     cdef int release(self) except -1
+    cdef int shrink(self) except -1
     cdef inline void advance_end(self, Py_ssize_t n) noexcept:
         self.end += n
 

@@ -8,6 +8,7 @@ class ReadBuffer:
     """The receive buffer; messages are parsed in place."""
 
     def _feed(self, data: ReadableBuffer) -> None: ...
+    def _capacity(self) -> int: ...
 
 @disjoint_base
 class WriteBuffer:

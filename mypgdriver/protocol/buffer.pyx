@@ -26,6 +26,9 @@ cdef Py_ssize_t WRITE_BUFFER_INITIAL = 4096
 # Leftovers up to this size are moved to the front of the receive buffer
 # before each read (cheap next to a read() call).
 cdef Py_ssize_t READ_BUFFER_CHEAP_MOVE = 16 * 1024
+# READ_BUFFER_KEEP (buffer.pxd): storage grown beyond it for one huge message
+# (a 100 MB row) is given back once the message is parsed, so that a pooled
+# connection does not hold it for the rest of its life.
 
 
 cdef int frame_underrun(Py_ssize_t wanted, Py_ssize_t remaining) except -1:
@@ -140,6 +143,37 @@ cdef class ReadBuffer:
                 self.data = new_data
                 self.capacity = new_capacity
         return 0
+
+    cdef int shrink(self) except -1:
+        """Give back storage grown beyond READ_BUFFER_KEEP, keeping the unparsed bytes.
+
+        Called when data_received is done with a read, only if the capacity
+        is above READ_BUFFER_KEEP (one comparison on the hot path).
+        """
+        cdef Py_ssize_t unparsed = self.end - self.start
+        cdef char *new_data
+        if self.borrowed or unparsed > READ_BUFFER_KEEP // 2:
+            # still receiving a big message: it needs the room
+            return 0
+        if unparsed == 0:
+            PyMem_Free(self.data)
+            self.data = NULL
+            self.capacity = 0
+            self.start = 0
+            self.end = 0
+            return 0
+        memmove(self.data, self.data + self.start, <size_t>unparsed)
+        self.start = 0
+        self.end = unparsed
+        new_data = <char*>PyMem_Realloc(self.data, <size_t>READ_BUFFER_KEEP)
+        if new_data != NULL:     # else the larger storage stays: still valid
+            self.data = new_data
+            self.capacity = READ_BUFFER_KEEP
+        return 0
+
+    def _capacity(self):
+        """The size of the storage (for tests)."""
+        return self.capacity if not self.borrowed else self.own_capacity
 
     cdef int borrow(self, bytes chunk, Py_ssize_t offset) except -1:
         """Parse `chunk[offset:]` in place (our buffer is empty): no copy into our storage.

@@ -52,7 +52,7 @@ cdef class Operation:
 
 cdef class CoreProtocol:
     cdef:
-        ReadBuffer rbuf
+        readonly ReadBuffer rbuf      # (readonly: tests read its _capacity())
         WriteBuffer wbuf
         ProtocolState state
         readonly str xact_status          # 'I' idle, 'T' in transaction, 'E' failed transaction

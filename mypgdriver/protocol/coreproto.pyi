@@ -4,6 +4,8 @@ from typing import Final, final
 
 from typing_extensions import disjoint_base
 
+from mypgdriver.protocol.buffer import ReadBuffer
+
 UNSUPPORTED_AUTH_METHODS: Final[dict[int, str]]
 SUPPORTED_PROTOCOL_MINORS: Final[tuple[int, ...]]
 
@@ -24,6 +26,8 @@ class StatusSink:
 class CoreProtocol:
     """The v3 protocol state machine (no asyncio in it)."""
 
+    @property
+    def rbuf(self) -> ReadBuffer: ...
     @property
     def xact_status(self) -> str: ...
     @property

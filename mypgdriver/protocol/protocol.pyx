@@ -21,7 +21,7 @@ from mypgdriver.protocol.coreproto cimport (
     STATE_CLOSE_STATEMENTS, STATE_NEW, STATE_STARTUP, STATE_IDLE, STATE_CLOSED, STATE_COPY_IN,
     STATE_COPY_IN_WAIT, STATE_BIND_EXECUTE_MANY, STATE_SIMPLE_QUERY)
 from mypgdriver.protocol.statement cimport StatementState
-from mypgdriver.protocol.buffer cimport ReadBuffer, WriteBuffer
+from mypgdriver.protocol.buffer cimport READ_BUFFER_KEEP, ReadBuffer, WriteBuffer
 
 from mypgdriver import deadlines, exceptions
 from mypgdriver.protocol.record import Record
@@ -135,17 +135,19 @@ cdef class BaseProtocol(CoreProtocol):
             if type(data) is not bytes:
                 rb._feed(data)
                 self._process_messages()
-                return
-            # At most two rounds: the header of the partial message, then its body.
-            while rb.start != rb.end and offset < PyBytes_GET_SIZE(data):
-                offset = rb.fill_pending(data, offset)
-                self._process_messages()
-            if offset < PyBytes_GET_SIZE(data):
-                rb.borrow(data, offset)
-                try:
+            else:
+                # At most two rounds: the header of the partial message, then its body.
+                while rb.start != rb.end and offset < PyBytes_GET_SIZE(data):
+                    offset = rb.fill_pending(data, offset)
                     self._process_messages()
-                finally:
-                    rb.unborrow()
+                if offset < PyBytes_GET_SIZE(data):
+                    rb.borrow(data, offset)
+                    try:
+                        self._process_messages()
+                    finally:
+                        rb.unborrow()
+            if rb.capacity > READ_BUFFER_KEEP:
+                rb.shrink()
         except BaseException as e:
             self._fatal(e)
             if not isinstance(e, Exception):
