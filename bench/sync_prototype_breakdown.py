@@ -23,9 +23,9 @@ import pstats
 import statistics
 import time
 
-from tools.pgcluster import PgCluster
 from mypgdriver.protocol.protocol import WANT_ROWS
 from mypgdriver.sync import _prototype as sync
+from tools.pgcluster import PgCluster
 
 Q1 = 'SELECT 1+1'
 
@@ -116,7 +116,6 @@ def main() -> None:
         def coroutine_only(n):
             # A coroutine awaiting a Future and being sent to: the driving overhead.
             create = glue.create_future
-            run = glue.run
 
             async def call():
                 return await fut

@@ -14,9 +14,9 @@ import asyncio
 import statistics
 import time
 
-from tools.pgcluster import PgCluster
 import mypgdriver
 from mypgdriver.sync import _prototype as sync
+from tools.pgcluster import PgCluster
 
 Q1 = 'SELECT 1+1'
 QT = 'SELECT * FROM pg_type'
@@ -152,7 +152,7 @@ def main() -> None:
         cpu1 = {k: [] for k in contenders}
         wall1 = {k: [] for k in contenders}
         rate = {k: [] for k in contenders}
-        for r in range(args.rounds):
+        for _ in range(args.rounds):
             for name, (one, rows, _) in contenders.items():
                 c0, w0 = time.process_time(), time.perf_counter()
                 one(args.n)

@@ -16,8 +16,8 @@ import signal
 import threading
 import time
 
-from tools.pgcluster import PgCluster
 from mypgdriver.sync import _prototype as sync
+from tools.pgcluster import PgCluster
 
 
 def _forbid_loops() -> list:
