@@ -147,7 +147,7 @@ class Session:
                  'query_loggers', 'closed', 'checkout', 'facade', 'top_xact', 'xact_broken',
                  'xact_scope', 'xact_owner', 'cleanup',
                  'server_version', 'introspection_query', 'conn_id', '_stmt_ids',
-                 'line_task', 'line_depth', 'schema_sent',
+                 'line_task', 'line_depth', 'schema_sent', 'current_task',
                  '_portal_ids', '_savepoint_ids', '__weakref__')
 
     def __init__(self, protocol, loop, addr, params, config, conn_id: int,
@@ -207,6 +207,11 @@ class Session:
         self._stmt_ids = itertools.count(1)
         self._portal_ids = itertools.count(1)
         self._savepoint_ids = itertools.count(1)
+        # Who "the caller" is (the line holder, the transaction block's
+        # owner): the current asyncio task.  A glue that drives the Session's
+        # coroutines without an event loop (mypgdriver/sync) puts its own
+        # caller identity here.  Not on the hot path.
+        self.current_task: Callable[[], Any] = asyncio.current_task
         protocol.on_statements_dropped = self.forget_server_statements
         protocol.on_statement_unusable = self.statement_unusable
 
@@ -277,7 +282,7 @@ class Session:
         self.top_xact = xact
         self.xact_broken = None
         self.xact_scope = token
-        self.xact_owner = asyncio.current_task()
+        self.xact_owner = self.current_task()
         _XACT_SCOPES.set(_XACT_SCOPES.get() + (token,))
 
     def end_block(self, xact: Any) -> None:
@@ -441,7 +446,7 @@ class Session:
     def holds_line(self) -> bool:
         """True if the current task holds the line (enter_line())."""
         task = self.line_task
-        return task is not None and task is asyncio.current_task()
+        return task is not None and task is self.current_task()
 
     async def enter_line(self, timeout: Optional[float]) -> Optional[float]:
         """Take the caller's turn and keep it until leave_line(); the time left.
@@ -466,7 +471,7 @@ class Session:
         if self.line_task is not None and self.holds_line():
             self.line_depth += 1
             return
-        self.line_task = asyncio.current_task()
+        self.line_task = self.current_task()
         self.line_depth = 1
         self.protocol.hold_line()
 
