@@ -13,6 +13,7 @@ import itertools
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, overload
 
+from mypgdriver import deadlines, waits
 from mypgdriver._typing import ArgumentRows, RecordT
 from mypgdriver.copy import CopyMixin
 from mypgdriver.cursor import CursorFactory, check_prefetch
@@ -286,7 +287,7 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             return
         gate = self._protocol.request_cancel()
         if gate is not None:
-            await asyncio.shield(gate)
+            await waits.wait_shielded(self._loop, gate, None)
 
     # --- prepared statements, cursors, transactions ---
 
@@ -484,7 +485,8 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         if self._protocol.is_busy():
             grace = CLOSE_CANCEL_GRACE if timeout is None else timeout
             try:
-                await asyncio.wait_for(self._protocol.cancel_all(), grace)
+                await deadlines.within(self._loop, self._protocol.cancel_all(), grace,
+                                       what='close()')
             except asyncio.TimeoutError:
                 self.terminate()
                 if timeout is not None:

@@ -14,7 +14,7 @@ import socket
 import ssl
 from typing import Any, Awaitable, Callable, Mapping, Optional, Sequence, Union
 
-from mypgdriver import deadlines, exceptions, tls
+from mypgdriver import deadlines, exceptions, tls, waits
 from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params
 from mypgdriver.connection import Connection, ConnectionConfig
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, Protocol, check_record_class
@@ -595,6 +595,6 @@ async def _send_cancel_request(loop, hostspec: HostSpec, params: ConnectParams, 
     else:
         transport, _ = await _open_transport(loop, hostspec, _CancelProtocol)
     try:
-        await asyncio.wait_for(asyncio.shield(done), 10)
+        await waits.wait_shielded(loop, done, 10)
     finally:
         transport.close()

@@ -24,7 +24,7 @@ from typing import (
     Union,
 )
 
-from mypgdriver import exceptions
+from mypgdriver import exceptions, waits
 from mypgdriver._typing import ArgumentRows
 from mypgdriver.protocol.buffer import WriteBuffer
 from mypgdriver.sql import quote_ident, quote_literal, substitute_parameters
@@ -257,7 +257,7 @@ async def _finish_in_executor(loop, function: Callable, *args: Any) -> Any:
     interrupted: Optional[BaseException] = None
     while not job.done():
         try:
-            await asyncio.wait([job])
+            await waits.wait_done(loop, job, None)
         except asyncio.CancelledError as exc:
             interrupted = exc
     if interrupted is not None:
@@ -267,8 +267,8 @@ async def _finish_in_executor(loop, function: Callable, *args: Any) -> Any:
     return job.result()
 
 
-def _uncancel_current_task() -> None:
-    task = asyncio.current_task()
+def _uncancel_current_task(loop: Any) -> None:
+    task = waits.caller_identity(loop)()
     if task is not None and hasattr(task, 'uncancel'):
         task.uncancel()
 
@@ -557,7 +557,7 @@ class CopyMixin:
         if proto.end_stream():
             # The output swallowed the cancellation that interrupted it: the
             # operation's own outcome (its timeout or cancel error) follows.
-            _uncancel_current_task()
+            _uncancel_current_task(self._loop)
         return fut.result()
 
     async def _copy_in(self, query: str, source: Any, deadline: Optional[float]) -> str:

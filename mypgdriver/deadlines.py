@@ -13,6 +13,8 @@ import inspect
 import math
 from typing import Any, Awaitable, Callable, Optional
 
+from mypgdriver import waits
+
 
 def check_timeout(timeout: Any) -> Optional[float]:
     """`timeout` as a float (or None); TypeError/ValueError for anything else.
@@ -93,9 +95,15 @@ async def within(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any],
         if inspect.iscoroutine(awaitable):
             awaitable.close()
         raise timeout_error(what, timeout)
-    task = asyncio.ensure_future(awaitable, loop=loop)
+    # (the loop's own create_task and a wait of waits.py: this runs on the
+    # blocking glue of mypgdriver.sync too, which is not an event loop)
+    if asyncio.isfuture(awaitable):
+        task = awaitable
+    else:
+        task = loop.create_task(
+            awaitable if inspect.iscoroutine(awaitable) else _awaited(awaitable))
     try:
-        done, _ = await asyncio.wait([task], timeout=timeout)
+        done = await waits.wait_done(loop, task, timeout)
     except asyncio.CancelledError:
         _give_up(task, on_late_result)
         raise
@@ -103,6 +111,10 @@ async def within(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any],
         _give_up(task, on_late_result)
         raise timeout_error(what, timeout)
     return task.result()
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 def _give_up(task: asyncio.Future, on_late_result: Optional[Callable[[Any], None]]) -> None:

@@ -40,7 +40,7 @@ import time
 import warnings
 from typing import Any, AsyncIterator, Callable, NamedTuple, Optional
 
-from mypgdriver import deadlines, exceptions
+from mypgdriver import deadlines, exceptions, waits
 from mypgdriver.codecs import introspection
 from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.deadlines import check_timeout
@@ -208,10 +208,10 @@ class Session:
         self._portal_ids = itertools.count(1)
         self._savepoint_ids = itertools.count(1)
         # Who "the caller" is (the line holder, the transaction block's
-        # owner): the current asyncio task.  A glue that drives the Session's
-        # coroutines without an event loop (mypgdriver/sync) puts its own
-        # caller identity here.  Not on the hot path.
-        self.current_task: Callable[[], Any] = asyncio.current_task
+        # owner): the current asyncio task, or the caller that a glue driving
+        # the Session's coroutines without an event loop (mypgdriver/sync)
+        # names.  Not on the hot path.
+        self.current_task: Callable[[], Any] = waits.caller_identity(loop)
         protocol.on_statements_dropped = self.forget_server_statements
         protocol.on_statement_unusable = self.statement_unusable
 
@@ -507,12 +507,12 @@ class Session:
 
     async def _wait_shielded(self, fut, timeout: Optional[float]) -> None:
         if timeout is None:
-            await asyncio.shield(fut)
+            await waits.wait_shielded(self.loop, fut, None)
         else:
             # A stalled server must not make the next call hang past its own
             # timeout; the drain goes on in the background.
             try:
-                await asyncio.wait_for(asyncio.shield(fut), timeout)
+                await waits.wait_shielded(self.loop, fut, timeout)
             except asyncio.TimeoutError:
                 raise deadlines.timeout_error(
                     'call', timeout, 'it was still waiting for an interrupted transaction '
@@ -1169,7 +1169,7 @@ class Session:
         reason = proto.end_stream()
         if not (reason and isinstance(exc, asyncio.CancelledError)):
             return None
-        task = asyncio.current_task()
+        task = self.current_task()
         if task is not None and hasattr(task, 'uncancel'):
             task.uncancel()
         proto.abandon(fut)
@@ -1583,7 +1583,7 @@ class Session:
         deadline = self.loop.time() + TRANSACTION_CLEANUP_TIMEOUT
         try:
             if previous is not None:
-                await asyncio.wait_for(asyncio.shield(previous), self.time_left(deadline))
+                await waits.wait_shielded(self.loop, previous, self.time_left(deadline))
             if self.is_closed():
                 raise exceptions.ConnectionDoesNotExistError('the connection was lost')
             # Ahead of every caller waiting to send, once everything in flight
@@ -1616,9 +1616,10 @@ class Session:
             tag = None
         statement = follow_up(status, tag)
         if statement is not None:
+            # (the operation's own timeout: on expiry the connection is
+            # closed by _settle(), as the outcome is then in doubt)
             try:
-                await asyncio.wait_for(proto.simple_query(statement, None, True),
-                                       self.time_left(deadline))
+                await proto.simple_query(statement, self.time_left(deadline), True)
             except exceptions.PostgresError:
                 if top_level:
                     raise
@@ -1626,8 +1627,7 @@ class Session:
                 # transaction, and tell its owner it is gone.
                 self.xact_broken = 'an interrupted savepoint could not be undone alone'
                 statement = 'ROLLBACK'
-                await asyncio.wait_for(proto.simple_query(statement, None, True),
-                                       self.time_left(deadline))
+                await proto.simple_query(statement, self.time_left(deadline), True)
         if top_level and proto.xact_status != 'I':
             raise exceptions.InterfaceError('the transaction block could not be ended')
         return status, ours, tag, error, statement

@@ -7,7 +7,7 @@ import sys
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional
 
-from mypgdriver import exceptions
+from mypgdriver import exceptions, waits
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection
@@ -299,7 +299,7 @@ class Transaction:
             return
         outcome = None
         try:
-            outcome = await asyncio.shield(cleanup)
+            outcome = await waits.wait_shielded(self._session.loop, cleanup, None)
         except asyncio.CancelledError:
             if not cleanup.done():
                 # Cancelled again while cleaning up: the cleanup goes on in

@@ -23,7 +23,7 @@ from mypgdriver.protocol.coreproto cimport (
 from mypgdriver.protocol.statement cimport StatementState
 from mypgdriver.protocol.buffer cimport READ_BUFFER_KEEP, ReadBuffer, WriteBuffer
 
-from mypgdriver import deadlines, exceptions
+from mypgdriver import deadlines, exceptions, waits
 from mypgdriver.protocol.record import Record
 
 
@@ -515,7 +515,7 @@ cdef class BaseProtocol(CoreProtocol):
             head = self.cur
             gate = self.request_cancel()
             if gate is not None:
-                await asyncio.shield(gate)
+                await waits.wait_shielded(self.loop, gate, None)
             while self.cur is head and self.state != STATE_CLOSED:
                 if self.answer_waiter is None:
                     self.answer_waiter = self.loop.create_future()
@@ -616,7 +616,7 @@ cdef class BaseProtocol(CoreProtocol):
 
     def begin_stream(self):
         """The current task now feeds this operation from user data (COPY IN, executemany)."""
-        self.stream_task = asyncio.current_task(self.loop)
+        self.stream_task = waits.caller_identity(self.loop)()
         self.stream_interrupt = 0
 
     def end_stream(self):
@@ -883,7 +883,7 @@ cdef class BaseProtocol(CoreProtocol):
             # else was sent after it.
             if self.cancel_target is not target or self.state == STATE_CLOSED:
                 return
-            await asyncio.sleep(delay)
+            await waits.sleep(self.loop, delay)
             if (self.cancel_target is not target or self.state == STATE_CLOSED
                     or not self._only_running(target) or self.out_pending is not None):
                 return

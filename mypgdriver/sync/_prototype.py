@@ -32,7 +32,7 @@ import select
 import socket
 import sys
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 from mypgdriver import connector
 
@@ -83,7 +83,7 @@ class _BackgroundTask(asyncio.Future):
     """
 
     def __init__(self, coro, glue: 'SyncGlue') -> None:
-        super().__init__(loop=glue)
+        super().__init__(loop=cast(Any, glue))
         self._coro = coro
         glue.call_soon(self._step, None)
 
@@ -165,22 +165,17 @@ class SyncGlue:
         # Hot: one Future per operation.  Bound as C callables, so that
         # making one runs no Python frame (asyncio.Future asks its loop
         # get_debug() at creation; bool() is False).
-        self.get_debug = bool
-        self.create_future = functools.partial(asyncio.Future, loop=self)
+        self.get_debug: Callable[[], bool] = bool
+        self.create_future: Callable[[], asyncio.Future] = functools.partial(
+            asyncio.Future, loop=cast(Any, self))
 
     # --- what asyncio.Future asks of its loop ---
-
-    def get_debug(self) -> bool:
-        return False
 
     def call_exception_handler(self, context: dict) -> None:
         print(f'mypgdriver.sync prototype: {context.get("message")}: '
               f'{context.get("exception")!r}', file=sys.stderr)
 
     # --- what the protocol and the Session ask of a loop ---
-
-    def create_future(self) -> asyncio.Future:
-        return asyncio.Future(loop=self)
 
     def call_soon(self, callback: Callable, *args: Any, context: Any = None) -> _Handle:
         handle = _Handle(0.0, 0, callback, args)
@@ -259,7 +254,6 @@ class SyncGlue:
 
     def wait_for(self, fut: asyncio.Future) -> None:
         """Read, run callbacks and fire timers until `fut` is done."""
-        transport = self.transport
         while not fut.done():
             if self.ready:
                 self.run_ready()
@@ -267,6 +261,8 @@ class SyncGlue:
             timeout = self._fire_timers() if self.timers else None
             if fut.done() or self.ready:
                 continue
+            # (read each time: a background task may be opening it)
+            transport = self.transport
             if transport is None or transport.closed:
                 raise RuntimeError('prototype: waiting with no connection to read from')
             sock = transport.sock
@@ -362,11 +358,11 @@ def connect(dsn: str, **kw: Any) -> Connection:
     """Open a connection with the asyncio connector's own coroutine, driven by a SyncGlue.
 
     Plain TCP or a Unix socket only (TLS needs an SSLObject/MemoryBIO
-    transport, see the design note); `timeout` must stay None (the
-    connector's deadlines.within() uses asyncio.wait()).
+    transport, see the design note).
     """
     glue = SyncGlue()
-    aconn = glue.run(connector.connect(dsn, loop=glue, timeout=None, ssl=False, **kw))
+    kw.setdefault('timeout', None)
+    aconn = glue.run(connector.connect(dsn, loop=cast(Any, glue), ssl=False, **kw))
     aconn._session.current_task = glue.current_task
     # The connector's CancelRequest sender uses an asyncio.Protocol and
     # asyncio.wait_for(): replaced by a blocking one.
