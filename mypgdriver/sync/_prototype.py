@@ -6,16 +6,20 @@ driving their native coroutines by hand:
 
 * ``SyncGlue`` is passed where the asyncio code takes a loop.  It gives the
   protocol and the Session what they ask of a loop (``time``,
-  ``create_future``, ``call_soon``, ``call_later``, ``create_task``,
-  ``create_connection``) and a caller identity (``current_task``), and runs
-  nothing by itself.
+  ``create_future``, ``call_soon``, ``call_later``, ``create_task``) and a
+  caller identity (``current_task``), and runs nothing by itself.  The
+  connector (every sslmode, direct TLS, channel binding, the CancelRequest)
+  runs unchanged on its ``create_connection``, ``create_unix_connection``
+  and ``start_tls``, which open the blocking transports of
+  mypgdriver/sync/transport.py (plain, or TLS over an ``ssl.SSLSocket``).
 * ``SyncGlue.run(coro)`` drives one call: ``coro.send(None)`` until the
   coroutine awaits a Future that is not done; then blocking reads on the
-  socket (``select`` with a timeout while a timer is pending) are fed to
-  ``data_received``, callbacks scheduled with ``call_soon`` and due timers
-  run, and the coroutine is resumed once its Future is done.  Ctrl-C is
-  thrown into the coroutine as ``CancelledError`` (the Session's abandon
-  path: CancelRequest, drain before the next call), then re-raised.
+  socket (``select`` while a timer is pending or several sockets are open,
+  e.g. a CancelRequest's) are fed to ``data_received``, callbacks scheduled
+  with ``call_soon`` and due timers run, and the coroutine is resumed once
+  its Future is done.  Ctrl-C is thrown into the coroutine as
+  ``CancelledError`` (the Session's abandon path: CancelRequest, drain
+  before the next call), then re-raised.
 
 No asyncio event loop is created, set or running at any point: asyncio's
 Future is used as a plain object (its ``loop`` is the glue, whose
@@ -30,14 +34,19 @@ import heapq
 import itertools
 import select
 import socket
+import ssl as ssl_module
 import sys
 import time
-from typing import Any, Callable, Optional, cast
+from typing import Any, Callable, Optional, Union, cast
 
 from mypgdriver import connector
-
-# Bytes asked of recv() per read (asyncio's selector loop reads 256 KiB).
-READ_SIZE = 256 * 1024
+from mypgdriver.sync.transport import (
+    SocketTransport,
+    TLSTransport,
+    connect_tcp,
+    connect_unix,
+    wrap_tls,
+)
 
 
 class _Handle:
@@ -103,54 +112,6 @@ class _BackgroundTask(asyncio.Future):
                 awaited.add_done_callback(self._step)
 
 
-class _SocketTransport:
-    """The part of asyncio.Transport the protocol and the connector use, over a blocking socket."""
-
-    def __init__(self, sock: socket.socket, glue: 'SyncGlue') -> None:
-        self.sock = sock
-        self.glue = glue
-        self.protocol: Any = None
-        self.closed = False
-        self.reading = True
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        if name == 'socket':
-            return self.sock
-        return default
-
-    def set_protocol(self, protocol: Any) -> None:
-        self.protocol = protocol
-
-    def write(self, data: bytes) -> None:
-        # Blocking: fine while the server reads what we send.  A COPY or
-        # executemany stream larger than both socket buffers would block here
-        # while the server blocks writing to us (see docs/dev/sync-design.md).
-        self.sock.sendall(data)
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def pause_reading(self) -> None:
-        self.reading = False
-
-    def resume_reading(self) -> None:
-        self.reading = True
-
-    def close(self) -> None:
-        self.abort()
-
-    def abort(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.glue.call_soon(self._lost)
-
-    def _lost(self) -> None:
-        self.sock.close()
-        if self.protocol is not None:
-            self.protocol.connection_lost(None)
-
-
 class SyncGlue:
     """Stands in for the event loop of one connection; driven by run(), one call at a time."""
 
@@ -160,8 +121,11 @@ class SyncGlue:
         self.timers: list = []
         self.seq = itertools.count()
         self.caller = _Caller()
-        self.transport: Optional[_SocketTransport] = None
-        self.protocol: Any = None
+        # The open transports the driver reads: the connection's, and
+        # briefly a CancelRequest's or an SSLRequest's.
+        self.transports: list[SocketTransport] = []
+        # Sockets being connected or shaken hands with: (socket, writable, Future).
+        self.io_waiters: list[tuple[socket.socket, bool, asyncio.Future]] = []
         # Hot: one Future per operation.  Bound as C callables, so that
         # making one runs no Python frame (asyncio.Future asks its loop
         # get_debug() at creation; bool() is False).
@@ -194,25 +158,72 @@ class SyncGlue:
     def current_task(self) -> _Caller:
         return self.caller
 
-    async def create_connection(self, protocol_factory: Callable, host: str, port: int, **kw):
-        if kw:
-            raise NotImplementedError(f'prototype: create_connection(**{kw!r})')
-        sock = socket.create_connection((host, port))
-        return self._attach(sock, protocol_factory)
+    # --- opening connections (what the connector and tls.py ask of a loop) ---
+    #
+    # The connect and the TLS handshake wait through the driver
+    # (wait_io()), so the connector's deadline timer and Ctrl-C interrupt
+    # them as they do with asyncio; then the sockets block.
 
-    async def create_unix_connection(self, protocol_factory: Callable, path: str):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(path)
-        return self._attach(sock, protocol_factory)
+    async def create_connection(self, protocol_factory: Callable, host: str, port: int, *,
+                                ssl: Union[ssl_module.SSLContext, bool, None] = None,
+                                server_hostname: Optional[str] = None) -> tuple[Any, Any]:
+        """``loop.create_connection``: TCP, with TLS from the first byte when `ssl` is given.
 
-    def _attach(self, sock: socket.socket, protocol_factory: Callable):
+        The connector passes `ssl` for direct TLS (``sslnegotiation=direct``:
+        its context offers the ALPN protocol ``postgresql``).
+        """
+        sock = await connect_tcp(host, port, self.wait_io)
+        if not ssl:
+            return self._attach(SocketTransport(sock, self), protocol_factory)
+        ctx = ssl_module.create_default_context() if ssl is True else ssl
+        tls_sock = await wrap_tls(sock, ctx, host if server_hostname is None else server_hostname,
+                                  self.wait_io)
+        return self._attach(TLSTransport(tls_sock, self), protocol_factory)
+
+    async def create_unix_connection(self, protocol_factory: Callable,
+                                     path: str) -> tuple[Any, Any]:
+        """``loop.create_unix_connection``."""
+        sock = await connect_unix(path, self.wait_io)
+        return self._attach(SocketTransport(sock, self), protocol_factory)
+
+    async def start_tls(self, transport: SocketTransport, protocol: Any,
+                        sslcontext: ssl_module.SSLContext, *,
+                        server_hostname: Optional[str] = None) -> TLSTransport:
+        """``loop.start_tls``: the TLS handshake over `transport` (after the server's 'S').
+
+        Returns the new transport, with `protocol` set and not told
+        (asyncio does not call ``connection_made`` either); `transport` is
+        no longer usable.
+        """
+        sock = transport.detach()
+        tls_sock = await wrap_tls(sock, sslcontext, server_hostname, self.wait_io)
+        tls = TLSTransport(tls_sock, self, protocol)
+        self.transports.append(tls)
+        return tls
+
+    def _attach(self, transport: SocketTransport, protocol_factory: Callable) -> tuple[Any, Any]:
         protocol = protocol_factory()
-        transport = _SocketTransport(sock, self)
         transport.protocol = protocol
-        self.transport = transport
-        self.protocol = protocol
+        self.transports.append(transport)
         protocol.connection_made(transport)
         return transport, protocol
+
+    def forget_transport(self, transport: SocketTransport) -> None:
+        """A transport closed or handed its socket on: the driver no longer reads it."""
+        try:
+            self.transports.remove(transport)
+        except ValueError:
+            pass
+
+    async def wait_io(self, sock: socket.socket, writable: bool) -> None:
+        """Until `sock` is writable (or readable): the driver selects on it meanwhile."""
+        waiter = self.create_future()
+        entry = (sock, writable, waiter)
+        self.io_waiters.append(entry)
+        try:
+            await waiter
+        finally:
+            self.io_waiters.remove(entry)
 
     # --- the driver ---
 
@@ -244,10 +255,31 @@ class SyncGlue:
             if interrupted is not None:
                 raise interrupted from None
             raise
+        except BaseException:
+            # What the failed call left to do at once: the CancelRequest
+            # of a timed-out statement (sent before the call returns).
+            self.run_ready()
+            raise
+
+    def blocking(self, coroutine_function: Callable[[], Any]) -> Callable[[], Any]:
+        """`coroutine_function` made to finish before it returns to its awaiter.
+
+        For the connector's CancelRequest sender (its transport kind, its
+        TLS policy): run as the protocol's background task, it would only
+        advance while a later call drives the glue, and the statement it
+        cancels would run on meanwhile.  Driven at once instead, it is
+        sent before the call that timed out returns, as libpq's PQcancel
+        does.  (The main connection is read meanwhile, as by an event loop.)
+        """
+        async def run_at_once() -> Any:
+            return self.run(coroutine_function())
+        return run_at_once
 
     def run_ready(self) -> None:
         ready = self.ready
         for _ in range(len(ready)):
+            if not ready:
+                break       # a callback drove the glue (blocking()) and ran the rest
             handle = ready.popleft()
             if not handle.cancelled:
                 handle.callback(*handle.args)
@@ -261,26 +293,48 @@ class SyncGlue:
             timeout = self._fire_timers() if self.timers else None
             if fut.done() or self.ready:
                 continue
-            # (read each time: a background task may be opening it)
-            transport = self.transport
-            if transport is None or transport.closed:
-                raise RuntimeError('prototype: waiting with no connection to read from')
-            sock = transport.sock
-            if timeout is not None:
-                readable, _, _ = select.select([sock], [], [], timeout)
-                if not readable:
-                    continue
-            try:
-                data = sock.recv(READ_SIZE)
-            except OSError as exc:
-                transport.closed = True
-                self.protocol.connection_lost(exc)
-                continue
-            if data:
-                self.protocol.data_received(data)
+            # (read each time: a background task may have opened or closed one)
+            transports = self.transports
+            if (len(transports) == 1 and not self.io_waiters
+                    and (timeout is None or transports[0].buffered())):
+                # The usual case, one connection and no timer: a blocking
+                # recv(), no select() (one syscall per wait).
+                transports[0].read()
             else:
-                transport.closed = True
-                self.protocol.connection_lost(None)
+                self._select(timeout)
+
+    def _select(self, timeout: Optional[float]) -> None:
+        # Several sockets (a CancelRequest's while the connection is open, a
+        # connect or handshake in progress), or a timer pending: wait
+        # until one is ready or `timeout` passes.
+        transports = self.transports
+        buffered = [t for t in transports if t.buffered()]
+        if buffered:
+            # Already received (decrypted bytes in an SSLSocket): select()
+            # would not see them.
+            for transport in buffered:
+                if not transport.closed:
+                    transport.read()
+            return
+        readers: dict[Any, Any] = {t.sock: t for t in transports}
+        writers: dict[Any, Any] = {}
+        for sock, writable, waiter in self.io_waiters:
+            (writers if writable else readers)[sock] = waiter
+        if not readers and not writers:
+            if timeout is None:
+                raise RuntimeError('prototype: waiting with no connection to read from')
+            time.sleep(timeout)
+            return
+        readable, writable_now, _ = select.select(list(readers), list(writers), [], timeout)
+        for sock in writable_now:
+            _wake(writers[sock])
+        for sock in readable:
+            target = readers[sock]
+            if isinstance(target, SocketTransport):
+                if not target.closed:
+                    target.read()
+            else:
+                _wake(target)
 
     def _fire_timers(self) -> Optional[float]:
         # Runs the timers that are due; the seconds until the next one (None: none).
@@ -298,12 +352,9 @@ class SyncGlue:
         return None
 
 
-async def _blocking_cancel_request(host: str, port: int, message: bytes) -> None:
-    """The CancelRequest, sent with a blocking socket (as libpq's PQcancel does)."""
-    with socket.create_connection((host, port), timeout=10) as sock:
-        sock.sendall(message)
-        while sock.recv(16):
-            pass
+def _wake(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class Connection:
@@ -354,21 +405,17 @@ class Transaction:
         return self._run(self._axact.__aexit__(*exc_info))
 
 
-def connect(dsn: str, **kw: Any) -> Connection:
+def connect(dsn: Optional[str] = None, **kw: Any) -> Connection:
     """Open a connection with the asyncio connector's own coroutine, driven by a SyncGlue.
 
-    Plain TCP or a Unix socket only (TLS needs an SSLObject/MemoryBIO
-    transport, see the design note).
+    Every sslmode, direct TLS and channel binding work as in the asyncio
+    API: the connector's code runs unchanged on the glue's transports
+    (mypgdriver/sync/transport.py).
     """
     glue = SyncGlue()
     kw.setdefault('timeout', None)
-    aconn = glue.run(connector.connect(dsn, loop=cast(Any, glue), ssl=False, **kw))
+    aconn = glue.run(connector.connect(dsn, loop=cast(Any, glue), **kw))
     aconn._session.current_task = glue.current_task
-    # The connector's CancelRequest sender uses an asyncio.Protocol and
-    # asyncio.wait_for(): replaced by a blocking one.
-    params = aconn._params
-    host = params.hosts[0]
     proto = aconn._protocol
-    proto.cancel_request = lambda: _blocking_cancel_request(
-        host.host, host.port, proto.cancel_request_message())
+    proto.cancel_request = glue.blocking(proto.cancel_request)
     return Connection(aconn, glue)

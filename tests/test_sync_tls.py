@@ -1,0 +1,219 @@
+"""TLS with no event loop: the connector's sslmode policy on the sync glue (issue 24).
+
+The prototype glue (mypgdriver/sync/_prototype.py) runs the asyncio
+connector unchanged over its blocking transports (mypgdriver/sync/transport.py):
+the SSLRequest, ``start_tls``, direct TLS, the allow/prefer fallback,
+channel binding and the CancelRequest over TLS.  Each test runs in a plain
+function with the event loop policy refusing to hand out a loop, against the
+TLS servers of tests/test_tls.py (whose fixtures are reused here).
+"""
+from __future__ import annotations
+
+import asyncio
+import ssl
+import struct
+import time
+from typing import Any, Iterator
+
+import pytest
+
+from mypgdriver import exceptions
+from mypgdriver.sync import _prototype as sync
+from mypgdriver.sync import transport
+from tests.support.fake_server import ScriptedSslAnswer
+from tests.support.tcp_proxy import TcpProxy
+from tests.support.tls_listener import DirectTlsListener
+from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
+from tests.test_tls import (  # noqa: F401 (fixtures)
+    CANCEL_REQUEST_PREFIX,
+    SCRAM_PASSWORD,
+    SCRAM_USER,
+    SSL_REQUEST,
+    SSL_STATE_QUERY,
+    dsn,
+    isolated_env,
+    pki,
+    plain_cluster,
+    tls_cluster,
+)
+
+pytestmark = pytest.mark.usefixtures('no_event_loop')
+
+STARTUP_VERSION = struct.pack('!i', 196608)     # bytes 4..8 of a StartupMessage (3.0)
+
+
+@pytest.fixture
+def connections() -> Iterator[list[Any]]:
+    """Sync connections opened by the test, closed after it."""
+    opened: list[Any] = []
+    yield opened
+    for conn in opened:
+        conn.close()
+
+
+def sync_connect(opened: list[Any], dsn_: str | None = None, **kwargs: Any) -> Any:
+    conn = sync.connect(dsn_, timeout=10, **kwargs)
+    opened.append(conn)
+    return conn
+
+
+def uses_tls(conn: Any) -> bool:
+    return conn.fetchrow(SSL_STATE_QUERY)[0]
+
+
+def test_require_connects_over_tls_and_runs_queries(tls_cluster, connections) -> None:
+    conn = sync_connect(connections, dsn(tls_cluster, sslmode='require'))
+    assert uses_tls(conn) is True
+    assert conn.fetchval('SELECT $1::int + 1', 41) == 42
+    with conn.transaction():
+        conn.execute('CREATE TEMP TABLE t (x text)')
+        conn.execute('INSERT INTO t SELECT repeat($1, 100000) FROM generate_series(1, 20)', 'xy')
+    # Many TLS records, read with a timer pending (select(), and the
+    # decrypted bytes an SSLSocket may hold back from it).
+    rows = conn.fetch('SELECT x FROM t', timeout=10)
+    assert [len(r['x']) for r in rows] == [200000] * 20
+
+
+def test_decrypted_bytes_held_by_the_ssl_socket_are_read_before_select(
+        tls_cluster, connections, monkeypatch: pytest.MonkeyPatch) -> None:
+    # recv() smaller than a TLS record leaves the rest of it decrypted in
+    # the SSLSocket (pending()), where select() does not see it: with a
+    # timer pending (timeout=) the driver must read it first, or it waits
+    # in select() until the timeout for bytes it already has.
+    monkeypatch.setattr(transport, 'READ_SIZE', 1000)
+    conn = sync_connect(connections, dsn(tls_cluster, sslmode='require'))
+    started = time.monotonic()
+    value = conn.fetchval("SELECT repeat('x', 100000)", timeout=5)
+    assert len(value) == 100000
+    assert time.monotonic() - started < 2
+
+
+def test_default_sslmode_prefer_uses_tls(tls_cluster, connections) -> None:
+    conn = sync_connect(connections, dsn(tls_cluster))
+    assert uses_tls(conn) is True
+
+
+def test_verify_full_with_the_test_ca(tls_cluster, pki, connections) -> None:
+    conn = sync_connect(connections, dsn(tls_cluster, host='localhost', sslmode='verify-full',
+                                         sslrootcert=pki.ca.cert_path))
+    assert uses_tls(conn) is True
+
+
+def test_verify_full_rejects_a_wrong_host_name_as_the_asyncio_api_does(tls_cluster, pki) -> None:
+    # The certificate names DNS:localhost only (tests/test_tls.py raises the same).
+    d = dsn(tls_cluster, host='127.0.0.1', sslmode='verify-full', sslrootcert=pki.ca.cert_path)
+    with pytest.raises(ssl.SSLCertVerificationError, match='mismatch'):
+        sync.connect(d, timeout=10)
+
+
+def test_prefer_falls_back_to_plain_against_a_server_without_tls(plain_cluster,
+                                                                  connections) -> None:
+    with TcpProxy(plain_cluster.host, plain_cluster.port) as proxy:
+        conn = sync_connect(connections,
+                            f'postgresql://postgres@127.0.0.1:{proxy.port}/postgres'
+                            f'?sslmode=prefer')
+        assert uses_tls(conn) is False
+        assert conn.fetchval('SELECT 1') == 1
+        # The SSLRequest was declined ('N') and the startup went on, on the
+        # same connection.
+        assert proxy.first_bytes == [SSL_REQUEST]
+
+
+def test_tls_handshake_that_stalls_times_out() -> None:
+    # 'S' and then nothing: the connect deadline covers the handshake.
+    with ScriptedSslAnswer(b'S') as server:
+        started = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            sync.connect(host='127.0.0.1', port=server.port,
+                         user='postgres', ssl='require', timeout=0.5)
+        assert time.monotonic() - started < 2
+        assert server.requests == [SSL_REQUEST]
+
+
+def test_channel_binding_uses_scram_sha_256_plus(tls_cluster, connections) -> None:
+    conn = sync_connect(connections, dsn(tls_cluster, user=SCRAM_USER, password=SCRAM_PASSWORD,
+                                         sslmode='require', channel_binding='require'))
+    assert conn.fetchval('SELECT current_user') == SCRAM_USER
+    assert conn._aconn._protocol.auth_method == 'SCRAM-SHA-256-PLUS'
+
+
+# --- direct TLS (sslnegotiation=direct) -----------------------------------------------
+
+def test_direct_tls_sends_client_hello_with_alpn_first() -> None:
+    # PostgreSQL 17 accepts direct TLS; this listener stands in for it.
+    with DirectTlsListener() as listener:
+        d = (f'postgresql://postgres@localhost:{listener.port}/postgres?sslmode=require'
+             '&sslnegotiation=direct')
+        with pytest.raises(OSError):
+            sync.connect(d, timeout=5)
+        (client,) = listener.wait_for_clients(1)
+    assert client.first_bytes[:8] != SSL_REQUEST
+    assert client.is_client_hello
+    assert client.alpn == ['postgresql']
+    assert client.server_name == 'localhost'
+
+
+def test_direct_tls_sends_startup_inside_tls(pki) -> None:
+    with DirectTlsListener(certfile=str(pki.server.cert_path), keyfile=str(pki.server.key_path),
+                           handshake=True) as listener:
+        d = (f'postgresql://postgres@localhost:{listener.port}/postgres?sslmode=verify-full'
+             f'&sslnegotiation=direct&sslrootcert={pki.ca.cert_path}')
+        with pytest.raises((OSError, exceptions.ConnectionDoesNotExistError)):
+            sync.connect(d, timeout=5)
+        (client,) = listener.wait_for_clients(1)
+    assert client.error is None, client.error
+    assert client.selected_alpn == 'postgresql'
+    message = client.first_message
+    assert message is not None
+    assert message[4:8] == STARTUP_VERSION
+    assert b'user\x00postgres\x00' in message
+
+
+def test_direct_tls_against_the_server(tls_cluster, pki, connections) -> None:
+    if tls_cluster.version < 170000:
+        pytest.skip('direct TLS needs PostgreSQL 17 or newer')
+    conn = sync_connect(connections, dsn(tls_cluster, host='localhost', sslmode='verify-full',
+                                         sslrootcert=pki.ca.cert_path, sslnegotiation='direct'))
+    assert uses_tls(conn) is True
+
+
+# --- the CancelRequest over TLS -------------------------------------------------------
+
+def _wait_not_running(monitor: Any, pid: int, bound: float = 3.0) -> None:
+    start = time.monotonic()
+    while monitor.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1', pid) == 'active':
+        if time.monotonic() - start > bound:
+            pytest.fail(f'backend {pid} still active {bound}s after the cancel')
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize('sslmode, cancel_opening', [
+    ('require', SSL_REQUEST),
+    ('disable', CANCEL_REQUEST_PREFIX),
+])
+def test_a_statement_timeout_cancels_over_the_connections_transport_kind(
+        tls_cluster, connections, sslmode: str, cancel_opening: bytes) -> None:
+    monitor = sync_connect(connections, dsn(tls_cluster, sslmode='disable'))
+    with TcpProxy(tls_cluster.host, tls_cluster.port) as proxy:
+        conn = sync_connect(
+            connections, f'postgresql://postgres@127.0.0.1:{proxy.port}/postgres'
+                         f'?sslmode={sslmode}')
+        assert uses_tls(conn) is (sslmode == 'require')
+        pid = conn._aconn.get_server_pid()
+        started = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            conn.fetchval('SELECT pg_sleep(30)', timeout=0.3)
+        assert time.monotonic() - started < 2
+        # The CancelRequest went out before the call returned (as libpq's
+        # PQcancel does), not at the next call.
+        assert len(proxy.first_bytes) == 2
+        _wait_not_running(monitor, pid)
+        assert conn.fetchval('SELECT $1::int', 7, timeout=5) == 7
+        assert conn._aconn.get_server_pid() == pid
+        openings = proxy.first_bytes
+        assert len(openings) == 2
+        if sslmode == 'require':
+            assert openings[0] == SSL_REQUEST
+        else:
+            assert openings[0][4:8] == STARTUP_VERSION
+        assert openings[1] == cancel_opening
