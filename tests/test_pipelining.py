@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import mypgdriver
-from mypgdriver import exceptions
+from mypgdriver import exceptions, session
 from tests.support.session_state import monitor, unique_table_name  # noqa: F401
 
 
@@ -220,6 +220,33 @@ async def test_tasks_started_inside_the_block_belong_to_it(conn, monitor, table)
         await asyncio.gather(*(conn.execute(f"INSERT INTO {table} VALUES ($1, 'b')", k)
                                for k in range(50)))
     assert await monitor.fetchval(f"SELECT count(*) FROM {table} WHERE v = 'b'") == 50
+
+
+async def test_blocks_ended_in_another_task_leave_no_scope_behind(conn):
+    # SQLAlchemy begins a block in the caller's task and, closing its
+    # connection, rolls it back in a task of its own (asyncio.shield): the
+    # caller's context must not keep the scope of every such block, which
+    # each later block and call would scan.
+    for _ in range(50):
+        xact = conn.transaction()
+        await xact.start()
+        await asyncio.shield(xact.rollback())
+    assert len(session._XACT_SCOPES.get()) <= 1
+    # The scope rules hold as before: the next block is this task's, and a
+    # task started before it is a stranger to it.
+    go = asyncio.Event()
+
+    async def foreign() -> Any:
+        await go.wait()
+        return await conn.fetchval("SELECT 1")
+
+    stranger = asyncio.ensure_future(foreign())
+    async with conn.transaction():
+        assert await conn.fetchval("SELECT 2") == 2
+        go.set()
+        with pytest.raises(exceptions.InterfaceError, match="started by another task"):
+            await stranger
+    assert len(session._XACT_SCOPES.get()) == 0
 
 
 async def test_error_inside_a_pipelined_block_fails_the_later_statements(conn, table):

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mypgdriver import exceptions
+from mypgdriver.codecs import pg_types
 
 pytestmark = pytest.mark.asyncio
 
@@ -65,6 +66,26 @@ async def test_sql_type_name_codec_applies_to_arguments_and_arrays(conn) -> None
                               encoder=lambda v: str(len(v)), decoder=lambda s: 'n' * int(s))
     assert await conn.fetchval("SELECT $1::int2", 'abc') == 'nnn'
     assert await conn.fetchval("SELECT $1::int2[]", ['a', 'bb']) == ['n', 'nn']
+
+
+async def test_builtin_type_names_in_pg_catalog_need_no_catalog_query(conn) -> None:
+    # SQLAlchemy sets the json and jsonb codecs on every new connection: a
+    # built-in type's OID is known without asking the server (as asyncpg
+    # knows it).  Inside an aborted transaction a catalog query would fail.
+    if conn.get_server_version().major < pg_types.SOURCE_MAJOR:
+        pytest.skip('older than the server the built-in type table comes from')
+    xact = conn.transaction()
+    await xact.start()
+    with pytest.raises(exceptions.DivisionByZeroError):
+        await conn.execute("SELECT 1/0")
+    for typename in ('json', 'jsonb', 'int4'):
+        await conn.set_type_codec(typename, schema='pg_catalog', format='text',
+                                  encoder=str, decoder=tag)
+    with pytest.raises(exceptions.InFailedSQLTransactionError):
+        await conn.execute("SELECT 1")
+    await xact.rollback()
+    assert tuple(await conn.fetchrow("SELECT '{}'::json, '[]'::jsonb, 5::int4")) == (
+        ('decoded', '{}'), ('decoded', '[]'), ('decoded', '5'))
 
 
 @pytest.mark.parametrize('typename', [

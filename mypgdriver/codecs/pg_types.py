@@ -4,6 +4,10 @@ Source: the pg_type catalog of PostgreSQL 15.18 (Debian 15.18-0+deb12u1).
 Regenerate with: python -m tools.gen_pgtypes
 """
 
+#: The major version of that PostgreSQL: older servers lack some of these
+#: types (multiranges before 14).
+SOURCE_MAJOR = 15
+
 # oid: (name, typtype, typcategory, array element oid, range subtype oid,
 #       range oid of a multirange, array delimiter)
 TYPES = {
