@@ -308,7 +308,15 @@ class SyncGlue:
                     if awaited is not None:
                         self.wait_for(awaited)
                     else:
+                        # A bare yield (asyncio.sleep(0)): one turn of a
+                        # loop.  The executemany feeder yields so between
+                        # batches, for the server's answers (an early
+                        # error) to be read and the output to move on while
+                        # it produces rows: the sockets are polled, not
+                        # waited for.
                         self.run_ready()
+                        if self.transports:
+                            self._wait_io(0)
                     if caller.interrupted:
                         # The protocol interrupted the feeding of a stream.
                         caller.interrupted = False
