@@ -24,6 +24,13 @@ from tests.support.fake_server import ScriptedSslAnswer
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.tls_listener import DirectTlsListener
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
+from tests.test_sync_streams import (
+    copy_chunks,
+    copy_text,
+    count_log_messages,
+    deadlock_watchdog,
+    noisy_table,
+)
 from tests.test_tls import (  # noqa: F401 (fixtures)
     CANCEL_REQUEST_PREFIX,
     SCRAM_PASSWORD,
@@ -68,7 +75,7 @@ def test_require_connects_over_tls_and_runs_queries(tls_cluster, connections) ->
     with conn.transaction():
         conn.execute('CREATE TEMP TABLE t (x text)')
         conn.execute('INSERT INTO t SELECT repeat($1, 100000) FROM generate_series(1, 20)', 'xy')
-    # Many TLS records, read with a timer pending (select(), and the
+    # Many TLS records, read with a timer pending (poll(), and the
     # decrypted bytes an SSLSocket may hold back from it).
     rows = conn.fetch('SELECT x FROM t', timeout=10)
     assert [len(r['x']) for r in rows] == [200000] * 20
@@ -217,3 +224,35 @@ def test_a_statement_timeout_cancels_over_the_connections_transport_kind(
         else:
             assert openings[0][4:8] == STARTUP_VERSION
         assert openings[1] == cancel_opening
+
+
+@pytest.mark.parametrize('timeout', [None, 30], ids=['blocking reads', 'polled reads'])
+def test_a_32_mb_copy_in_over_tls_completes_while_the_server_sends_a_notice_per_row(
+        tls_cluster, connections, timeout: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Non-blocking SSL writes (SSLWantWriteError, the same write repeated)
+    # while NOTICE records come the other way; with a timeout the reads
+    # are polled too, and the SSLSocket's mode switches between them.
+    refused: list[int] = []
+    send = transport.TLSTransport._send
+
+    def counting_send(self: Any, data: Any) -> int:
+        sent = send(self, data)
+        if self._retry_size:
+            refused.append(self._retry_size)
+        return sent
+    monkeypatch.setattr(transport.TLSTransport, '_send', counting_send)
+    conn = sync_connect(connections, dsn(tls_cluster, sslmode='require'))
+    assert uses_tls(conn) is True
+    noisy_table(conn, 'tls_target')
+    notices = count_log_messages(conn)
+    rows = 32 * 1024 * 1024 // 1008
+    with deadlock_watchdog(conn, 60):
+        status = conn.copy_to_table('tls_target', source=copy_chunks(rows), timeout=timeout)
+        assert status == f'COPY {rows}'
+        assert conn.fetchval('SELECT count(*) FROM tls_target', timeout=timeout) == rows
+        output: list[bytes] = []
+        conn.copy_from_query('SELECT id, payload FROM tls_target ORDER BY id',
+                             output=output.append, timeout=timeout)
+    assert len(notices) == rows
+    assert b''.join(output) == copy_text(rows)
+    assert refused, 'the SSL socket never refused a write: the test did not fill it'

@@ -14,10 +14,13 @@ driving their native coroutines by hand:
   mypgdriver/sync/transport.py (plain, or TLS over an ``ssl.SSLSocket``).
 * ``SyncGlue.run(coro)`` drives one call: ``coro.send(None)`` until the
   coroutine awaits a Future that is not done; then blocking reads on the
-  socket (``select`` while a timer is pending or several sockets are open,
-  e.g. a CancelRequest's) are fed to ``data_received``, callbacks scheduled
-  with ``call_soon`` and due timers run, and the coroutine is resumed once
-  its Future is done.  Ctrl-C is thrown into the coroutine as
+  socket (``poll`` while a timer is pending, output is buffered or several
+  sockets are open, e.g. a CancelRequest's) are fed to ``data_received``,
+  buffered output is flushed when the socket is writable (a COPY or
+  executemany stream: the socket is read meanwhile, so a server blocked
+  writing to us cannot deadlock the stream), callbacks scheduled with
+  ``call_soon`` and due timers run, and the coroutine is resumed once its
+  Future is done.  Ctrl-C is thrown into the coroutine as
   ``CancelledError`` (the Session's abandon path: CancelRequest, drain
   before the next call), then re-raised.
 
@@ -32,12 +35,14 @@ import collections
 import functools
 import heapq
 import itertools
+import math
 import select
+import selectors
 import socket
 import ssl as ssl_module
 import sys
 import time
-from typing import Any, Callable, Optional, Union, cast
+from typing import Any, Callable, Iterable, Optional, Union, cast
 
 from mypgdriver import connector
 from mypgdriver.sync.transport import (
@@ -47,6 +52,40 @@ from mypgdriver.sync.transport import (
     connect_unix,
     wrap_tls,
 )
+
+# Waiting for several sockets: poll(), not select().  select() refuses file
+# descriptors >= FD_SETSIZE (1024), which a process with many files or
+# connections open reaches.  poll() has no such limit and is one syscall
+# per wait with no set-up in the kernel; an epoll selector
+# (selectors.DefaultSelector) made per wait costs epoll_create,
+# one epoll_ctl per socket and a close on top of the wait, and one kept
+# per connection would need an epoll_ctl each time the interest changes
+# (writable wanted only while output is buffered).  The waits are few
+# anyway (the usual one is a blocking recv()); where poll() is missing
+# (Windows) a selector is used.
+_READABLE = getattr(select, 'POLLIN', 1)
+_WRITABLE = getattr(select, 'POLLOUT', 4)
+# Error and hang-up: the next read or send tells what happened.
+_BROKEN = (getattr(select, 'POLLERR', 8) | getattr(select, 'POLLHUP', 16)
+           | getattr(select, 'POLLNVAL', 32))
+
+
+def _poll(interest: dict[int, int], timeout: Optional[float]) -> Iterable[tuple[int, int]]:
+    """(fd, events) of the file descriptors in `interest` (fd -> events) that are ready."""
+    if hasattr(select, 'poll'):
+        poller = select.poll()
+        for fd, events in interest.items():
+            poller.register(fd, events)
+        # poll() counts whole milliseconds: rounded up, so that a timer is
+        # due when it returns rather than a spin of waits of 0 ms before.
+        return poller.poll(None if timeout is None else math.ceil(timeout * 1000))
+    with selectors.DefaultSelector() as selector:
+        for fd, events in interest.items():
+            selector.register(fd, (selectors.EVENT_READ if events & _READABLE else 0)
+                              | (selectors.EVENT_WRITE if events & _WRITABLE else 0))
+        return [(key.fd, (_READABLE if mask & selectors.EVENT_READ else 0)
+                 | (_WRITABLE if mask & selectors.EVENT_WRITE else 0))
+                for key, mask in selector.select(timeout)]
 
 
 class _Handle:
@@ -74,12 +113,28 @@ class _Caller:
     The transaction owner and the line holder are compared with it; the
     Session asks the owner whether it finished (done()): the caller of a
     sync connection never does while the connection is in use.
+
+    The protocol interrupts the caller feeding a COPY or executemany from
+    its own data (on a timeout or cancel(), ``cancel()``), as it cancels an
+    asyncio task: the driver throws ``CancelledError`` into the call where
+    it waits, as the event loop would into the task.
     """
 
-    __slots__ = ()
+    __slots__ = ('interrupted',)
+
+    def __init__(self) -> None:
+        self.interrupted = False
 
     def done(self) -> bool:
         return False
+
+    def cancel(self, msg: Any = None) -> bool:
+        self.interrupted = True
+        return True
+
+    def uncancel(self) -> int:
+        self.interrupted = False
+        return 0
 
 
 class _BackgroundTask(asyncio.Future):
@@ -154,6 +209,20 @@ class SyncGlue:
 
     def create_task(self, coro) -> _BackgroundTask:
         return _BackgroundTask(coro, self)
+
+    def run_in_executor(self, executor: Any, function: Callable, *args: Any) -> asyncio.Future:
+        """Calls `function` at once; a done Future of its result (the caller blocks anyway).
+
+        copy.py reads and writes file objects, and opens and closes files,
+        through an executor so as not to block the event loop; sync code
+        has no loop to keep running.
+        """
+        fut = self.create_future()
+        try:
+            fut.set_result(function(*args))
+        except Exception as exc:
+            fut.set_exception(exc)
+        return fut
 
     def current_task(self) -> _Caller:
         return self.caller
@@ -230,6 +299,7 @@ class SyncGlue:
     def run(self, coro) -> Any:
         """Drive `coro` (a call of the asyncio API) to its end, blocking; its result."""
         send = coro.send
+        caller = self.caller
         interrupted: Optional[BaseException] = None
         try:
             awaited = send(None)
@@ -238,7 +308,20 @@ class SyncGlue:
                     if awaited is not None:
                         self.wait_for(awaited)
                     else:
+                        # A bare yield (asyncio.sleep(0)): one turn of a
+                        # loop.  The executemany feeder yields so between
+                        # batches, for the server's answers (an early
+                        # error) to be read and the output to move on while
+                        # it produces rows: the sockets are polled, not
+                        # waited for.
                         self.run_ready()
+                        if self.transports:
+                            self._wait_io(0)
+                    if caller.interrupted:
+                        # The protocol interrupted the feeding of a stream.
+                        caller.interrupted = False
+                        awaited = coro.throw(asyncio.CancelledError())
+                        continue
                     awaited = send(None)
                 except KeyboardInterrupt as exc:
                     # Delivered where the caller awaits, as a cancellation:
@@ -285,8 +368,9 @@ class SyncGlue:
                 handle.callback(*handle.args)
 
     def wait_for(self, fut: asyncio.Future) -> None:
-        """Read, run callbacks and fire timers until `fut` is done."""
-        while not fut.done():
+        """Read, flush, run callbacks and fire timers until `fut` is done (or the caller is interrupted)."""
+        caller = self.caller
+        while not fut.done() and not caller.interrupted:
             if self.ready:
                 self.run_ready()
                 continue
@@ -295,46 +379,58 @@ class SyncGlue:
                 continue
             # (read each time: a background task may have opened or closed one)
             transports = self.transports
-            if (len(transports) == 1 and not self.io_waiters
+            if (len(transports) == 1 and not self.io_waiters and not transports[0].out
                     and (timeout is None or transports[0].buffered())):
-                # The usual case, one connection and no timer: a blocking
-                # recv(), no select() (one syscall per wait).
+                # The usual case, one connection, nothing to send and no
+                # timer: a blocking recv(), no poll() (one syscall per wait).
                 transports[0].read()
             else:
-                self._select(timeout)
+                self._wait_io(timeout)
 
-    def _select(self, timeout: Optional[float]) -> None:
+    def _wait_io(self, timeout: Optional[float]) -> None:
         # Several sockets (a CancelRequest's while the connection is open, a
-        # connect or handshake in progress), or a timer pending: wait
-        # until one is ready or `timeout` passes.
+        # connect or handshake in progress), output buffered or a timer
+        # pending: wait until a socket is ready or `timeout` passes.  A
+        # transport with output buffered is waited for readable *or*
+        # writable, and both are served: a server blocked writing to us
+        # (notices during a COPY) is read while our stream waits to go out.
         transports = self.transports
         buffered = [t for t in transports if t.buffered()]
         if buffered:
-            # Already received (decrypted bytes in an SSLSocket): select()
+            # Already received (decrypted bytes in an SSLSocket): poll()
             # would not see them.
             for transport in buffered:
                 if not transport.closed:
-                    transport.read()
+                    transport.read_ready()
             return
-        readers: dict[Any, Any] = {t.sock: t for t in transports}
-        writers: dict[Any, Any] = {}
+        interest: dict[int, int] = {}
+        targets: dict[int, Any] = {}
+        for transport in transports:
+            fd = transport.sock.fileno()
+            interest[fd] = (_READABLE | _WRITABLE if transport.out and not transport.flush_needs_read
+                            else _READABLE)
+            targets[fd] = transport
         for sock, writable, waiter in self.io_waiters:
-            (writers if writable else readers)[sock] = waiter
-        if not readers and not writers:
+            fd = sock.fileno()
+            interest[fd] = _WRITABLE if writable else _READABLE
+            targets[fd] = waiter
+        if not interest:
             if timeout is None:
                 raise RuntimeError('prototype: waiting with no connection to read from')
             time.sleep(timeout)
             return
-        readable, writable_now, _ = select.select(list(readers), list(writers), [], timeout)
-        for sock in writable_now:
-            _wake(writers[sock])
-        for sock in readable:
-            target = readers[sock]
-            if isinstance(target, SocketTransport):
-                if not target.closed:
-                    target.read()
-            else:
+        for fd, events in _poll(interest, timeout):
+            target = targets[fd]
+            if not isinstance(target, SocketTransport):
                 _wake(target)
+                continue
+            # Read first: what the server said before a hang-up is kept.
+            if events & (_READABLE | _BROKEN) and not target.closed:
+                target.read_ready()
+            if target.out and not target.closed and (
+                    events & (_WRITABLE | _BROKEN)
+                    or (events & _READABLE and target.flush_needs_read)):
+                target.flush()
 
     def _fire_timers(self) -> Optional[float]:
         # Runs the timers that are due; the seconds until the next one (None: none).
@@ -381,6 +477,21 @@ class Connection:
 
     def execute(self, query: str, *args: Any, **kw: Any) -> str:
         return self._run(self._aconn.execute(query, *args, **kw))
+
+    def executemany(self, command: str, args: Any, **kw: Any) -> None:
+        return self._run(self._aconn.executemany(command, args, **kw))
+
+    def copy_to_table(self, table_name: str, **kw: Any) -> str:
+        return self._run(self._aconn.copy_to_table(table_name, **kw))
+
+    def copy_records_to_table(self, table_name: str, **kw: Any) -> str:
+        return self._run(self._aconn.copy_records_to_table(table_name, **kw))
+
+    def copy_from_table(self, table_name: str, **kw: Any) -> str:
+        return self._run(self._aconn.copy_from_table(table_name, **kw))
+
+    def copy_from_query(self, query: str, *args: Any, **kw: Any) -> str:
+        return self._run(self._aconn.copy_from_query(query, *args, **kw))
 
     def transaction(self, **kw: Any) -> 'Transaction':
         return Transaction(self, self._aconn.transaction(**kw))

@@ -9,17 +9,35 @@ part of ``asyncio.Transport`` they use (``write``, ``close``, ``abort``,
 ``resume_reading``), and the glue the part of an event loop's reader:
 ``read()`` receives what the socket has and hands it to the protocol.
 
-TLS uses a blocking ``ssl.SSLSocket`` rather than ``SSLObject`` over
-``MemoryBIO``: the driver blocks in ``recv()`` anyway, and an SSLSocket
-reads, decrypts, encrypts and sends in C with the same two calls as a plain
-socket (``recv``, ``sendall``): a query over TLS costs the plain transport's
-Python code plus OpenSSL's work.  A MemoryBIO transport needs, per read and
-per write, Python code moving bytes between the socket and the BIOs (and a
-raised ``SSLWantReadError`` to learn that a read is complete); it is only
-worth it once writes become non-blocking (docs/dev/sync-design.md).  The
-one thing to mind with an SSLSocket is that decrypted bytes can wait in the
-SSL object (``pending()``) where ``select`` does not see them:
-``buffered()`` tells the glue to read them before it selects.
+Writes never block.  ``write()`` sends what the socket takes at once and
+keeps the rest in an output buffer; above ``WRITE_HIGH_WATER`` bytes it
+calls the protocol's ``pause_writing()`` (the COPY and executemany feeders
+then await the protocol's drain waiter), below ``WRITE_LOW_WATER`` its
+``resume_writing()``.  The glue's driver, whenever it waits, waits for the
+socket to be readable *or* (with output buffered) writable, flushes and
+reads meanwhile: a stream larger than both socket buffers cannot deadlock
+against a server that is itself blocked writing to us (notices, an early
+error), as a blocking ``sendall`` did.
+
+Reads block in the common case: a query is sent with one non-blocking
+``send()`` and its answer awaited with one blocking ``recv()`` (the driver
+polls only when a timer is pending, output is buffered or several sockets
+are open).  A plain socket stays in blocking mode and is written with
+``MSG_DONTWAIT``, so neither costs a mode switch.
+
+TLS uses an ``ssl.SSLSocket`` rather than ``SSLObject`` over ``MemoryBIO``:
+an SSLSocket reads, decrypts, encrypts and sends in C with the same calls as
+a plain socket, where a MemoryBIO transport moves every record between the
+socket and the BIOs in Python.  An SSLSocket takes no ``MSG_DONTWAIT``, so
+the TLS transport switches the socket to non-blocking to write and back to
+blocking for the driver's blocking read (one ``ioctl`` each, only when the
+mode changes).  A non-blocking SSL write can want to read
+(``SSLWantReadError``, e.g. a key update) or to write
+(``SSLWantWriteError``); either way OpenSSL requires the same write to be
+repeated, which the transport does (``_retry_size``) once the driver saw
+the socket readable, or writable.  Decrypted bytes can wait in the SSL
+object (``pending()``) where ``poll`` does not see them: ``buffered()``
+tells the glue to read them before it polls.
 
 Connecting and the TLS handshake are non-blocking, waited for through the
 glue (``wait_io``), so that its timers (the connector's deadline) and
@@ -34,11 +52,25 @@ import socket
 import ssl
 from typing import Any, Awaitable, Callable, Optional, Protocol
 
-__all__ = ('READ_SIZE', 'SocketTransport', 'TLSTransport', 'connect_tcp', 'connect_unix',
-           'wrap_tls')
+__all__ = ('READ_SIZE', 'WRITE_HIGH_WATER', 'WRITE_LOW_WATER', 'SocketTransport',
+           'TLSTransport', 'connect_tcp', 'connect_unix', 'wrap_tls')
 
 # Bytes asked of recv() per read (asyncio's selector loop reads 256 KiB).
 READ_SIZE = 256 * 1024
+
+# Output buffered above which the protocol is told to pause writing, and
+# below which to resume.  Higher than asyncio's 64 KiB / 16 KiB: the
+# feeders write in chunks of 256 KiB to 1 MiB (copy.py), and each pause
+# costs a wait of the driver.
+WRITE_HIGH_WATER = 1024 * 1024
+WRITE_LOW_WATER = 256 * 1024
+
+# The largest write handed to OpenSSL at once (it makes 16 KiB records).
+TLS_WRITE_SIZE = 256 * 1024
+
+# send()/recv() flag "do not wait" (Linux, the BSDs, macOS); without it the
+# socket is switched to non-blocking mode around the call instead.
+_DONTWAIT = getattr(socket, 'MSG_DONTWAIT', 0)
 
 
 class TransportOwner(Protocol):
@@ -50,13 +82,10 @@ class TransportOwner(Protocol):
 
 
 class SocketTransport:
-    """An asyncio-like transport over a blocking, connected socket.
+    """An asyncio-like transport over a connected socket: reads may block, writes never do.
 
-    Writes block until the kernel took the bytes (``sendall``): fine while
-    the server reads what we send.  A COPY or executemany stream larger than
-    both socket buffers could block here while the server blocks writing to
-    us; non-blocking writes with a drain waiter are the remedy
-    (docs/dev/sync-design.md, "COPY IN / executemany with large input").
+    What the socket does not take at once waits in ``out``, flushed by the
+    glue's driver when the socket is writable (``flush()``).
     """
 
     def __init__(self, sock: socket.socket, glue: TransportOwner,
@@ -66,6 +95,16 @@ class SocketTransport:
         self.protocol = protocol
         self.closed = False
         self.reading = True
+        # Written and not yet taken by the socket, in order.  (A bytearray
+        # drops sent bytes from its front without moving the rest.)
+        self.out = bytearray()
+        self.writing_paused = False
+        # The buffered output waits for the socket to be readable, not
+        # writable (a TLS write that wants to read first).
+        self.flush_needs_read = False
+        # The socket's mode: blocking unless a write or a polled read
+        # switched it (only where MSG_DONTWAIT is missing, and for TLS).
+        self.blocking = True
 
     # --- what the protocol and the connector use (asyncio.Transport) ---
 
@@ -82,8 +121,28 @@ class SocketTransport:
     def get_protocol(self) -> Any:
         return self.protocol
 
-    def write(self, data: bytes) -> None:
-        self.sock.sendall(data)
+    def write(self, data: Any) -> None:
+        """Send what the socket takes now; keep the rest for the driver to flush."""
+        if self.closed:
+            return
+        out = self.out
+        if out:
+            out += data     # behind what waits already: order is kept
+        else:
+            try:
+                sent = self._send(data)
+            except OSError as exc:
+                self._fail_later(exc)
+                return
+            if sent == len(data):
+                return      # the usual case: one send(), nothing kept
+            out += memoryview(data).cast('B')[sent:]
+        if not self.writing_paused and len(out) > WRITE_HIGH_WATER:
+            self.writing_paused = True
+            self.protocol.pause_writing()
+
+    def get_write_buffer_size(self) -> int:
+        return len(self.out)
 
     def is_closing(self) -> bool:
         return self.closed
@@ -95,6 +154,10 @@ class SocketTransport:
         self.reading = True
 
     def close(self) -> None:
+        # What the socket takes now of the buffered output (a Terminate
+        # behind it) goes; the rest is dropped with the connection.
+        if self.out and not self.closed:
+            self.flush()
         self.abort()
 
     def abort(self) -> None:
@@ -116,9 +179,12 @@ class SocketTransport:
     def read(self) -> None:
         """Receive what the socket has (blocking until something comes) and hand it on.
 
-        End of stream and socket errors close the transport and tell the
-        protocol (``connection_lost``), as an event loop does.
+        Only called with no output buffered.  End of stream and socket
+        errors close the transport and tell the protocol
+        (``connection_lost``), as an event loop does.
         """
+        if not self.blocking:
+            self._set_blocking(True)
         try:
             data = self.sock.recv(READ_SIZE)
         except OSError as exc:     # ssl.SSLError too
@@ -128,6 +194,60 @@ class SocketTransport:
             self.protocol.data_received(data)
         else:
             self._lose(None)
+
+    def read_ready(self) -> None:
+        """Receive what the socket has without waiting (the driver saw it readable)."""
+        try:
+            if _DONTWAIT:
+                data = self.sock.recv(READ_SIZE, _DONTWAIT)
+            else:
+                if self.blocking:
+                    self._set_blocking(False)
+                data = self.sock.recv(READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._lose(exc)
+            return
+        if data:
+            self.protocol.data_received(data)
+        else:
+            self._lose(None)
+
+    def flush(self) -> None:
+        """Send what the socket takes now of the buffered output (the driver saw it writable).
+
+        Below the low-water mark the protocol is told to resume writing
+        (its drain waiter is woken).
+        """
+        out = self.out
+        try:
+            while out:
+                sent = self._send(out)
+                if not sent:
+                    break
+                del out[:sent]
+        except OSError as exc:
+            self._lose(exc)
+            return
+        if self.writing_paused and len(out) <= WRITE_LOW_WATER:
+            self.writing_paused = False
+            self.protocol.resume_writing()
+
+    def _send(self, data: Any) -> int:
+        # Bytes of `data` the socket took without waiting (0: none).
+        try:
+            if _DONTWAIT:
+                return self.sock.send(data, _DONTWAIT)
+            if self.blocking:
+                self._set_blocking(False)
+            return self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            return 0
+
+    def _set_blocking(self, blocking: bool) -> None:
+        self.sock.setblocking(blocking)
+        self.blocking = blocking
 
     def detach(self) -> socket.socket:
         """Hand the socket over (to a TLS transport, for ``start_tls``); this one is done.
@@ -145,6 +265,15 @@ class SocketTransport:
         self.sock.close()
         self._tell_lost(exc)
 
+    def _fail_later(self, exc: BaseException) -> None:
+        # A write failed: inside the protocol's own code, which must not
+        # hear of it re-entrantly; it is told from the glue (as asyncio does).
+        if self.closed:
+            return
+        self._finish()
+        self.sock.close()
+        self.glue.call_soon(self._tell_lost, exc)
+
     def _finish(self) -> None:
         self.closed = True
         self.glue.forget_transport(self)
@@ -158,6 +287,14 @@ class TLSTransport(SocketTransport):
     """A SocketTransport over an ``ssl.SSLSocket`` whose handshake is done."""
 
     sock: ssl.SSLSocket
+
+    def __init__(self, sock: ssl.SSLSocket, glue: TransportOwner,
+                 protocol: Any = None) -> None:
+        super().__init__(sock, glue, protocol)
+        # The size of an SSL write that wanted to read or write: OpenSSL
+        # requires the same write again (the same bytes: those at the
+        # front of `out`, which only grows at its end).
+        self._retry_size = 0
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         # The names asyncio's SSL transports answer.  The connector reads
@@ -177,8 +314,41 @@ class TLSTransport(SocketTransport):
 
     def buffered(self) -> int:
         # Decrypted bytes waiting in OpenSSL: recv() returns them without a
-        # read on the socket, and select() does not see them.
+        # read on the socket, and poll() does not see them.
         return self.sock.pending()
+
+    def read_ready(self) -> None:
+        if self.blocking:
+            self._set_blocking(False)
+        try:
+            data = self.sock.recv(READ_SIZE)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return      # a partial record: the rest comes with the next poll
+        except OSError as exc:
+            self._lose(exc)
+            return
+        if data:
+            self.protocol.data_received(data)
+        else:
+            self._lose(None)
+
+    def _send(self, data: Any) -> int:
+        if self.blocking:
+            self._set_blocking(False)
+        size = self._retry_size or min(len(data), TLS_WRITE_SIZE)
+        try:
+            sent = self.sock.send(data if size == len(data) else data[:size])
+        except ssl.SSLWantWriteError:
+            self._retry_size = size
+            self.flush_needs_read = False
+            return 0
+        except ssl.SSLWantReadError:
+            self._retry_size = size
+            self.flush_needs_read = True
+            return 0
+        self._retry_size = 0
+        self.flush_needs_read = False
+        return sent
 
 
 # Waits until a socket is readable (False) or writable (True): the glue's.
