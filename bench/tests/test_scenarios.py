@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import mmap
 
 import pytest
 
@@ -392,9 +393,17 @@ def test_open_contender_knows_every_default_contender():
 # -- the memory probe ---------------------------------------------------------------------
 
 
-def _allocate(megabytes: int) -> bytearray:
-    # Written, not just reserved: untouched pages are not resident.
-    return bytearray(b"\x01") * (megabytes * MB)
+def _allocate(megabytes: int) -> mmap.mmap | bytearray:
+    # Fresh pages of the kernel's (an anonymous mapping), written, not just
+    # reserved: untouched pages are not resident.  Not malloc: after the
+    # test suite's big transfers, malloc may serve 64 MB from free heap
+    # pages that are resident already, and the RSS would not move.
+    if megabytes == 0:
+        return bytearray()
+    block = mmap.mmap(-1, megabytes * MB)
+    for offset in range(0, megabytes * MB, mmap.PAGESIZE):
+        block[offset] = 1
+    return block
 
 
 def test_peak_rss_sees_a_transient_allocation_and_restarts_from_now():
