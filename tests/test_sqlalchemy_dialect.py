@@ -210,6 +210,22 @@ def test_runs_on_the_sqlalchemy_release_asked_for() -> None:
     assert sqlalchemy.__version__ == expected
 
 
+async def test_a_failed_connection_attempt_is_raised_as_each_release_raises_it(url: URL) -> None:
+    # docs/guide/sqlalchemy.rst: 2.1 translates it (3D000 -> ProgrammingError);
+    # 2.0 lets the driver's exception through, as +asyncpg on 2.0
+    import mypgdriver
+    from mypgdriver.sqlalchemy_dialect import SQLALCHEMY_2_0
+
+    engine = create_async_engine(url.set(database='mypg_no_such_database'))
+    try:
+        expected = mypgdriver.InvalidCatalogNameError if SQLALCHEMY_2_0 else exc.ProgrammingError
+        with pytest.raises(expected):
+            async with engine.connect():
+                pass
+    finally:
+        await engine.dispose()
+
+
 async def test_terminated_backend_invalidates_the_pooled_connection(engine: Any) -> None:
     async with engine.connect() as conn:
         pid = (await conn.execute(text('SELECT pg_backend_pid()'))).scalar()

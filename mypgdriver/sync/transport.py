@@ -162,13 +162,9 @@ class SocketTransport:
 
     def abort(self) -> None:
         """Close the socket now; the protocol hears of it (connection_lost) from the glue."""
-        if self.closed:
-            return
-        self._finish()
         # The socket is closed at once, not when the glue next runs its
         # callbacks: a sync connection that is dropped must not keep it.
-        self.sock.close()
-        self.glue.call_soon(self._tell_lost, None)
+        self._fail_later(None)
 
     # --- what the glue uses ---
 
@@ -265,7 +261,7 @@ class SocketTransport:
         self.sock.close()
         self._tell_lost(exc)
 
-    def _fail_later(self, exc: BaseException) -> None:
+    def _fail_later(self, exc: BaseException | None) -> None:
         # A write failed: inside the protocol's own code, which must not
         # hear of it re-entrantly; it is told from the glue (as asyncio does).
         if self.closed:
