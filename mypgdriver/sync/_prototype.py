@@ -516,12 +516,13 @@ class Transaction:
         return self._run(self._axact.__aexit__(*exc_info))
 
 
-def connect(dsn: Optional[str] = None, **kw: Any) -> Connection:
+def open_connection(dsn: Optional[str] = None, **kw: Any) -> tuple[Any, SyncGlue]:
     """Open a connection with the asyncio connector's own coroutine, driven by a SyncGlue.
 
-    Every sslmode, direct TLS and channel binding work as in the asyncio
-    API: the connector's code runs unchanged on the glue's transports
-    (mypgdriver/sync/transport.py).
+    Returns the asyncio ``Connection`` and the glue whose ``run(coro)``
+    drives its calls.  Every sslmode, direct TLS and channel binding work
+    as in the asyncio API: the connector's code runs unchanged on the
+    glue's transports (mypgdriver/sync/transport.py).
     """
     glue = SyncGlue()
     kw.setdefault('timeout', None)
@@ -529,4 +530,11 @@ def connect(dsn: Optional[str] = None, **kw: Any) -> Connection:
     aconn._session.current_task = glue.current_task
     proto = aconn._protocol
     proto.cancel_request = glue.blocking(proto.cancel_request)
+    glue.protocol = proto
+    return aconn, glue
+
+
+def connect(dsn: Optional[str] = None, **kw: Any) -> Connection:
+    """The thin prototype Connection over open_connection()."""
+    aconn, glue = open_connection(dsn, **kw)
     return Connection(aconn, glue)
