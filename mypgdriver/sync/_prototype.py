@@ -158,6 +158,16 @@ class _BackgroundTask(asyncio.Future):
             awaited = self._coro.send(None)
         except StopIteration as stop:
             self.set_result(stop.value)
+        except (KeyboardInterrupt, SystemExit) as exc:
+            # As asyncio.Task: recorded, and re-raised to whoever runs the
+            # step (the driver), not swallowed: a Ctrl-C landing while a
+            # background step runs (the blocking CancelRequest send) reaches
+            # the caller, and the driver throws CancelledError into the
+            # call's coroutine if it is still suspended.
+            self.set_exception(exc)
+            raise
+        except asyncio.CancelledError:
+            self.cancel()
         except BaseException as exc:
             self.set_exception(exc)
         else:
@@ -176,6 +186,8 @@ class SyncGlue:
         self.timers: list = []
         self.seq = itertools.count()
         self.caller = _Caller()
+        # The connection's protocol, once open (connect()).
+        self.protocol: Any = None
         # The open transports the driver reads: the connection's, and
         # briefly a CancelRequest's or an SSLRequest's.
         self.transports: list[SocketTransport] = []
@@ -317,32 +329,65 @@ class SyncGlue:
                         self.run_ready()
                         if self.transports:
                             self._wait_io(0)
-                    if caller.interrupted:
-                        # The protocol interrupted the feeding of a stream.
-                        caller.interrupted = False
-                        awaited = coro.throw(asyncio.CancelledError())
-                        continue
-                    awaited = send(None)
                 except KeyboardInterrupt as exc:
-                    # Delivered where the caller awaits, as a cancellation:
-                    # the Session abandons the operation (CancelRequest, and
-                    # the drain that the next call waits for).
-                    interrupted = exc
+                    # Delivered while the coroutine is suspended (in the
+                    # wait, a read, a callback or a background step run by
+                    # the driver): thrown into it as a cancellation, where
+                    # it awaits: the Session abandons the operation
+                    # (CancelRequest, and the drain that the next call
+                    # waits for).  (Only here: a KeyboardInterrupt raised
+                    # by the coroutine itself ended it; see below.)
+                    if interrupted is None:
+                        interrupted = exc
                     awaited = coro.throw(asyncio.CancelledError())
+                    continue
+                if caller.interrupted:
+                    # The protocol interrupted the feeding of a stream.
+                    caller.interrupted = False
+                    awaited = coro.throw(asyncio.CancelledError())
+                    continue
+                awaited = send(None)
         except StopIteration as stop:
             if self.ready:
                 self.run_ready()
+            if interrupted is not None:
+                # The call finished in spite of the cancellation (it was
+                # past the point of no return): Ctrl-C still reaches the caller.
+                raise interrupted from None
             return stop.value
         except asyncio.CancelledError:
             self.run_ready()
             if interrupted is not None:
                 raise interrupted from None
             raise
+        except KeyboardInterrupt:
+            # Raised inside the coroutine itself, between two awaits (the
+            # Session's or the protocol's Python code, a callback it ran):
+            # it ended the call without the Session's abandon path.
+            self._after_lost_call()
+            raise
         except BaseException:
             # What the failed call left to do at once: the CancelRequest
             # of a timed-out statement (sent before the call returns).
             self.run_ready()
             raise
+
+    def _after_lost_call(self) -> None:
+        """A call ended by a KeyboardInterrupt from inside it: in sync, or closed.
+
+        The Session's cleanups (``finally``, ``except BaseException``) ran,
+        but it abandons an operation only on ``CancelledError``: an
+        operation whose caller is gone may still be awaited, with nobody to
+        cancel it or to read its answer in the caller's stead.  Its outcome
+        is unknown, so the connection is closed (never left in doubt).
+        """
+        try:
+            self.run_ready()
+        finally:
+            proto = self.protocol
+            if proto is not None and not proto.is_closed() and proto._awaited_in_flight():
+                proto.abort()
+                self.run_ready()
 
     def blocking(self, coroutine_function: Callable[[], Any]) -> Callable[[], Any]:
         """`coroutine_function` made to finish before it returns to its awaiter.
@@ -516,13 +561,12 @@ class Transaction:
         return self._run(self._axact.__aexit__(*exc_info))
 
 
-def open_connection(dsn: Optional[str] = None, **kw: Any) -> tuple[Any, SyncGlue]:
+def connect(dsn: Optional[str] = None, **kw: Any) -> Connection:
     """Open a connection with the asyncio connector's own coroutine, driven by a SyncGlue.
 
-    Returns the asyncio ``Connection`` and the glue whose ``run(coro)``
-    drives its calls.  Every sslmode, direct TLS and channel binding work
-    as in the asyncio API: the connector's code runs unchanged on the
-    glue's transports (mypgdriver/sync/transport.py).
+    Every sslmode, direct TLS and channel binding work as in the asyncio
+    API: the connector's code runs unchanged on the glue's transports
+    (mypgdriver/sync/transport.py).
     """
     glue = SyncGlue()
     kw.setdefault('timeout', None)
@@ -531,10 +575,4 @@ def open_connection(dsn: Optional[str] = None, **kw: Any) -> tuple[Any, SyncGlue
     proto = aconn._protocol
     proto.cancel_request = glue.blocking(proto.cancel_request)
     glue.protocol = proto
-    return aconn, glue
-
-
-def connect(dsn: Optional[str] = None, **kw: Any) -> Connection:
-    """The thin prototype Connection over open_connection()."""
-    aconn, glue = open_connection(dsn, **kw)
     return Connection(aconn, glue)

@@ -1,0 +1,314 @@
+"""Ctrl-C during a blocking call: in sync or closed, never in doubt (issue 24).
+
+A KeyboardInterrupt can land wherever Python code runs during a call.  The
+tests deliver it at many points of each kind of call, without signals: a
+hook makes the N-th entry into one step of the driver raise it (the N-th
+wait, the N-th socket read, the N-th callback scheduled -- which includes
+those scheduled from inside ``data_received`` and from the coroutine between
+two Session steps --, the N-th ready callback run, the N-th socket write),
+for every N until the call no longer reaches the N-th entry (or a spread of
+them for the long calls).  A last test sends real SIGINTs during
+``pg_sleep``.
+
+After each interrupt: the caller got KeyboardInterrupt; the connection is
+either closed, or the next call returns the expected value on the same
+backend, which is then idle (not still running the interrupted statement);
+nothing of an interrupted COPY, executemany (atomic, docs/guide/prepared.rst)
+or transaction block is committed unless the statement completed.
+"""
+from __future__ import annotations
+
+import io
+import itertools
+import os
+import signal
+import threading
+import time
+from typing import Any, Callable, Iterator, Optional
+
+import pytest
+
+from mypgdriver.sync import _prototype as sync
+from mypgdriver.sync.transport import SocketTransport
+from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.usefixtures('no_event_loop')
+
+HOOKS = ('wait', 'read', 'call_soon', 'ready', 'write')
+MANY_ROWS = "SELECT g, repeat('x', 500) FROM generate_series(1, 20000) g"
+EXECUTEMANY_ROWS = 3000
+COPY_ROWS = 20000
+
+
+class Bomb:
+    """Raises KeyboardInterrupt at the `at`-th tick (counting from 0), once; None: counts only."""
+
+    def __init__(self, at: Optional[int]) -> None:
+        self.at = at
+        self.count = 0
+        self.fired = False
+
+    def tick(self) -> None:
+        n = self.count
+        self.count += 1
+        if n == self.at and not self.fired:
+            self.fired = True
+            raise KeyboardInterrupt
+
+
+def armed(monkeypatch: pytest.MonkeyPatch, hook: str, bomb: Bomb) -> None:
+    """Make every entry into the step `hook` tick `bomb`."""
+    if hook == 'wait':
+        original_wait = sync.SyncGlue.wait_for
+
+        def wait_for(self: Any, fut: Any) -> None:
+            bomb.tick()
+            original_wait(self, fut)
+        monkeypatch.setattr(sync.SyncGlue, 'wait_for', wait_for)
+    elif hook == 'read':
+        for name in ('read', 'read_ready'):
+            original_read = getattr(SocketTransport, name)
+
+            def read(self: Any, _original: Callable = original_read) -> None:
+                bomb.tick()         # as if it landed in the blocking recv()
+                _original(self)
+            monkeypatch.setattr(SocketTransport, name, read)
+    elif hook in ('call_soon', 'ready'):
+        original_soon = sync.SyncGlue.call_soon
+
+        def call_soon(self: Any, callback: Callable, *args: Any, context: Any = None) -> Any:
+            if hook == 'call_soon':
+                bomb.tick()
+                return original_soon(self, callback, *args)
+
+            def run_then_tick(*a: Any) -> None:
+                callback(*a)
+                bomb.tick()
+            return original_soon(self, run_then_tick, *args)
+        monkeypatch.setattr(sync.SyncGlue, 'call_soon', call_soon)
+    elif hook == 'write':
+        original_write = SocketTransport.write
+
+        def write(self: Any, data: Any) -> None:
+            bomb.tick()
+            original_write(self, data)
+        monkeypatch.setattr(SocketTransport, 'write', write)
+    else:
+        raise AssertionError(hook)
+
+
+class Harness:
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.conn = sync.connect(dsn, timeout=10)
+        self.observer = sync.connect(dsn, timeout=10)
+        self.outcomes: dict[str, int] = {'completed': 0, 'in sync': 0, 'closed': 0}
+
+    def reconnect(self) -> None:
+        self.conn = sync.connect(self.dsn, timeout=10)
+
+    def close(self) -> None:
+        for c in (self.conn, self.observer):
+            if not c._aconn.is_closed():
+                c.close()
+
+    def points(self, hook: str, call: Callable[[Any], Any]) -> int:
+        """How many times `call` enters the step `hook` (counted on one uninterrupted run)."""
+        with pytest.MonkeyPatch.context() as mp:
+            bomb = Bomb(None)
+            armed(mp, hook, bomb)
+            call(self.conn)
+        return bomb.count
+
+    def interrupt_at(self, hook: str, at: int, call: Callable[[Any], Any]) -> bool:
+        """Run `call` with a KeyboardInterrupt at the `at`-th entry of `hook`; True if it fired."""
+        bomb = Bomb(at)
+        with pytest.MonkeyPatch.context() as mp:
+            armed(mp, hook, bomb)
+            try:
+                call(self.conn)
+            except KeyboardInterrupt:
+                assert bomb.fired
+            else:
+                assert not bomb.fired, f'{hook} #{at}: KeyboardInterrupt swallowed'
+                self.outcomes['completed'] += 1
+                return False
+        self.check_sound(f'{hook} #{at}')
+        return True
+
+    def check_sound(self, where: str) -> None:
+        aconn = self.conn._aconn
+        if aconn.is_closed():
+            self.outcomes['closed'] += 1
+            self.reconnect()
+            return
+        pid = aconn.get_server_pid()
+        # A connection in doubt would hang here, or answer another call's rows.
+        assert self.conn.fetchval('SELECT $1::int + 1', 41, timeout=15) == 42, where
+        assert self.conn.fetchval('SELECT pg_backend_pid()', timeout=15) == pid, where
+        state, query = self.observer.fetchrow(
+            'SELECT state, query FROM pg_stat_activity WHERE pid = $1', pid)
+        assert state == 'idle' and query == 'SELECT pg_backend_pid()', (where, state, query)
+        assert not aconn.is_in_transaction(), where
+        self.outcomes['in sync'] += 1
+
+
+@pytest.fixture
+def harness(pg_cluster: Any) -> Iterator[Harness]:
+    h = Harness(pg_cluster.dsn())
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+def spread(total: int, limit: int) -> list[int]:
+    """Every point when there are few; else the first ones and an even spread of the rest."""
+    if total <= limit:
+        return list(range(total + 1))
+    head = list(range(limit // 3))
+    step = max(1, (total - len(head)) // (limit - len(head)))
+    return head + list(range(len(head), total + 1, step))
+
+
+def sweep(h: Harness, call: Callable[[Any], Any], limit: int = 60,
+          after: Optional[Callable[[str], None]] = None,
+          before: Optional[Callable[[], None]] = None) -> int:
+    """Interrupt `call` at each point of each hook; the number of interrupts delivered."""
+    delivered = 0
+    for hook in HOOKS:
+        if before is not None:
+            before()
+        total = h.points(hook, call)
+        if after is not None:
+            after('completed')
+        for at in spread(total, limit):
+            if before is not None:
+                before()
+            fired = h.interrupt_at(hook, at, call)
+            delivered += fired
+            if after is not None:
+                after(f'{hook} #{at}' if fired else 'completed')
+    assert delivered > 0
+    return delivered
+
+
+def test_interrupted_fetchval(harness: Harness) -> None:
+    def call(conn: Any) -> None:
+        assert conn.fetchval('SELECT $1::int * 2', 21) == 42
+    call(harness.conn)      # prepared: the interrupts hit bind/execute only
+    n = sweep(harness, call)
+    print('fetchval', n, harness.outcomes)
+
+
+def test_interrupted_fetch_of_many_rows(harness: Harness) -> None:
+    def call(conn: Any) -> None:
+        rows = conn.fetch(MANY_ROWS)
+        assert len(rows) == 20000 and rows[-1][0] == 20000
+    n = sweep(harness, call, limit=40)
+    print('fetch', n, harness.outcomes)
+
+
+def test_interrupted_first_use_of_a_query(harness: Harness) -> None:
+    unique = itertools.count()
+
+    def call(conn: Any) -> None:
+        k = next(unique)
+        # a new text each time: prepare (describe, type lookups) then run
+        assert conn.fetchval(f'SELECT $1::int + {k}, $2::text', 1, 'x') == 1 + k
+    n = sweep(harness, call)
+    print('first use', n, harness.outcomes)
+
+
+def _table(h: Harness, name: str) -> None:
+    h.conn.execute(f'DROP TABLE IF EXISTS {name}; CREATE TABLE {name} (id int, label text)')
+
+
+def _count(h: Harness, name: str) -> int:
+    return int(h.observer.fetchval(f'SELECT count(*) FROM {name}'))
+
+
+def test_interrupted_executemany_is_atomic(harness: Harness) -> None:
+    _table(harness, 'sync_intr_many')
+    rows = [(i, f'row {i}') for i in range(EXECUTEMANY_ROWS)]
+
+    def call(conn: Any) -> None:
+        conn.executemany('INSERT INTO sync_intr_many VALUES ($1, $2)', rows)
+
+    def before() -> None:
+        harness.observer.execute('TRUNCATE sync_intr_many')
+
+    def after(where: str) -> None:
+        # atomic (docs/guide/prepared.rst): all rows or none
+        assert _count(harness, 'sync_intr_many') in (0, EXECUTEMANY_ROWS), where
+    try:
+        n = sweep(harness, call, limit=40, before=before, after=after)
+    finally:
+        harness.observer.execute('DROP TABLE IF EXISTS sync_intr_many')
+    print('executemany', n, harness.outcomes)
+
+
+def test_interrupted_copy_in_from_a_file_object(harness: Harness) -> None:
+    _table(harness, 'sync_intr_copy')
+    data = ''.join(f'{i}\tline {i} {"y" * 100}\n' for i in range(COPY_ROWS)).encode()
+
+    def call(conn: Any) -> None:
+        conn.copy_to_table('sync_intr_copy', source=io.BytesIO(data))
+
+    def before() -> None:
+        harness.observer.execute('TRUNCATE sync_intr_copy')
+
+    def after(where: str) -> None:
+        assert _count(harness, 'sync_intr_copy') in (0, COPY_ROWS), where
+    try:
+        n = sweep(harness, call, limit=40, before=before, after=after)
+    finally:
+        harness.observer.execute('DROP TABLE IF EXISTS sync_intr_copy')
+    print('copy in', n, harness.outcomes)
+
+
+def test_interrupted_transaction_block_is_rolled_back(harness: Harness) -> None:
+    _table(harness, 'sync_intr_xact')
+    phase: list[str] = []
+
+    def call(conn: Any) -> None:
+        phase[:] = ['body']
+        with conn.transaction():
+            conn.execute("INSERT INTO sync_intr_xact VALUES (1, 'a'), (2, 'b')")
+            assert conn.fetchval('SELECT count(*) FROM sync_intr_xact') == 2
+            phase[:] = ['exit']
+        phase[:] = ['done']
+
+    def before() -> None:
+        harness.observer.execute('TRUNCATE sync_intr_xact')
+
+    def after(where: str) -> None:
+        count = _count(harness, 'sync_intr_xact')
+        # committed only if the interrupt came during or after COMMIT
+        assert count == 0 or (count == 2 and phase[0] in ('exit', 'done')), (where, phase)
+        if not harness.conn._aconn.is_closed():
+            assert not harness.conn._aconn.is_in_transaction(), where
+    try:
+        n = sweep(harness, call, before=before, after=after)
+    finally:
+        harness.observer.execute('DROP TABLE IF EXISTS sync_intr_xact')
+    print('transaction', n, harness.outcomes)
+
+
+@pytest.mark.parametrize('delay', [0.002, 0.01, 0.05, 0.2, 0.5])
+def test_real_sigint_during_pg_sleep(harness: Harness, delay: float) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip('signals are handled in the main thread')
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    for _ in range(3):
+        timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
+        started = time.monotonic()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                timer.start()
+                harness.conn.fetchval('SELECT pg_sleep(5)')
+                time.sleep(5)   # (not reached unless the signal came late)
+        finally:
+            timer.join()
+        assert time.monotonic() - started < 4
+        harness.check_sound(f'SIGINT after {delay}s')
