@@ -1,20 +1,26 @@
 """Ctrl-C during a blocking call: in sync or closed, never in doubt (issue 24).
 
-A KeyboardInterrupt can land wherever Python code runs during a call.  The
-tests deliver it at many points of each kind of call, without signals: a
-hook makes the N-th entry into one step of the driver raise it (the N-th
-wait, the N-th socket read, the N-th callback scheduled -- which includes
-those scheduled from inside ``data_received`` and from the coroutine between
-two Session steps --, the N-th ready callback run, the N-th socket write),
-for every N until the call no longer reaches the N-th entry (or a spread of
-them for the long calls).  A last test sends real SIGINTs during
-``pg_sleep``.
+Python raises KeyboardInterrupt where Python code runs, or where a system
+call is interrupted by the signal; the sync glue, its transports and the
+protocol are compiled, so it cannot land inside them
+(mypgdriver/sync/glue.pyx).  The tests deliver it, without signals, at
+each of the two kinds of places where it can land, for every N until the
+call no longer reaches the N-th (or a spread of them for the long calls):
+
+* ``wait``: the N-th blocking wait of the driver (its wait hook raises it,
+  as the signal interrupting ``recv``/``poll`` would);
+* ``python``: the N-th line of mypgdriver's Python code run during the call
+  (a trace function raises it: the Session's, the connection's, copy.py,
+  the connector, the facade).
+
+A last test sends real SIGINTs during ``pg_sleep``.
 
 After each interrupt: the caller got KeyboardInterrupt; the connection is
 either closed, or the next call returns the expected value on the same
 backend, which is then idle (not still running the interrupted statement);
 nothing of an interrupted COPY, executemany (atomic, docs/guide/prepared.rst)
-or transaction block is committed unless the statement completed.
+or transaction block is committed unless the statement completed.  An
+interrupt in a wait leaves the connection open (the clean path).
 """
 from __future__ import annotations
 
@@ -22,22 +28,25 @@ import io
 import itertools
 import os
 import signal
+import sys
 import threading
 import time
+from types import FrameType
 from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
+import mypgdriver
 from mypgdriver.sync import _prototype as sync
-from mypgdriver.sync.transport import SocketTransport
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures('no_event_loop')
 
-HOOKS = ('wait', 'read', 'call_soon', 'ready', 'write')
+HOOKS = ('wait', 'python')
 MANY_ROWS = "SELECT g, repeat('x', 500) FROM generate_series(1, 20000) g"
 EXECUTEMANY_ROWS = 3000
 COPY_ROWS = 20000
+PACKAGE_DIR = os.path.dirname(mypgdriver.__file__)
 
 
 class Bomb:
@@ -56,45 +65,36 @@ class Bomb:
             raise KeyboardInterrupt
 
 
-def armed(monkeypatch: pytest.MonkeyPatch, hook: str, bomb: Bomb) -> None:
-    """Make every entry into the step `hook` tick `bomb`."""
-    if hook == 'wait':
-        original_wait = sync.SyncGlue.wait_for
+class Armed:
+    """Ticks `bomb` at each entry of the step `hook` during the `with` block."""
 
-        def wait_for(self: Any, fut: Any) -> None:
-            bomb.tick()
-            original_wait(self, fut)
-        monkeypatch.setattr(sync.SyncGlue, 'wait_for', wait_for)
-    elif hook == 'read':
-        for name in ('read', 'read_ready'):
-            original_read = getattr(SocketTransport, name)
+    def __init__(self, conn: Any, hook: str, bomb: Bomb) -> None:
+        self.glue = conn._glue
+        self.hook = hook
+        self.bomb = bomb
 
-            def read(self: Any, _original: Callable = original_read) -> None:
-                bomb.tick()         # as if it landed in the blocking recv()
-                _original(self)
-            monkeypatch.setattr(SocketTransport, name, read)
-    elif hook in ('call_soon', 'ready'):
-        original_soon = sync.SyncGlue.call_soon
+    def _trace(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if not frame.f_code.co_filename.startswith(PACKAGE_DIR):
+            return None
+        return self._trace_lines
 
-        def call_soon(self: Any, callback: Callable, *args: Any, context: Any = None) -> Any:
-            if hook == 'call_soon':
-                bomb.tick()
-                return original_soon(self, callback, *args)
+    def _trace_lines(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == 'line':
+            self.bomb.tick()
+        return self._trace_lines
 
-            def run_then_tick(*a: Any) -> None:
-                callback(*a)
-                bomb.tick()
-            return original_soon(self, run_then_tick, *args)
-        monkeypatch.setattr(sync.SyncGlue, 'call_soon', call_soon)
-    elif hook == 'write':
-        original_write = SocketTransport.write
+    def __enter__(self) -> 'Armed':
+        if self.hook == 'wait':
+            self.glue.wait_hook = self.bomb.tick
+        elif self.hook == 'python':
+            sys.settrace(self._trace)
+        else:
+            raise AssertionError(self.hook)
+        return self
 
-        def write(self: Any, data: Any) -> None:
-            bomb.tick()
-            original_write(self, data)
-        monkeypatch.setattr(SocketTransport, 'write', write)
-    else:
-        raise AssertionError(hook)
+    def __exit__(self, *exc: Any) -> None:
+        sys.settrace(None)
+        self.glue.wait_hook = None
 
 
 class Harness:
@@ -114,25 +114,27 @@ class Harness:
 
     def points(self, hook: str, call: Callable[[Any], Any]) -> int:
         """How many times `call` enters the step `hook` (counted on one uninterrupted run)."""
-        with pytest.MonkeyPatch.context() as mp:
-            bomb = Bomb(None)
-            armed(mp, hook, bomb)
+        bomb = Bomb(None)
+        with Armed(self.conn, hook, bomb):
             call(self.conn)
         return bomb.count
 
     def interrupt_at(self, hook: str, at: int, call: Callable[[Any], Any]) -> bool:
         """Run `call` with a KeyboardInterrupt at the `at`-th entry of `hook`; True if it fired."""
         bomb = Bomb(at)
-        with pytest.MonkeyPatch.context() as mp:
-            armed(mp, hook, bomb)
+        conn = self.conn
+        with Armed(conn, hook, bomb):
             try:
-                call(self.conn)
+                call(conn)
             except KeyboardInterrupt:
                 assert bomb.fired
             else:
                 assert not bomb.fired, f'{hook} #{at}: KeyboardInterrupt swallowed'
                 self.outcomes['completed'] += 1
                 return False
+        if hook == 'wait':
+            # the clean path: cancelled on the server, never closed
+            assert not conn._aconn.is_closed(), f'{hook} #{at}'
         self.check_sound(f'{hook} #{at}')
         return True
 
@@ -311,4 +313,7 @@ def test_real_sigint_during_pg_sleep(harness: Harness, delay: float) -> None:
         finally:
             timer.join()
         assert time.monotonic() - started < 4
+        if delay >= 0.05:
+            # it landed in the blocking wait: cancelled, not closed
+            assert not harness.conn._aconn.is_closed()
         harness.check_sound(f'SIGINT after {delay}s')

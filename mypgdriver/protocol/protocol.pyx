@@ -645,8 +645,11 @@ cdef class BaseProtocol(CoreProtocol):
             self.out_pending = [data]
             self.out_pending_size = len(data)
             if not self.flush_scheduled:
-                self.flush_scheduled = True
+                # Scheduled first, flagged after: an exception out of
+                # call_soon (KeyboardInterrupt in a loop written in Python)
+                # must not leave the flag set with no flush coming.
                 self.loop.call_soon(self._flush_scheduled)
+                self.flush_scheduled = True
         else:
             self.out_pending.append(data)
             self.out_pending_size += len(data)

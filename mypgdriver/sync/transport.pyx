@@ -1,3 +1,4 @@
+# cython: language_level=3
 """Blocking transports for the sync glue (issue 24): what the protocol and the
 connector ask of an asyncio transport, over a blocking socket.
 
@@ -39,21 +40,25 @@ the socket readable, or writable.  Decrypted bytes can wait in the SSL
 object (``pending()``) where ``poll`` does not see them: ``buffered()``
 tells the glue to read them before it polls.
 
-Connecting and the TLS handshake are non-blocking, waited for through the
-glue (``wait_io``), so that its timers (the connector's deadline) and
-Ctrl-C interrupt them as they do an asyncio connect; the socket blocks
-afterwards.
-"""
-from __future__ import annotations
+Connecting and the TLS handshake are in mypgdriver/sync/sockets.py.
 
-import errno
-import os
+Compiled (Cython) for Ctrl-C as much as for speed: a KeyboardInterrupt is
+raised only where Python code runs or a system call is interrupted, so
+none can land inside these methods between two steps of their state (the
+protocol's ``data_received`` and ``write`` are compiled too).  The one
+place it is expected, a blocking ``recv()`` interrupted by the signal, is
+reported to the glue as a clean interruption (``interrupted_cleanly``):
+nothing was received, the connection is in sync.  A TLS read goes through
+``ssl.SSLSocket``'s Python methods, where the signal can also land after
+bytes were decrypted: that one is not clean.
+"""
+
 import socket
 import ssl
-from typing import Any, Awaitable, Callable, Optional, Protocol
+from typing import Any
 
 __all__ = ('READ_SIZE', 'WRITE_HIGH_WATER', 'WRITE_LOW_WATER', 'SocketTransport',
-           'TLSTransport', 'connect_tcp', 'connect_unix', 'wrap_tls')
+           'TLSTransport')
 
 # Bytes asked of recv() per read (asyncio's selector loop reads 256 KiB).
 READ_SIZE = 256 * 1024
@@ -70,59 +75,69 @@ TLS_WRITE_SIZE = 256 * 1024
 
 # send()/recv() flag "do not wait" (Linux, the BSDs, macOS); without it the
 # socket is switched to non-blocking mode around the call instead.
-_DONTWAIT = getattr(socket, 'MSG_DONTWAIT', 0)
+cdef int _DONTWAIT = getattr(socket, 'MSG_DONTWAIT', 0)
+cdef Py_ssize_t _READ_SIZE = READ_SIZE
+cdef Py_ssize_t _HIGH = WRITE_HIGH_WATER
+cdef Py_ssize_t _LOW = WRITE_LOW_WATER
 
 
-class TransportOwner(Protocol):
-    """What a transport asks of the glue that reads it."""
-
-    def call_soon(self, callback: Any, *args: Any) -> Any: ...
-
-    def forget_transport(self, transport: 'SocketTransport') -> None: ...
-
-
-class SocketTransport:
+cdef class SocketTransport:
     """An asyncio-like transport over a connected socket: reads may block, writes never do.
 
     What the socket does not take at once waits in ``out``, flushed by the
     glue's driver when the socket is writable (``flush()``).
     """
 
-    def __init__(self, sock: socket.socket, glue: TransportOwner,
-                 protocol: Any = None) -> None:
+    cdef public object sock
+    # The glue: call_soon(), forget_transport(), interrupted_cleanly.
+    cdef public object glue
+    cdef public object protocol
+    cdef public bint closed
+    cdef public bint reading
+    # Written and not yet taken by the socket, in order.  (A bytearray
+    # drops sent bytes from its front without moving the rest.)
+    cdef public bytearray out
+    cdef public bint writing_paused
+    # The buffered output waits for the socket to be readable, not
+    # writable (a TLS write that wants to read first).
+    cdef public bint flush_needs_read
+    # The socket's mode: blocking unless a write or a polled read
+    # switched it (only where MSG_DONTWAIT is missing, and for TLS).
+    cdef public bint blocking
+    # A blocking recv() interrupted by a signal is a clean interruption.
+    cdef public bint clean_reads
+    cdef object __weakref__
+
+    def __init__(self, sock, glue, protocol=None):
         self.sock = sock
         self.glue = glue
         self.protocol = protocol
         self.closed = False
         self.reading = True
-        # Written and not yet taken by the socket, in order.  (A bytearray
-        # drops sent bytes from its front without moving the rest.)
         self.out = bytearray()
         self.writing_paused = False
-        # The buffered output waits for the socket to be readable, not
-        # writable (a TLS write that wants to read first).
         self.flush_needs_read = False
-        # The socket's mode: blocking unless a write or a polled read
-        # switched it (only where MSG_DONTWAIT is missing, and for TLS).
         self.blocking = True
+        self.clean_reads = True
 
     # --- what the protocol and the connector use (asyncio.Transport) ---
 
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
+    def get_extra_info(self, name, default=None):
         if name == 'socket':
             return self.sock
         if name == 'peername':
             return self.sock.getpeername()
         return default
 
-    def set_protocol(self, protocol: Any) -> None:
+    def set_protocol(self, protocol):
         self.protocol = protocol
 
-    def get_protocol(self) -> Any:
+    def get_protocol(self):
         return self.protocol
 
-    def write(self, data: Any) -> None:
+    def write(self, data):
         """Send what the socket takes now; keep the rest for the driver to flush."""
+        cdef Py_ssize_t sent
         if self.closed:
             return
         out = self.out
@@ -137,30 +152,30 @@ class SocketTransport:
             if sent == len(data):
                 return      # the usual case: one send(), nothing kept
             out += memoryview(data).cast('B')[sent:]
-        if not self.writing_paused and len(out) > WRITE_HIGH_WATER:
+        if not self.writing_paused and len(out) > _HIGH:
             self.writing_paused = True
             self.protocol.pause_writing()
 
-    def get_write_buffer_size(self) -> int:
+    def get_write_buffer_size(self):
         return len(self.out)
 
-    def is_closing(self) -> bool:
+    def is_closing(self):
         return self.closed
 
-    def pause_reading(self) -> None:
+    def pause_reading(self):
         self.reading = False
 
-    def resume_reading(self) -> None:
+    def resume_reading(self):
         self.reading = True
 
-    def close(self) -> None:
+    def close(self):
         # What the socket takes now of the buffered output (a Terminate
         # behind it) goes; the rest is dropped with the connection.
         if self.out and not self.closed:
             self.flush()
         self.abort()
 
-    def abort(self) -> None:
+    def abort(self):
         """Close the socket now; the protocol hears of it (connection_lost) from the glue."""
         # The socket is closed at once, not when the glue next runs its
         # callbacks: a sync connection that is dropped must not keep it.
@@ -168,38 +183,44 @@ class SocketTransport:
 
     # --- what the glue uses ---
 
-    def buffered(self) -> int:
+    def buffered(self):
         """Bytes received and not yet read that ``select`` cannot see (none on a plain socket)."""
         return 0
 
-    def read(self) -> None:
+    def read(self):
         """Receive what the socket has (blocking until something comes) and hand it on.
 
         Only called with no output buffered.  End of stream and socket
         errors close the transport and tell the protocol
-        (``connection_lost``), as an event loop does.
+        (``connection_lost``), as an event loop does.  A signal that
+        interrupts the wait raises its exception (KeyboardInterrupt) here,
+        before anything was received: the glue is told it was clean.
         """
         if not self.blocking:
             self._set_blocking(True)
         try:
-            data = self.sock.recv(READ_SIZE)
+            data = self.sock.recv(_READ_SIZE)
         except OSError as exc:     # ssl.SSLError too
             self._lose(exc)
             return
+        except BaseException:
+            if self.clean_reads:
+                self.glue.interrupted_cleanly = True
+            raise
         if data:
             self.protocol.data_received(data)
         else:
             self._lose(None)
 
-    def read_ready(self) -> None:
+    def read_ready(self):
         """Receive what the socket has without waiting (the driver saw it readable)."""
         try:
             if _DONTWAIT:
-                data = self.sock.recv(READ_SIZE, _DONTWAIT)
+                data = self.sock.recv(_READ_SIZE, _DONTWAIT)
             else:
                 if self.blocking:
                     self._set_blocking(False)
-                data = self.sock.recv(READ_SIZE)
+                data = self.sock.recv(_READ_SIZE)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -210,12 +231,13 @@ class SocketTransport:
         else:
             self._lose(None)
 
-    def flush(self) -> None:
+    def flush(self):
         """Send what the socket takes now of the buffered output (the driver saw it writable).
 
         Below the low-water mark the protocol is told to resume writing
         (its drain waiter is woken).
         """
+        cdef Py_ssize_t sent
         out = self.out
         try:
             while out:
@@ -226,11 +248,11 @@ class SocketTransport:
         except OSError as exc:
             self._lose(exc)
             return
-        if self.writing_paused and len(out) <= WRITE_LOW_WATER:
+        if self.writing_paused and len(out) <= _LOW:
             self.writing_paused = False
             self.protocol.resume_writing()
 
-    def _send(self, data: Any) -> int:
+    def _send(self, data):
         # Bytes of `data` the socket took without waiting (0: none).
         try:
             if _DONTWAIT:
@@ -241,11 +263,11 @@ class SocketTransport:
         except (BlockingIOError, InterruptedError):
             return 0
 
-    def _set_blocking(self, blocking: bool) -> None:
+    def _set_blocking(self, bint blocking):
         self.sock.setblocking(blocking)
         self.blocking = blocking
 
-    def detach(self) -> socket.socket:
+    def detach(self):
         """Hand the socket over (to a TLS transport, for ``start_tls``); this one is done.
 
         As with asyncio's ``start_tls``, the old transport is no longer
@@ -254,14 +276,14 @@ class SocketTransport:
         self._finish()
         return self.sock
 
-    def _lose(self, exc: Optional[BaseException]) -> None:
+    def _lose(self, exc):
         if self.closed:
             return
         self._finish()
         self.sock.close()
         self._tell_lost(exc)
 
-    def _fail_later(self, exc: BaseException | None) -> None:
+    def _fail_later(self, exc):
         # A write failed: inside the protocol's own code, which must not
         # hear of it re-entrantly; it is told from the glue (as asyncio does).
         if self.closed:
@@ -270,11 +292,11 @@ class SocketTransport:
         self.sock.close()
         self.glue.call_soon(self._tell_lost, exc)
 
-    def _finish(self) -> None:
+    def _finish(self):
         self.closed = True
         self.glue.forget_transport(self)
 
-    def _tell_lost(self, exc: Optional[BaseException]) -> None:
+    def _tell_lost(self, exc):
         if self.protocol is not None:
             self.protocol.connection_lost(exc)
 
@@ -282,11 +304,11 @@ class SocketTransport:
 class TLSTransport(SocketTransport):
     """A SocketTransport over an ``ssl.SSLSocket`` whose handshake is done."""
 
-    sock: ssl.SSLSocket
-
-    def __init__(self, sock: ssl.SSLSocket, glue: TransportOwner,
-                 protocol: Any = None) -> None:
+    def __init__(self, sock, glue, protocol=None):
         super().__init__(sock, glue, protocol)
+        # ssl.SSLSocket.recv is Python code: a signal can land in it after
+        # bytes were decrypted, which would then be lost.
+        self.clean_reads = False
         # The size of an SSL write that wanted to read or write: OpenSSL
         # requires the same write again (the same bytes: those at the
         # front of `out`, which only grows at its end).
@@ -345,86 +367,3 @@ class TLSTransport(SocketTransport):
         self._retry_size = 0
         self.flush_needs_read = False
         return sent
-
-
-# Waits until a socket is readable (False) or writable (True): the glue's.
-IOWait = Callable[[socket.socket, bool], Awaitable[None]]
-
-
-async def connect_tcp(host: str, port: int, wait_io: IOWait) -> socket.socket:
-    """A blocking TCP socket connected to `host`:`port`.
-
-    Each address of the name is tried in turn, as asyncio does.  The
-    connect itself is non-blocking, waited for with `wait_io`, so that the
-    glue's timers (the connector's deadline) and Ctrl-C interrupt it.  The
-    name lookup blocks.
-    """
-    errors: list[OSError] = []
-    for family, kind, proto, _, address in socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM):
-        sock = socket.socket(family, kind, proto)
-        try:
-            await _connect(sock, address, wait_io)
-        except OSError as exc:
-            sock.close()
-            errors.append(exc)
-            continue
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-    if len(errors) == 1:
-        raise errors[0]
-    # asyncio's wording, which the connector recognises (_with_server_question).
-    raise OSError(f'Multiple exceptions: {", ".join(str(e) for e in errors)}')
-
-
-async def connect_unix(path: str, wait_io: IOWait) -> socket.socket:
-    """A blocking socket connected to the Unix socket `path` (``\\0...``: abstract)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        await _connect(sock, path, wait_io)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-async def _connect(sock: socket.socket, address: Any, wait_io: IOWait) -> None:
-    sock.setblocking(False)
-    err = sock.connect_ex(address)
-    if err in (errno.EINPROGRESS, errno.EAGAIN, errno.EWOULDBLOCK):
-        await wait_io(sock, True)
-        err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-    if err:
-        # (OSError picks the subclass: ConnectionRefusedError, ...)
-        raise OSError(err, f'Connect call failed {address!r}: {os.strerror(err)}')
-    sock.setblocking(True)
-
-
-async def wrap_tls(sock: socket.socket, ctx: ssl.SSLContext, server_hostname: Optional[str],
-                   wait_io: IOWait) -> ssl.SSLSocket:
-    """Run the TLS handshake over the connected `sock`; the blocking SSLSocket.
-
-    The handshake is non-blocking, waited for with `wait_io` (so the glue's
-    timers bound it).  On failure the socket is closed and the error
-    (``ssl.SSLCertVerificationError``, ...) raised: the same classes as
-    from asyncio's ``start_tls``.
-    """
-    sock.setblocking(False)
-    tls_sock = ctx.wrap_socket(sock, server_hostname=server_hostname,
-                               do_handshake_on_connect=False)
-    try:
-        while True:
-            try:
-                tls_sock.do_handshake()
-                break
-            except ssl.SSLWantReadError:
-                await wait_io(tls_sock, False)
-            except ssl.SSLWantWriteError:
-                await wait_io(tls_sock, True)
-        tls_sock.setblocking(True)
-    except BaseException:
-        tls_sock.close()
-        raise
-    return tls_sock

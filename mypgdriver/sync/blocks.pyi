@@ -1,0 +1,17 @@
+from types import TracebackType
+from typing import Any, Callable, Optional
+
+from typing_extensions import Self, disjoint_base
+
+__all__ = ('TransactionBlock',)
+
+@disjoint_base
+class TransactionBlock:
+    """``__enter__``/``__exit__`` over an asyncio Transaction, driven by a glue's ``run``."""
+
+    @property
+    def _axact(self) -> Any: ...
+    def __init__(self, run: Callable[[Any], Any], axact: Any) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> Optional[bool]: ...

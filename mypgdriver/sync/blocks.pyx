@@ -1,0 +1,33 @@
+# cython: language_level=3
+"""The ``with`` half of the sync Transaction, compiled (Ctrl-C safety, issue 24).
+
+``with conn.transaction():`` must leave no transaction open by any path,
+KeyboardInterrupt included.  Python raises KeyboardInterrupt wherever
+Python code runs: in a Python ``__enter__``, between the BEGIN's return and
+``return self`` (the block is then open and its ``__exit__`` never called),
+or in a Python ``__exit__`` before the ROLLBACK is sent.  These methods are
+compiled, so the signal cannot land inside them; one landing in the
+policy's Python code while they drive it closes the connection
+(mypgdriver/sync/glue.pyx), which ends the transaction on the server.
+"""
+
+__all__ = ('TransactionBlock',)
+
+
+cdef class TransactionBlock:
+    """``__enter__``/``__exit__`` over an asyncio Transaction, driven by a glue's ``run``."""
+
+    cdef object _run
+    cdef readonly object _axact
+    cdef dict __dict__
+
+    def __init__(self, run, axact):
+        self._run = run
+        self._axact = axact
+
+    def __enter__(self):
+        self._run(self._axact.__aenter__())
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        return self._run(self._axact.__aexit__(exc_type, exc, tb))
