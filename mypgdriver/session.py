@@ -342,6 +342,19 @@ class Session:
             'another task; use a pool (mypgdriver.create_pool) to give each task its own '
             'connection and run them concurrently, or await the end of that transaction first')
 
+    def connection_lost(self) -> None:
+        """The connection is gone: its open block's scope token is over.
+
+        The block's end (end_block()) may never run then (a sync call
+        interrupted by Ctrl-C closes the connection).  The token must not
+        stay open in the caller's context, where each later block and
+        scope check would scan it: a thread's context lives as long as the
+        thread.
+        """
+        token = self.xact_scope
+        if token is not None:
+            token.open = False
+
     def terminate(self) -> None:
         self.closed = True
         self.protocol.abort()

@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterator, Optional
 import pytest
 
 import mypgdriver
+from mypgdriver import session
 from mypgdriver.sync import _prototype as sync
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
 
@@ -294,6 +295,9 @@ def test_interrupted_transaction_block_is_rolled_back(harness: Harness) -> None:
         n = sweep(harness, call, before=before, after=after)
     finally:
         harness.observer.execute('DROP TABLE IF EXISTS sync_intr_xact')
+    # The blocks of the connections closed by an interrupt left no scope
+    # token open in this thread's context (which outlives them all).
+    assert [t for t in session._XACT_SCOPES.get() if t.open] == []
     print('transaction', n, harness.outcomes)
 
 
