@@ -1,0 +1,52 @@
+"""cancel() from any thread: a CancelRequest sent on a glue of its own.
+
+The connection's glue belongs to the thread running the current call, so
+another thread must not touch it (nor the protocol's state).  The
+CancelRequest needs only what never changes after the startup: the
+backend's process ID and secret key (``Protocol.cancel_request_message()``)
+and the address the connection went to.  It is sent by the connector's own
+sender (``connector._send_cancel_request``: the same transport kind, TLS
+policy and message as the asyncio API's), driven to its end on a fresh
+SyncGlue in the cancelling thread, as libpq's ``PQcancel`` does.
+
+libpq's race (a cancel arriving late hits the next statement) is closed by
+the CallRunner's end lock: the cancelling thread holds it from the moment it
+saw a call running until the server has closed the cancel connection (by
+then the backend has been signalled), and a call cannot end, nor the next
+one start, meanwhile.  A signal that reaches an idle backend is ignored
+by the server.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from mypgdriver import connector
+from mypgdriver.sync._prototype import SyncGlue
+
+if TYPE_CHECKING:
+    from mypgdriver.connection import Connection as AsyncConnection
+    from mypgdriver.sync.runner import CallRunner
+
+
+def cancel_running_call(aconn: AsyncConnection, runner: CallRunner) -> bool:
+    """Ask the server to cancel the call `runner` is running; False if none runs.
+
+    Blocks until the server has received the request (at most the cancel
+    sender's 10 s, plus the time to connect).
+    """
+    with runner.end_lock:
+        if not runner.is_running() or aconn.is_closed():
+            return False
+        glue = SyncGlue()
+        glue.run(connector._send_cancel_request(
+            cast(Any, glue), _host_of(aconn), aconn._params, aconn._protocol))
+        return True
+
+
+def _host_of(aconn: AsyncConnection) -> Any:
+    # The HostSpec the connection was opened to: of several hosts, the one
+    # the connection describes itself by (Connection._addr).
+    for hostspec in aconn._params.hosts:
+        if connector._describe(hostspec) == aconn._addr:
+            return hostspec
+    raise RuntimeError(f'mypgdriver.sync: no host of the connection matches {aconn._addr!r}')
