@@ -1,0 +1,107 @@
+"""mypgdriver.sync: notifies() as a thread-free LISTEN worker, and listeners."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any, Iterator
+
+import pytest
+
+import mypgdriver
+import mypgdriver.sync
+from mypgdriver.sync import Connection, Notification
+from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
+
+
+@pytest.fixture
+def dsn(pg_cluster: Any) -> str:
+    return pg_cluster.dsn()
+
+
+@pytest.fixture
+def sconn(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
+    with mypgdriver.sync.connect(dsn) as conn:
+        yield conn
+
+
+def test_notifies_returns_after_the_timeout_with_nothing(sconn: Connection) -> None:
+    sconn.execute('LISTEN idle_channel')
+    started = time.monotonic()
+    assert list(sconn.notifies(timeout=0.3)) == []
+    elapsed = time.monotonic() - started
+    assert 0.29 <= elapsed < 1.5
+    assert sconn.fetchval('SELECT 1') == 1
+
+
+def test_notifications_received_during_other_calls_are_yielded_first(sconn: Connection,
+                                                                     dsn: str) -> None:
+    sconn.execute('LISTEN a; LISTEN b')
+    with mypgdriver.sync.connect(dsn) as other:
+        other.execute("NOTIFY a, '1'; NOTIFY b, '2'")
+        other_pid = other.get_server_pid()
+    sconn.fetchval('SELECT pg_sleep(0.1)')          # receives them
+    got = list(sconn.notifies(timeout=0.2))
+    assert got == [Notification(other_pid, 'a', '1'), Notification(other_pid, 'b', '2')]
+
+
+def test_listener_callbacks_are_called_from_notifies(sconn: Connection) -> None:
+    seen: list[str] = []
+    sconn.add_listener('cb', lambda c, pid, ch, payload: seen.append(payload))
+    sconn.execute("NOTIFY cb, 'x'")
+    # own notifications arrive at the end of the NOTIFY's transaction: already in
+    assert seen == ['x']
+    assert [n.payload for n in sconn.notifies(timeout=0.1)] == ['x']
+
+
+WORKER = textwrap.dedent('''
+    import sys, time, mypgdriver.sync
+    with mypgdriver.sync.connect(sys.argv[1]) as conn:
+        conn.execute("LISTEN jobs")
+        print("ready", flush=True)
+        for n in conn.notifies(timeout=10):
+            print(n.channel, n.payload, flush=True)
+            if n.payload == "stop":
+                break
+        import threading
+        print("threads", threading.active_count(), flush=True)
+''')
+
+
+def test_a_thread_free_worker_wakes_on_notify_from_another_connection(dsn: str) -> None:
+    # In a process of its own: a real worker, which must need no thread.
+    worker = subprocess.Popen([sys.executable, '-c', WORKER, dsn], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert worker.stdout is not None
+        assert worker.stdout.readline() == 'ready\n'
+        with mypgdriver.sync.connect(dsn) as sender:
+            started = time.monotonic()
+            sender.execute("NOTIFY jobs, 'job 1'")
+            assert worker.stdout.readline() == 'jobs job 1\n'
+            assert time.monotonic() - started < 2
+            sender.execute("SELECT pg_notify('jobs', 'stop')")
+        assert worker.stdout.readline() == 'jobs stop\n'
+        assert worker.stdout.readline() == 'threads 1\n'
+        assert worker.wait(10) == 0
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def test_notifies_on_a_closed_connection_raises(dsn: str) -> None:
+    conn = mypgdriver.sync.connect(dsn)
+    conn.close()
+    with pytest.raises(mypgdriver.exceptions.ConnectionDoesNotExistError):
+        next(conn.notifies(timeout=0.1))
+
+
+def test_a_backend_killed_while_waiting_raises_instead_of_hanging(sconn: Connection,
+                                                                  dsn: str) -> None:
+    sconn.execute('LISTEN k')
+    pid = sconn.get_server_pid()
+    with mypgdriver.sync.connect(dsn) as killer:
+        killer.execute('SELECT pg_terminate_backend($1)', pid)
+    with pytest.raises(mypgdriver.exceptions.PostgresError):
+        list(sconn.notifies(timeout=5))
