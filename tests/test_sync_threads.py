@@ -1,0 +1,139 @@
+"""mypgdriver.sync: one connection shared by threads, cross-thread cancel(), re-entrant calls."""
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterator
+
+import pytest
+
+import mypgdriver
+import mypgdriver.sync
+from mypgdriver.sync import Connection
+from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
+
+
+@pytest.fixture
+def dsn(pg_cluster: Any) -> str:
+    return pg_cluster.dsn()
+
+
+@pytest.fixture
+def sconn(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
+    with mypgdriver.sync.connect(dsn) as conn:
+        yield conn
+
+
+def test_100_threads_share_one_connection(sconn: Connection) -> None:
+    def work(i: int) -> list[tuple[int, int]]:
+        results = []
+        for j in range(20):
+            row = sconn.fetchrow('SELECT $1::int AS i, $2::int * 2 AS j', i, j)
+            assert row is not None
+            results.append((row['i'], row['j']))
+        return results
+
+    with ThreadPoolExecutor(100) as pool:
+        outcomes = list(pool.map(work, range(100)))
+    assert outcomes == [[(i, j * 2) for j in range(20)] for i in range(100)]
+    assert sconn.fetchval('SELECT 1') == 1
+
+
+def test_cancel_from_another_thread_stops_pg_sleep(sconn: Connection, dsn: str) -> None:
+    pid = sconn.get_server_pid()
+    timer = threading.Timer(0.3, sconn.cancel)
+    started = time.monotonic()
+    timer.start()
+    with pytest.raises(mypgdriver.exceptions.QueryCanceledError):
+        sconn.fetchval('SELECT pg_sleep(10)')
+    assert time.monotonic() - started < 3
+    timer.join()
+    assert sconn.fetchval('SELECT pg_backend_pid()') == pid
+    with mypgdriver.sync.connect(dsn) as observer:
+        assert observer.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1',
+                                 pid) == 'idle'
+    # idle: nothing to cancel, and the next call is not hit
+    sconn.cancel()
+    assert sconn.fetchval('SELECT pg_sleep(0.2)::text') == ''
+
+
+def test_cancel_does_not_wait_for_the_lock(sconn: Connection) -> None:
+    # while a long call holds the connection, cancel() from a third thread returns at once
+    sleeper = ThreadPoolExecutor(1).submit(sconn.fetchval, 'SELECT pg_sleep(10)')
+    time.sleep(0.3)
+    started = time.monotonic()
+    sconn.cancel()
+    assert time.monotonic() - started < 2
+    with pytest.raises(mypgdriver.exceptions.QueryCanceledError):
+        sleeper.result(5)
+
+
+def test_a_call_from_a_listener_is_refused_not_deadlocked(sconn: Connection) -> None:
+    errors: list[BaseException] = []
+
+    def reenter(conn: Connection, pid: int, channel: str, payload: str) -> None:
+        try:
+            conn.fetchval('SELECT 1')
+        except BaseException as exc:
+            errors.append(exc)
+
+    sconn.add_listener('re', reenter)
+    sconn.execute("NOTIFY re, 'x'")
+    assert len(errors) == 1
+    assert type(errors[0]) is mypgdriver.exceptions.InterfaceError
+    assert 'inside one of its own calls' in str(errors[0])
+    assert sconn.fetchval('SELECT 2') == 2
+
+    def logger(query: Any) -> None:
+        try:
+            sconn.execute('SELECT 3')
+        except mypgdriver.exceptions.InterfaceError as exc:
+            errors.append(exc)
+    with sconn.query_logger(logger):
+        sconn.fetchval('SELECT 4')
+    assert len(errors) == 2
+
+
+def test_other_threads_wait_while_a_cursor_iterates_between_batches(sconn: Connection) -> None:
+    # A thread iterating a cursor holds the connection only during each fetch;
+    # its transaction block keeps other threads' calls out (as other tasks').
+    refused: list[BaseException] = []
+    with sconn.transaction():
+        for row in sconn.cursor('SELECT g FROM generate_series(1, 4) g', prefetch=2):
+            if row['g'] == 2:
+                def other() -> None:
+                    try:
+                        sconn.fetchval('SELECT 1')
+                    except mypgdriver.exceptions.InterfaceError as exc:
+                        refused.append(exc)
+                t = threading.Thread(target=other)
+                t.start()
+                t.join(5)
+                assert not t.is_alive()
+    assert len(refused) == 1 and 'transaction' in str(refused[0])
+    # after the block, other threads go on
+    assert ThreadPoolExecutor(1).submit(sconn.fetchval, 'SELECT 5').result(5) == 5
+
+
+def test_memory_is_flat_over_20k_calls(sconn: Connection) -> None:
+    stmt = sconn.prepare('SELECT $1::int + 1')
+
+    def batch(n: int) -> None:
+        for i in range(n):
+            assert sconn.fetchval('SELECT $1::int', i) == i
+            assert stmt.fetchval(i) == i + 1
+
+    batch(2000)     # warm: caches, codecs
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        batch(10000)
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert after - before < 256 * 1024, after - before
