@@ -14,9 +14,10 @@ and other threads' calls run in between (see runner.py).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, Iterator, Optional
+from typing import TYPE_CHECKING, Generic, Iterator, Optional, cast
 
 from mypgdriver._typing import RecordT
+from mypgdriver.protocol.rowstream import RowStream
 
 if TYPE_CHECKING:
     from mypgdriver import cursor as async_cursor
@@ -35,7 +36,9 @@ class CursorFactory(Generic[RecordT]):
     def __iter__(self) -> Iterator[RecordT]:
         """All rows, `prefetch` per round trip (inside a transaction)."""
         run = self._runner.run
-        batches = self._factory.__aiter__().source
+        # The asyncio iterator is a RowStream over the cursor's batches: the
+        # batches are fetched here, one call each, and the rows handed out.
+        batches = cast(RowStream, self._factory.__aiter__()).source
         while True:
             rows = run(batches.next_batch())
             if not rows:
