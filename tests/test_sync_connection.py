@@ -236,3 +236,31 @@ def test_terminate_and_calls_after_close(dsn: str, no_event_loop: list[str]) -> 
     assert conn.is_closed() and ended == [conn]
     with pytest.raises(mypgdriver.exceptions.InterfaceError):
         conn.fetchval('SELECT 1')
+
+
+def test_ctrl_c_during_a_call_cancels_the_statement_and_propagates(
+        dsn: str, no_event_loop: list[str]) -> None:  # noqa: F811
+    import signal
+    import threading
+    import time
+    main = threading.main_thread().ident
+    assert main == threading.get_ident()
+    with mypgdriver.sync.connect(dsn) as conn, mypgdriver.sync.connect(dsn) as observer:
+        pid = conn.get_server_pid()
+        timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
+        started = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            conn.fetchval('SELECT pg_sleep(10)')
+        timer.join()
+        assert time.monotonic() - started < 3
+        assert conn.fetchval('SELECT pg_backend_pid()') == pid
+        assert observer.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1',
+                                 pid) == 'idle'
+        with pytest.raises(KeyboardInterrupt):
+            with conn.transaction():
+                conn.execute('CREATE TEMP TABLE interrupted (x int)')
+                threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT)).start()
+                conn.execute('SELECT pg_sleep(10)')
+        assert not conn.is_in_transaction()
+        assert conn.fetchval("SELECT to_regclass('pg_temp.interrupted') IS NULL") is True

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Static checks, run by .ci/run after the tests:
 #
-#   1. mypy --strict on the typed example application (tests/typing/),
+#   1. mypy --strict on the typed example applications (tests/typing/: app.py
+#      for the asyncio API, sync_app.py for mypgdriver.sync, pooled.py),
 #   2. pyright in strict mode on the same files,
 #      (tests/typing/pooled.py also lists mistakes both must report, each
 #      marked with an ignore comment that is an error if unused: see there),
