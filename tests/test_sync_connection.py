@@ -264,3 +264,21 @@ def test_ctrl_c_during_a_call_cancels_the_statement_and_propagates(
                 conn.execute('SELECT pg_sleep(10)')
         assert not conn.is_in_transaction()
         assert conn.fetchval("SELECT to_regclass('pg_temp.interrupted') IS NULL") is True
+
+
+class AppConnection(mypgdriver.sync.Connection):
+    def answer(self) -> int:
+        return int(self.fetchval('SELECT 42'))
+
+
+def test_connection_class_and_arguments_of_connect(pg_cluster: Any, connect_kwargs: dict[str, Any],
+                                                   no_event_loop: list[str]) -> None:  # noqa: F811
+    with mypgdriver.sync.connect(connection_class=AppConnection,
+                                 server_settings={'application_name': 'sync-test'},
+                                 statement_cache_size=0, **connect_kwargs) as conn:
+        assert type(conn) is AppConnection and conn.answer() == 42
+        assert conn.fetchval('SHOW application_name') == 'sync-test'
+        conn.fetchval('SELECT $1::int', 1)
+        assert conn.fetchval('SELECT count(*) FROM pg_prepared_statements') == 0
+    with pytest.raises(mypgdriver.exceptions.InterfaceError):
+        mypgdriver.sync.connect(pg_cluster.dsn(), connection_class=mypgdriver.Connection)  # type: ignore[arg-type]

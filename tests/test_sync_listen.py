@@ -105,3 +105,24 @@ def test_a_backend_killed_while_waiting_raises_instead_of_hanging(sconn: Connect
         killer.execute('SELECT pg_terminate_backend($1)', pid)
     with pytest.raises(mypgdriver.exceptions.PostgresError):
         list(sconn.notifies(timeout=5))
+
+
+def test_calls_between_iterations_and_the_bounded_backlog(sconn: Connection, dsn: str) -> None:
+    sconn.execute('LISTEN work')
+    sconn.execute("NOTIFY work, 'first'")
+    got = []
+    with mypgdriver.sync.connect(dsn) as other:
+        for note in sconn.notifies(timeout=0.5):
+            got.append(note.payload)
+            if note.payload == 'first':
+                other.execute("NOTIFY work, 'second'")
+                # a call between iterations receives it; the next iteration yields it
+                assert sconn.fetchval('SELECT pg_sleep(0.1)::text') == ''
+    assert got == ['first', 'second']
+
+    from mypgdriver.sync.notifications import NOTIFICATION_BACKLOG, NotificationBacklog
+    assert NOTIFICATION_BACKLOG == 10_000
+    backlog = NotificationBacklog(sconn._runner._glue, maxlen=2)  # type: ignore[attr-defined]
+    for payload in 'abc':
+        backlog.put(Notification(1, 'c', payload))
+    assert len(backlog) == 2 and backlog.dropped == 1
