@@ -45,25 +45,29 @@ if TYPE_CHECKING:
     from mypgdriver.connection import Connection as AsyncConnection
     from mypgdriver.sync._prototype import SyncGlue
 
-__all__ = ('Connection', 'CopySource', 'CopyOutput')
+__all__ = ('Connection', 'CopySource', 'CopyOutput', 'ReadsBytes', 'WritesBytes')
 
 
-class _ReadsBytes(Protocol):
+class ReadsBytes(Protocol):
+    """A binary file object read by COPY: ``read(n)`` returns up to `n` bytes, b'' at the end."""
+
     def read(self, size: int, /) -> bytes: ...
 
 
-class _WritesBytes(Protocol):
+class WritesBytes(Protocol):
+    """A binary file object written by COPY: ``write(data)`` is called with each chunk."""
+
     def write(self, data: bytes, /) -> object: ...
 
 
 _Path = Union[str, bytes, 'os.PathLike[str]', 'os.PathLike[bytes]']
 #: copy_to_table()'s `source`: a path, a binary file object, a bytearray or
 #: memoryview holding the data, or an iterable of bytes-like chunks.
-CopySource = Union[_Path, _ReadsBytes, bytearray, memoryview,
+CopySource = Union[_Path, ReadsBytes, bytearray, memoryview,
                    Iterable[Union[bytes, bytearray, memoryview]]]
 #: copy_from_table()/copy_from_query()'s `output`: a path, a binary file
 #: object, or a function called with each chunk.
-CopyOutput = Union[_Path, _WritesBytes, Callable[[bytes], object]]
+CopyOutput = Union[_Path, WritesBytes, Callable[[bytes], object]]
 
 NotificationCallback = Callable[['Connection', int, str, str], object]
 LogCallback = Callable[['Connection', exceptions.PostgresLogMessage], object]
