@@ -38,7 +38,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import session
-from mypgdriver.sync import _prototype as sync
+import mypgdriver.sync as sync
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures('no_event_loop')
@@ -70,7 +70,7 @@ class Armed:
     """Ticks `bomb` at each entry of the step `hook` during the `with` block."""
 
     def __init__(self, conn: Any, hook: str, bomb: Bomb) -> None:
-        self.glue = conn._glue
+        self.glue = conn._runner._glue
         self.hook = hook
         self.bomb = bomb
 
@@ -299,6 +299,21 @@ def test_interrupted_transaction_block_is_rolled_back(harness: Harness) -> None:
     # token open in this thread's context (which outlives them all).
     assert [t for t in session._XACT_SCOPES.get() if t.open] == []
     print('transaction', n, harness.outcomes)
+
+
+def test_interrupted_cursor_iteration_inside_a_block(harness: Harness) -> None:
+    def call(conn: Any) -> None:
+        with conn.transaction():
+            total = 0
+            for row in conn.cursor('SELECT g FROM generate_series(1, 2000) g', prefetch=250):
+                total += row[0]
+            assert total == 2000 * 2001 // 2
+
+    def after(where: str) -> None:
+        if not harness.conn.is_closed():
+            assert not harness.conn.is_in_transaction(), where
+    n = sweep(harness, call, after=after)
+    print('cursor', n, harness.outcomes)
 
 
 @pytest.mark.parametrize('delay', [0.002, 0.01, 0.05, 0.2, 0.5])

@@ -122,7 +122,7 @@ def test_calls_between_iterations_and_the_bounded_backlog(sconn: Connection, dsn
 
     from mypgdriver.sync.notifications import NOTIFICATION_BACKLOG, NotificationBacklog
     assert NOTIFICATION_BACKLOG == 10_000
-    backlog = NotificationBacklog(sconn._runner._glue, maxlen=2)  # type: ignore[attr-defined]
+    backlog = NotificationBacklog(sconn._runner._glue, maxlen=2)
     for payload in 'abc':
         backlog.put(Notification(1, 'c', payload))
     assert len(backlog) == 2 and backlog.dropped == 1

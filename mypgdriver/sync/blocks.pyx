@@ -17,17 +17,16 @@ __all__ = ('TransactionBlock',)
 cdef class TransactionBlock:
     """``__enter__``/``__exit__`` over an asyncio Transaction, driven by a glue's ``run``."""
 
-    cdef object _run
-    cdef readonly object _axact
-    cdef dict __dict__
+    cdef readonly object _run
+    cdef readonly object _transaction
 
-    def __init__(self, run, axact):
+    def __init__(self, run, transaction):
         self._run = run
-        self._axact = axact
+        self._transaction = transaction
 
     def __enter__(self):
-        self._run(self._axact.__aenter__())
-        return self
+        # (None, as the asyncio Transaction's __aenter__)
+        return self._run(self._transaction.__aenter__())
 
     def __exit__(self, exc_type, exc, tb):
-        return self._run(self._axact.__aexit__(exc_type, exc, tb))
+        return self._run(self._transaction.__aexit__(exc_type, exc, tb))

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from mypgdriver import connector
-from mypgdriver.sync._prototype import SyncGlue
+from mypgdriver.sync.glue import SyncGlue
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection as AsyncConnection

@@ -7,8 +7,8 @@ from typing import Callable, Mapping, Optional, Sequence, Union
 from mypgdriver import exceptions
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE
 from mypgdriver.protocol.record import Record
-from mypgdriver.sync._prototype import open_connection
 from mypgdriver.sync.connection import Connection
+from mypgdriver.sync.glue import open_connection
 
 
 def connect(dsn: Optional[str] = None, *,

@@ -43,7 +43,7 @@ from mypgdriver.sync.transaction import Transaction
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection as AsyncConnection
-    from mypgdriver.sync._prototype import SyncGlue
+    from mypgdriver.sync.glue import SyncGlue
 
 __all__ = ('Connection', 'CopySource', 'CopyOutput', 'ReadsBytes', 'WritesBytes')
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from mypgdriver.connection import Connection as AsyncConnection
-    from mypgdriver.sync._prototype import SyncGlue
+    from mypgdriver.sync.glue import SyncGlue
 
 #: How many notifications wait for notifies() at most (then the oldest go).
 NOTIFICATION_BACKLOG = 10_000

@@ -1,0 +1,26 @@
+import threading
+from typing import Any, Coroutine, Generator, TypeVar, Union
+
+from typing_extensions import disjoint_base
+
+from mypgdriver.sync.glue import SyncGlue
+
+__all__ = ('CallRunner',)
+
+_T = TypeVar('_T')
+
+#: What run() drives: a coroutine, or the generator an awaitable's __await__ returns.
+_Driven = Union[Coroutine[Any, Any, _T], Generator[Any, None, _T]]
+
+@disjoint_base
+class CallRunner:
+    """Runs coroutines of one asyncio Connection on its SyncGlue, one thread at a time."""
+
+    @property
+    def _glue(self) -> SyncGlue: ...
+    def __init__(self, glue: SyncGlue) -> None: ...
+    def run(self, coro: _Driven[_T]) -> _T: ...
+    def is_running(self) -> bool: ...
+    def in_call(self) -> bool: ...
+    @property
+    def end_lock(self) -> threading.Lock: ...
