@@ -354,6 +354,10 @@ class Session:
         token = self.xact_scope
         if token is not None:
             token.open = False
+        # No caller is a stranger to a block on a lost connection: each is
+        # told the connection is gone (check_open()), not whose block it was.
+        self.xact_scope = None
+        self.xact_owner = None
 
     def terminate(self) -> None:
         self.closed = True

@@ -142,6 +142,9 @@ class Harness:
     def check_sound(self, where: str) -> None:
         aconn = self.conn._aconn
         if aconn.is_closed():
+            # docs/guide/sync.rst: later calls say the connection is gone
+            with pytest.raises(mypgdriver.ConnectionDoesNotExistError):
+                self.conn.fetchval('SELECT 1')
             self.outcomes['closed'] += 1
             self.reconnect()
             return
