@@ -49,8 +49,10 @@ DEFAULT_WORKLOADS = "batch,copyfrom,oneplusone,generate_series"
 #: does (a PreparedStatement's fetch), through conn.fetch (the statement
 #: cache), or as the pipeline scenario does (100 tasks sharing the connection,
 #: each calling conn.fetch; `queries` is then the loops per task, and the
-#: result is per loop of all 100).
-CALLS = ("stmt", "conn", "pipeline")
+#: result is per loop of all 100), through mypgdriver.sync's conn.fetch
+#: (no event loop), or psycopg2's cursor (execute + fetchall, as its users
+#: write it; libpq's instructions are the client's too) for comparison.
+CALLS = ("stmt", "conn", "pipeline", "sync", "psycopg2")
 PIPELINE_TASKS = 100
 
 
@@ -68,6 +70,9 @@ def run_client(root: str, workload_name: str, queries: int, params: dict[str, An
     if not Path(mypgdriver.__file__).resolve().is_relative_to(Path(root).resolve()):
         raise SystemExit(f"imported {mypgdriver.__file__}, not the tree {root}")
     workload = BY_NAME[workload_name]
+    if call in ("sync", "psycopg2"):
+        run_sync_client(workload, queries, params, call)
+        return
 
     async def main() -> None:
         if call == "stmt":
@@ -89,6 +94,36 @@ def run_client(root: str, workload_name: str, queries: int, params: dict[str, An
         await close()
 
     uvloop.run(main())
+
+
+def run_sync_client(workload: Any, queries: int, params: dict[str, Any], call: str) -> None:
+    """The blocking clients: mypgdriver.sync's conn.fetch, or psycopg2's cursor."""
+    if call == "sync":
+        import mypgdriver.sync
+
+        conn = mypgdriver.sync.connect(**params)
+
+        def run() -> None:
+            conn.fetch(workload.sql, *workload.args)
+    else:
+        import psycopg2
+
+        conn = psycopg2.connect(host=params["host"], port=params["port"],
+                                user=params["user"], dbname=params["database"],
+                                password=params.get("password"))
+        conn.autocommit = True
+        cur = conn.cursor()
+        # psycopg2 interpolates %s on the client; the workload's $n become %s.
+        sql = re.sub(r"\$\d+", "%s", workload.sql)
+
+        def run() -> None:
+            cur.execute(sql, workload.args)
+            cur.fetchall()
+    for _ in range(WARMUP_QUERIES):
+        run()
+    for _ in range(queries):
+        run()
+    conn.close()
 
 
 # --- the driver of the runs -------------------------------------------------
