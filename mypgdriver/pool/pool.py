@@ -54,9 +54,20 @@ from mypgdriver import connector, deadlines, exceptions
 from mypgdriver._typing import ArgumentRows, RecordT
 from mypgdriver.connection import Connection
 from mypgdriver.pool.proxy import PoolConnectionProxy
-from mypgdriver.pool.reset import close_quietly, default_reset, in_unknown_state
+from mypgdriver.pool.reset import (
+    close_quietly,
+    default_reset,
+    end_open_transaction,
+    in_unknown_state,
+)
 from mypgdriver.pool.shortcuts import may_share, overridden_shortcuts, shared_load
-from mypgdriver.pool.slots import NEW_SLOT, Handoff, PooledConnection, WaitQueue
+from mypgdriver.pool.slots import (
+    NEW_SLOT,
+    Handoff,
+    PooledConnection,
+    WaitQueue,
+    acquire_timed_out,
+)
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
 
@@ -383,28 +394,10 @@ class Pool:
         Built as it times out (and has left the line), so that it says what
         held the connections up at that moment.
         """
-        in_use = len(self._all) - len(self._idle)
-        opening = self._slots - len(self._all)
-        max_size = self._max_size
-        if opening == 0 and in_use == max_size:
-            if max_size == 1:
-                held = 'the only connection (max_size=1) is in use and'
-            else:
-                held = f'all {max_size} connections (max_size={max_size}) are in use and'
-        else:
-            # Some slots are still being opened (or about to be, by the
-            # waiters they were handed to).
-            held = (f'{_count(in_use, "connection")} in use and {opening} being opened '
-                    f'(max_size={max_size}), and')
-        others = len(self._waiters)
-        if others == 0:
-            waiting = 'no other task is waiting'
-        elif others == 1:
-            waiting = '1 other task is waiting'
-        else:
-            waiting = f'{others} other tasks are waiting'
-        return asyncio.TimeoutError(
-            f'pool.acquire() timed out after {timeout:g} s: {held} {waiting}')
+        return acquire_timed_out(
+            timeout, in_use=len(self._all) - len(self._idle),
+            opening=self._slots - len(self._all), max_size=self._max_size,
+            others=len(self._waiters), caller='task')
 
     def _give_back(self, item: Handoff) -> None:
         if item is NEW_SLOT:
@@ -658,9 +651,7 @@ class Pool:
 
     async def _custom_reset(self, con: Connection) -> None:
         assert self._reset is not None
-        # An open transaction is always ended, whatever the callback does.
-        if con.is_in_transaction():
-            await con.execute('ROLLBACK')
+        await end_open_transaction(con)
         await self._reset(con)
 
     # --- slots and idle connections ---
@@ -1230,10 +1221,6 @@ def create_pool(dsn: Optional[str] = None, *,
                 connect=connect, setup=setup, init=init, reset=reset, loop=loop,
                 connection_class=connection_class, record_class=record_class,
                 connect_retry_timeout=connect_retry_timeout, **connect_kwargs)
-
-
-def _count(n: int, noun: str) -> str:
-    return f'{n} {noun}' if n == 1 else f'{n} {noun}s'
 
 
 def _opening_timed_out(timeout: Optional[float],

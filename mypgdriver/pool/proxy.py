@@ -22,7 +22,7 @@ from mypgdriver.pool.slots import PooledConnection
 if TYPE_CHECKING:
     from mypgdriver.pool.pool import Pool
 
-__all__ = ('PoolConnectionProxy',)
+__all__ = ('PoolConnectionProxy', 'begin_checkout', 'end_checkout', 'released_error')
 
 # What a query raises when the connection was already dead: the socket was
 # found closed, or the server's goodbye (FATAL 57P01/57P02) was read (it is
@@ -128,7 +128,7 @@ class PoolConnectionProxy(_ProxyBase):
         if con is None:
             if self._closed_by_setup:
                 return True
-            raise _released_error('is_closed')
+            raise released_error('is_closed')
         return con.is_closed()
 
     # Type checkers see neither __getattr__ nor the spelled-out query methods
@@ -215,22 +215,27 @@ class PoolConnectionProxy(_ProxyBase):
             return exceptions.InterfaceError(
                 f'cannot call Connection.{name}(): the connection was closed because the '
                 f"pool's setup callback failed")
-        return _released_error(name)
+        return released_error(name)
 
     def _detach(self) -> Optional[Connection]:
         """End this checkout: the proxy, and every handle obtained through it, is refused."""
         con, self._con = self._con, None
         if con is not None:
-            _end_checkout(con)
+            end_checkout(con)
         return con
 
 
-def _released_error(name: str) -> exceptions.InterfaceError:
+def released_error(name: str) -> exceptions.InterfaceError:
     return exceptions.InterfaceError(
         f'cannot call Connection.{name}(): connection has been released back to the pool')
 
 
-def _end_checkout(con: Connection) -> None:
+def begin_checkout(con: Connection, facade: object) -> None:
+    """A pool hands `con` out as `facade`: handles obtained from now on belong to this checkout."""
+    con._session.begin_checkout(facade)
+
+
+def end_checkout(con: Connection) -> None:
     """A checkout of `con` ended: refuse its handles, drop the callbacks added through it.
 
     UNLISTEN * (in the reset) stops the server's notifications, but the

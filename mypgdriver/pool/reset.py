@@ -5,7 +5,7 @@ from typing import Optional
 
 from mypgdriver.connection import Connection
 
-__all__ = ('default_reset', 'in_unknown_state', 'close_quietly')
+__all__ = ('default_reset', 'end_open_transaction', 'in_unknown_state', 'close_quietly')
 
 
 async def default_reset(con: Connection, timeout: Optional[float]) -> None:
@@ -19,6 +19,16 @@ async def default_reset(con: Connection, timeout: Optional[float]) -> None:
     query = con.get_reset_query().upper()
     if 'DISCARD TEMP' not in query and 'DISCARD ALL' not in query:
         await con.execute('DISCARD TEMP', timeout=timeout)
+
+
+async def end_open_transaction(con: Connection) -> None:
+    """Roll back the transaction a released connection is in, if any.
+
+    Run before a pool's `reset` callback: an open transaction is always
+    ended, whatever the callback does.
+    """
+    if con.is_in_transaction():
+        await con.execute('ROLLBACK')
 
 
 def in_unknown_state(con: Connection) -> bool:

@@ -18,9 +18,11 @@ from mypgdriver.sync.connect import connect
 from mypgdriver.sync.connection import Connection
 from mypgdriver.sync.cursor import Cursor, CursorFactory
 from mypgdriver.sync.notifications import Notification
+from mypgdriver.sync.pool import Pool, PoolConnectionProxy, create_pool
 from mypgdriver.sync.prepared import PreparedStatement
 from mypgdriver.sync.transaction import Transaction
 
 __all__ = ['connect', 'Connection', 'PreparedStatement', 'Cursor', 'CursorFactory',
-           'Transaction', 'Record', 'Notification']
+           'Transaction', 'Record', 'Notification', 'create_pool', 'Pool',
+           'PoolConnectionProxy']
 __all__ += exceptions.__all__

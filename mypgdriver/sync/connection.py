@@ -10,6 +10,7 @@ modules next to this one: the lock and the refusal of re-entrant calls
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import os
@@ -18,11 +19,13 @@ from typing import (
     TYPE_CHECKING,
     Any,
     Callable,
+    Coroutine,
     Iterable,
     Iterator,
     Optional,
     Protocol,
     Sequence,
+    TypeVar,
     Union,
     overload,
 )
@@ -472,6 +475,40 @@ class Connection:
     def terminate(self) -> None:
         """Close the connection at once (after the call another thread is running, if any)."""
         self._run(_terminated(self._aconn))
+
+
+# --- for mypgdriver.sync's pool (pool.py), which drives the asyncio pool's policy ---
+
+_T = TypeVar('_T')
+
+
+def async_connection(conn: Connection) -> AsyncConnection:
+    """The asyncio Connection under `conn`: the pool runs the asyncio pool's reset on it."""
+    return conn._aconn
+
+
+def run_async(conn: Connection, coro: Coroutine[Any, Any, _T]) -> _T:
+    """Drive `coro` (which uses ``async_connection(conn)``) as a call of `conn`: under its lock."""
+    return conn._run(coro)
+
+
+def read_pending_input(conn: Connection) -> None:
+    """Read and handle what the server sent while `conn` was idle, without waiting.
+
+    Two non-blocking polls of the socket: a server's goodbye (a backend
+    terminated, a server shut down: its FATAL message, then the end of the
+    stream) is read, and the connection is found closed, before the pool
+    hands it out.
+    """
+    conn._run(_two_turns())
+
+
+async def _two_turns() -> None:
+    # A bare yield: the glue runs one turn (ready callbacks, a poll of the
+    # sockets with no wait) before resuming.  The first turn reads what was
+    # sent (the goodbye), the second the end of the stream after it.
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
 
 
 async def _terminated(aconn: AsyncConnection) -> None:

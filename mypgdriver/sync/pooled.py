@@ -1,0 +1,145 @@
+"""The connection a sync pool's acquire() hands out: a proxy that ends with the checkout."""
+from __future__ import annotations
+
+import functools
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from mypgdriver.pool.proxy import end_checkout, released_error
+from mypgdriver.sync.connection import Connection, async_connection, run_async
+
+if TYPE_CHECKING:
+    from mypgdriver.sync.pool import Pool, PoolEntry
+
+__all__ = ('PoolConnectionProxy',)
+
+#: The methods whose calls count toward the pool's ``max_queries`` (each
+#: sends at least one statement).
+COUNTED_METHODS = frozenset((
+    'execute', 'executemany', 'fetch', 'fetchrow', 'fetchval', 'fetchmany', 'prepare',
+    'cursor', 'copy_from_table', 'copy_from_query', 'copy_to_table', 'copy_records_to_table',
+))
+
+
+if TYPE_CHECKING:
+    # To type checkers a proxy is a sync Connection (as the asyncio pool's
+    # proxy is an asyncio Connection): calls through it are checked against
+    # Connection's own signatures and overloads.
+    _ProxyBase = Connection
+else:
+    _ProxyBase = object
+
+
+class PoolConnectionProxy(_ProxyBase):
+    """A pooled connection as seen by the thread that acquired it.
+
+    Attribute access is forwarded to the underlying
+    :class:`mypgdriver.sync.Connection`.  Once the connection is released,
+    every use of the proxy, of methods taken from it earlier, and of the
+    prepared statements, cursors and transactions obtained through it
+    raises :exc:`~mypgdriver.exceptions.InterfaceError`: code holding on to
+    a released connection cannot disturb its next user.
+
+    ``with pool.acquire() as conn:`` releases the connection at the end of
+    the block (the proxy's ``__exit__`` releases; it does not close).  Each
+    query method called through the proxy counts toward ``max_queries``.
+    """
+
+    __slots__ = ('_con', '_entry', '_pool', '_timeout', '__weakref__')
+
+    def __init__(self, pool: Pool, entry: PoolEntry, timeout: Optional[float]) -> None:
+        self._pool = pool
+        self._entry = entry
+        self._con: Optional[Connection] = entry.con
+        self._timeout = timeout
+
+    def __repr__(self) -> str:
+        if self._con is None:
+            return f'<{type(self).__name__} [released] {id(self):#x}>'
+        return f'<{type(self).__name__} {self._con!r} {id(self):#x}>'
+
+    def __enter__(self) -> PoolConnectionProxy:
+        self._connection('__enter__')
+        return self
+
+    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self._pool.release(self)
+
+    def is_closed(self) -> bool:
+        """True if the connection is closed; see :meth:`Connection.is_closed`."""
+        return self._connection('is_closed').is_closed()
+
+    def _connection(self, name: str) -> Connection:
+        con = self._con
+        if con is None:
+            raise released_error(name)
+        return con
+
+    def _wrap_method(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        counted = name in COUNTED_METHODS
+
+        @functools.wraps(method)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            con = self._connection(name)
+            if counted:
+                self._entry.queries += 1
+            return getattr(con, name)(*args, **kwargs)
+        return call
+
+    if not TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Any:
+            # Only reached for names not defined on the proxy itself.
+            con = self._connection(name)
+            value = getattr(con, name)
+            if callable(value) and getattr(value, '__self__', None) is con:
+                return self._wrap_method(name, value)
+            return value
+
+        # The hot path, spelled out (no wrapper made per call).
+
+        def execute(self, query: str, *args: Any, **kwargs: Any) -> str:
+            """Run a command; see :meth:`Connection.execute`."""
+            con = self._connection('execute')
+            self._entry.queries += 1
+            return con.execute(query, *args, **kwargs)
+
+        def fetch(self, query: str, *args: Any, **kwargs: Any) -> Any:
+            """Run a query and return all rows; see :meth:`Connection.fetch`."""
+            con = self._connection('fetch')
+            self._entry.queries += 1
+            return con.fetch(query, *args, **kwargs)
+
+        def fetchrow(self, query: str, *args: Any, **kwargs: Any) -> Any:
+            """Run a query and return its first row; see :meth:`Connection.fetchrow`."""
+            con = self._connection('fetchrow')
+            self._entry.queries += 1
+            return con.fetchrow(query, *args, **kwargs)
+
+        def fetchval(self, query: str, *args: Any, **kwargs: Any) -> Any:
+            """Run a query and return one value; see :meth:`Connection.fetchval`."""
+            con = self._connection('fetchval')
+            self._entry.queries += 1
+            return con.fetchval(query, *args, **kwargs)
+
+    # --- the checkout, for the pool ---
+
+    def _detach(self) -> Optional[Connection]:
+        """End this checkout: the proxy, and every handle obtained through it, is refused.
+
+        The end is recorded under the connection's lock (after a call
+        another thread is running through a handle, if any).
+        """
+        con, self._con = self._con, None
+        if con is not None:
+            run_async(con, _checkout_ended(con))
+        return con
+
+    def _cut_off(self) -> None:
+        """Refuse the proxy at once, without the connection's lock (the pool terminates it)."""
+        self._con = None
+
+
+async def _checkout_ended(con: Connection) -> None:
+    end_checkout(async_connection(con))
+
