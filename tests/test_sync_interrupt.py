@@ -37,8 +37,8 @@ from typing import Any, Callable, Iterator, Optional
 import pytest
 
 import mypgdriver
-from mypgdriver import session
 import mypgdriver.sync as sync
+from mypgdriver import session
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures('no_event_loop')
