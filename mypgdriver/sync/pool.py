@@ -612,7 +612,7 @@ class Pool:
         """Under the lock: remove and return idle connections above min_size past the lifetime."""
         if not self._max_inactive:
             return []
-        expired = []
+        expired: list[PoolEntry] = []
         now = time.monotonic()
         idle = self._idle
         # The idle list is ordered by release time: the oldest are at the left.

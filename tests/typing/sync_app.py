@@ -13,7 +13,8 @@ from typing import Optional
 
 import mypgdriver.sync
 from mypgdriver.exceptions import PostgresLogMessage, UniqueViolationError
-from mypgdriver.sync import Connection, Cursor, Notification, PreparedStatement, Record
+from mypgdriver.pool import PoolStats
+from mypgdriver.sync import Connection, Cursor, Notification, Pool, PreparedStatement, Record
 
 SCHEMA = """
     CREATE TEMPORARY TABLE items (
@@ -95,6 +96,35 @@ def wait_for_change(conn: Connection) -> Optional[Notification]:
     return None
 
 
+def prepare_session(conn: Connection) -> None:
+    """The pool's setup callback: run at every acquire."""
+    conn.execute("SET application_name = 'inventory'")
+
+
+def stock_report(pool: Pool) -> list[str]:
+    """Labels and totals from pooled connections, shared by several threads."""
+    with pool.acquire(timeout=5) as conn:
+        conn.execute(SCHEMA.replace('TEMPORARY TABLE items', 'TEMPORARY TABLE report'))
+        found: list[str] = labels_or_empty(conn)
+    rows: list[ItemRecord] = pool.fetch('SELECT $1::text AS name, 1 AS quantity', 'gear',
+                                        record_class=ItemRecord)
+    total: Optional[int] = pool.fetchval('SELECT 41 + 1')
+    conn = pool.acquire()
+    try:
+        one: Optional[Record] = conn.fetchrow('SELECT 1 AS one')
+        assert one is not None and one['one'] == 1
+    finally:
+        pool.release(conn)
+    stats: PoolStats = pool.get_stats()
+    return found + [row.label for row in rows] + [f'{total} of {stats.acquires}']
+
+
+def labels_or_empty(conn: Connection) -> list[str]:
+    """Labels of a session without the items table: none."""
+    exists: Optional[str] = conn.fetchval("SELECT to_regclass('items')::text")
+    return labels(conn) if exists else []
+
+
 def main(dsn: str) -> None:
     """Run the application on one blocking connection."""
     with mypgdriver.sync.connect(dsn, command_timeout=30) as conn:
@@ -114,6 +144,9 @@ def main(dsn: str) -> None:
         conn.execute("SELECT pg_notify('items_changed', 'restocked')")
         change = wait_for_change(conn)
         print('notified:', None if change is None else change.payload)
+    with mypgdriver.sync.create_pool(dsn, min_size=1, max_size=4,
+                                     setup=prepare_session) as pool:
+        print(stock_report(pool), pool.get_size(), pool.get_idle_size())
 
 
 if __name__ == '__main__':
