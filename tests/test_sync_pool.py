@@ -133,14 +133,18 @@ def test_released_connection_and_its_handles_refuse_to_work(
 
 
 def test_transaction_left_open_is_rolled_back(make_pool: Callable[..., Pool],
-                                              observer: Connection) -> None:
+                                              observer: Connection,
+                                              caplog: pytest.LogCaptureFixture) -> None:
     observer.execute('DROP TABLE IF EXISTS sync_pool_rows; CREATE TABLE sync_pool_rows (n int)')
     pool = make_pool(min_size=1, max_size=1)
     conn = pool.acquire()
     conn.transaction().start()
     conn.execute('INSERT INTO sync_pool_rows VALUES (1)')
     assert conn.is_in_transaction()
-    pool.release(conn)
+    with caplog.at_level('WARNING', logger='mypgdriver.pool'):
+        pool.release(conn)
+    assert [r.getMessage().split(':')[1].strip() for r in caplog.records] == [
+        'a connection was released inside an open transaction, which is rolled back']
     assert observer.fetchval('SELECT count(*) FROM sync_pool_rows') == 0
     with pool.acquire() as conn2:
         assert not conn2.is_in_transaction()
@@ -281,13 +285,13 @@ def test_min_size_is_refilled_in_the_background(make_pool: Callable[..., Pool],
     wait_until(lambda: len(backends(observer, app_name)) == 2)
 
 
-def test_expire_connections_and_set_connect_args(make_pool: Callable[..., Pool],
+def test_expire_connections_and_set_connect_args(make_pool: Callable[..., Pool], dsn: str,
                                                  observer: Connection, app_name: str) -> None:
     pool = make_pool(min_size=1, max_size=2)
     with pool.acquire() as conn:
         old_pid = conn.get_server_pid()
         new_name = app_name + '-2'
-        pool.set_connect_args(pool._connect_dsn, server_settings={'application_name': new_name})
+        pool.set_connect_args(dsn, server_settings={'application_name': new_name})
         pool.expire_connections()
         assert conn.fetchval('SELECT 1') == 1  # in use: kept until released
     with pool.acquire() as conn:
