@@ -190,6 +190,19 @@ def test_listener_added_during_a_checkout_is_removed(make_pool: Callable[..., Po
     assert seen == ['one']
 
 
+def test_notifications_do_not_outlive_the_checkout(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(min_size=1, max_size=1)
+    with pool.acquire() as conn:
+        conn.execute('LISTEN sync_pool_backlog')
+        conn.execute("NOTIFY sync_pool_backlog, 'mine'")
+        conn.execute('SELECT 1')  # received, kept for notifies(), never read
+    with pool.acquire() as conn:
+        conn.execute('LISTEN sync_pool_backlog')
+        assert list(conn.notifies(timeout=0.2)) == []
+        conn.execute("NOTIFY sync_pool_backlog, 'theirs'")
+        assert [n.payload for n in conn.notifies(timeout=0.2)] == ['theirs']
+
+
 # --- broken connections ---
 
 def test_backend_terminated_while_idle_is_never_handed_out(
@@ -199,6 +212,10 @@ def test_backend_terminated_while_idle_is_never_handed_out(
         old_pid = conn.get_server_pid()
     assert observer.fetchval('SELECT pg_terminate_backend($1)', old_pid) is True
     wait_until(lambda: old_pid not in backends(observer, app_name))
+    # The backend leaves pg_stat_activity a moment before its socket is
+    # closed: give the end of the stream time to arrive (the case of a
+    # connection terminated long before the next acquire).
+    time.sleep(0.3)
     with pool.acquire() as conn:
         new_pid = conn.get_server_pid()
         assert new_pid != old_pid

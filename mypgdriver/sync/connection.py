@@ -503,6 +503,11 @@ def read_pending_input(conn: Connection) -> None:
     conn._run(_two_turns())
 
 
+def forget_notifications(conn: Connection) -> None:
+    """Drop the notifications that notifies() has not yielded yet (see NotificationBacklog)."""
+    conn._notifications.clear()
+
+
 async def _two_turns() -> None:
     # A bare yield: the glue runs one turn (ready callbacks, a poll of the
     # sockets with no wait) before resuming.  The first turn reads what was

@@ -84,6 +84,10 @@ class NotificationBacklog:
     def __len__(self) -> int:
         return len(self._pending)
 
+    def clear(self) -> None:
+        """Drop the notifications not yielded yet (a pool's release: they were the last user's)."""
+        self._pending.clear()
+
     async def next(self, aconn: AsyncConnection, timeout: Optional[float]) -> Optional[Notification]:
         """The oldest notification, waiting up to `timeout` seconds (None: no limit) for one.
 

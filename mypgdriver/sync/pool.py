@@ -14,7 +14,8 @@ acquire timeout's message (pool/slots.py), the counters and PoolStats
   only during calls, so a backend terminated while idle is not noticed by
   itself: acquire() reads what the server sent meanwhile (one non-blocking
   poll) and replaces a connection found closed.  On release the connection
-  is reset (an open transaction rolled back first); one whose reset fails,
+  is reset (an open transaction rolled back first, and notifications not
+  yet yielded by notifies() dropped); one whose reset fails,
   or that is closed or not settled, is terminated and its slot refilled.
 * **Background work** (opening connections up to ``min_size``, closing those
   idle past ``max_inactive_connection_lifetime``) is done by one daemon
@@ -54,6 +55,7 @@ from mypgdriver.sync.connection import (
     CopyOutput,
     CopySource,
     async_connection,
+    forget_notifications,
     read_pending_input,
     run_async,
 )
@@ -511,6 +513,8 @@ class Pool:
                 self._counters.reset_failures += 1
             self._discard(entry, graceful=False)
             return
+        # Received before UNLISTEN *: the last user's, never the next one's.
+        forget_notifications(con)
         with self._lock:
             self._counters.resets += 1
         self._make_available(entry)
