@@ -12,6 +12,7 @@ import pytest
 
 import mypgdriver
 import mypgdriver.sync
+from mypgdriver import exceptions
 from mypgdriver.pool import PoolStats
 from mypgdriver.sync import Connection, Pool
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
@@ -223,6 +224,30 @@ def test_backend_terminated_while_idle_is_never_handed_out(
     assert backends(observer, app_name) == [new_pid]
     stats = pool.get_stats()
     assert (stats.connections_opened, stats.connections_closed, stats.size) == (2, 1, 1)
+
+
+def test_first_call_on_a_connection_lost_just_before_acquire_is_repeated_on_a_new_one(
+        make_pool: Callable[..., Pool], observer: Connection, app_name: str) -> None:
+    # No pause after the termination: the acquire may find the connection
+    # still open (the server's goodbye not read yet); its first call then
+    # finds it dead and is repeated on a new connection (as in the asyncio pool).
+    pool = make_pool(min_size=1, max_size=1)
+    for _ in range(20):
+        with pool.acquire() as conn:
+            old_pid = conn.get_server_pid()
+        assert observer.fetchval('SELECT pg_terminate_backend($1)', old_pid) is True
+        with pool.acquire() as conn:
+            new_pid = conn.fetchval('SELECT pg_backend_pid()')
+            assert new_pid != old_pid
+            assert conn.get_server_pid() == new_pid
+        wait_until(lambda pid=old_pid: pid not in backends(observer, app_name))
+    assert pool.get_size() == 1
+    # A later call on a lost connection is not repeated (session state may exist).
+    with pool.acquire() as conn:
+        conn.fetchval('SELECT 1')
+        observer.fetchval('SELECT pg_terminate_backend($1)', conn.get_server_pid())
+        with pytest.raises(exceptions.ConnectionDoesNotExistError):
+            conn.fetchval('SELECT pg_sleep(5)')
 
 
 def test_connection_closed_by_its_user_is_replaced(make_pool: Callable[..., Pool],

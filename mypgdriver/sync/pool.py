@@ -324,6 +324,8 @@ class Pool:
                 entry.proxy = None
                 self._discard(entry, graceful=False)
                 raise
+        # The user's first call gets the retry for connections lost while idle.
+        proxy._ops = 0
         with self._lock:
             if not found_idle:
                 self._counters.waited += 1
@@ -443,6 +445,46 @@ class Pool:
                 con.terminate()
                 raise
         return con
+
+    def _replace_lost_connection(self, proxy: PoolConnectionProxy,
+                                 error: BaseException) -> Connection:
+        """Give `proxy` a new connection after its first call found the old one dead.
+
+        As in the asyncio pool (mypgdriver/pool/proxy.py): the server may
+        have dropped an idle connection just before acquire() checked it
+        (its goodbye not yet read); the first call of a checkout is the only
+        one safe to repeat, no session state of the user's existing yet.
+        """
+        old = proxy._entry
+        old.proxy = None
+        if not self._retire(old, graceful=False):
+            proxy._cut_off()  # terminate() took the connection and its slot
+            raise error
+        logger.debug('pool: connection lost before its first query (%s), replacing', error)
+        if self._closing or self._closed:
+            self._slot_freed()
+            proxy._cut_off()
+            raise error
+        try:
+            entry = self._open_in_slot()
+        except BaseException:
+            # The slot is gone with the connection; release() has nothing to do.
+            proxy._cut_off()
+            raise
+        proxy._entry = entry
+        proxy._con = entry.con
+        entry.proxy = proxy
+        entry.queries = 1
+        run_async(entry.con, _begin_checkout(entry.con, proxy))
+        if self._setup is not None:
+            try:
+                self._setup(proxy)
+            except BaseException:
+                proxy._cut_off()
+                entry.proxy = None
+                self._discard(entry, graceful=False)
+                raise
+        return entry.con
 
     # --- release ---
 

@@ -5,7 +5,7 @@ import functools
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from mypgdriver.pool.proxy import end_checkout, released_error
+from mypgdriver.pool.proxy import CONNECTION_LOST_ERRORS, end_checkout, released_error
 from mypgdriver.sync.connection import Connection, async_connection, run_async
 
 if TYPE_CHECKING:
@@ -43,15 +43,23 @@ class PoolConnectionProxy(_ProxyBase):
     ``with pool.acquire() as conn:`` releases the connection at the end of
     the block (the proxy's ``__exit__`` releases; it does not close).  Each
     query method called through the proxy counts toward ``max_queries``.
+
+    **A connection that died while idle.**  As in the asyncio pool: if the
+    *first* ``execute``, ``fetch``, ``fetchrow`` or ``fetchval`` of a
+    checkout fails with ``ConnectionDoesNotExistError`` (or the server's
+    shutdown errors) and the connection is closed, the proxy replaces it
+    with a new one (running ``setup`` again) and repeats that call once.
     """
 
-    __slots__ = ('_con', '_entry', '_pool', '_timeout', '__weakref__')
+    __slots__ = ('_con', '_entry', '_pool', '_timeout', '_ops', '__weakref__')
 
     def __init__(self, pool: Pool, entry: PoolEntry, timeout: Optional[float]) -> None:
         self._pool = pool
         self._entry = entry
         self._con: Optional[Connection] = entry.con
         self._timeout = timeout
+        # Query calls made through this proxy (the first gets the retry).
+        self._ops = 0
 
     def __repr__(self) -> str:
         if self._con is None:
@@ -100,27 +108,32 @@ class PoolConnectionProxy(_ProxyBase):
 
         def execute(self, query: str, *args: Any, **kwargs: Any) -> str:
             """Run a command; see :meth:`Connection.execute`."""
-            con = self._connection('execute')
-            self._entry.queries += 1
-            return con.execute(query, *args, **kwargs)
+            return self._call('execute', query, args, kwargs)
 
         def fetch(self, query: str, *args: Any, **kwargs: Any) -> Any:
             """Run a query and return all rows; see :meth:`Connection.fetch`."""
-            con = self._connection('fetch')
-            self._entry.queries += 1
-            return con.fetch(query, *args, **kwargs)
+            return self._call('fetch', query, args, kwargs)
 
         def fetchrow(self, query: str, *args: Any, **kwargs: Any) -> Any:
             """Run a query and return its first row; see :meth:`Connection.fetchrow`."""
-            con = self._connection('fetchrow')
-            self._entry.queries += 1
-            return con.fetchrow(query, *args, **kwargs)
+            return self._call('fetchrow', query, args, kwargs)
 
         def fetchval(self, query: str, *args: Any, **kwargs: Any) -> Any:
             """Run a query and return one value; see :meth:`Connection.fetchval`."""
-            con = self._connection('fetchval')
-            self._entry.queries += 1
-            return con.fetchval(query, *args, **kwargs)
+            return self._call('fetchval', query, args, kwargs)
+
+    def _call(self, name: str, query: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # The hot path (no wrapper made per call), and the first-call retry.
+        con = self._connection(name)
+        self._entry.queries += 1
+        self._ops += 1
+        try:
+            return getattr(con, name)(query, *args, **kwargs)
+        except CONNECTION_LOST_ERRORS as e:
+            if self._ops != 1 or self._con is not con or not con.is_closed():
+                raise
+            con = self._pool._replace_lost_connection(self, e)
+            return getattr(con, name)(query, *args, **kwargs)
 
     # --- the checkout, for the pool ---
 
