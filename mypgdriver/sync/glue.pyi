@@ -10,6 +10,8 @@ from mypgdriver.sync.transport import SocketTransport, TLSTransport
 
 _T = TypeVar('_T')
 
+CANCEL_SEND_WAIT: float
+
 def _poll(interest: dict[int, int], timeout: Optional[float]) -> Iterable[tuple[int, int]]: ...
 
 __all__ = ('SyncGlue', 'open_connection')

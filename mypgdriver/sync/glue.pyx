@@ -83,6 +83,7 @@ cdef extern from *:
     object mpg_coro_send(object coro, int *done)
 
 from mypgdriver import connector, exceptions
+from mypgdriver.waits import wait_done
 from mypgdriver.sync.sockets import connect_tcp, connect_unix, wrap_tls
 from mypgdriver.sync.transport import SocketTransport, TLSTransport
 
@@ -106,6 +107,11 @@ cdef int _BROKEN = (getattr(select, 'POLLERR', 8) | getattr(select, 'POLLHUP', 1
 cdef bint _HAVE_POLL = hasattr(select, 'poll')
 
 _CancelledError = asyncio.CancelledError
+
+#: How long a call that timed out (or was interrupted) drives its
+#: CancelRequest before it returns: enough for the request to be through on
+#: any working network; beyond it, the request goes on in the background.
+CANCEL_SEND_WAIT = 0.25
 _logger = logging.getLogger('mypgdriver.sync')
 # Errors of operations whose caller gave up (logged at debug level).
 _QUIET = (exceptions.PostgresError, exceptions.InterfaceError, _CancelledError)
@@ -471,17 +477,24 @@ cdef class SyncGlue:
             self.run_ready()
 
     def blocking(self, coroutine_function):
-        """`coroutine_function` made to finish before it returns to its awaiter.
+        """`coroutine_function` driven at once, for at most CANCEL_SEND_WAIT seconds.
 
         For the connector's CancelRequest sender (its transport kind, its
         TLS policy): run as the protocol's background task, it would only
         advance while a later call drives the glue, and the statement it
-        cancels would run on meanwhile.  Driven at once instead, it is
-        sent before the call that timed out returns, as libpq's PQcancel
-        does.  (The main connection is read meanwhile, as by an event loop.)
+        cancels would run on meanwhile.  Driven at once instead, it is sent
+        before the call that timed out returns, as libpq's PQcancel does
+        (the main connection is read meanwhile, as by an event loop).  But
+        the call's timeout bounds the call: if the request is not through
+        (the server has not closed the cancel connection) within
+        CANCEL_SEND_WAIT, the rest goes on in the background, as with
+        asyncio, and the next call waits for it (the protocol's cancel gate).
         """
         async def run_at_once():
-            return self.run(coroutine_function())
+            task = BackgroundTask(coroutine_function(), self)
+            if self.run(wait_done(self, task, CANCEL_SEND_WAIT)):
+                return task.result()
+            return await task
         return run_at_once
 
     def run_ready(self):

@@ -61,6 +61,10 @@ __all__ = ('READ_SIZE', 'WRITE_HIGH_WATER', 'WRITE_LOW_WATER', 'SocketTransport'
            'TLSTransport')
 
 # Bytes asked of recv() per read (asyncio's selector loop reads 256 KiB).
+# Read into one buffer per transport (recv_into), not a new bytes object per
+# read: glibc serves a 256 KiB allocation with mmap, and recv()'s shrinking
+# of it to the bytes received and its freeing cost an mremap and a munmap
+# per read (measured: 3 syscalls and some 35 us of CPU per query).
 READ_SIZE = 256 * 1024
 
 # Output buffered above which the protocol is told to pause writing, and
@@ -106,6 +110,10 @@ cdef class SocketTransport:
     cdef public bint blocking
     # A blocking recv() interrupted by a signal is a clean interruption.
     cdef public bint clean_reads
+    # What recv_into() fills; handed to the protocol as a memoryview slice
+    # (it copies what it keeps: ReadBuffer._feed).
+    cdef readonly bytearray rbuf
+    cdef readonly object rview
     cdef object __weakref__
 
     def __init__(self, sock, glue, protocol=None):
@@ -119,6 +127,8 @@ cdef class SocketTransport:
         self.flush_needs_read = False
         self.blocking = True
         self.clean_reads = True
+        self.rbuf = bytearray(_READ_SIZE)
+        self.rview = memoryview(self.rbuf)
 
     # --- what the protocol and the connector use (asyncio.Transport) ---
 
@@ -196,10 +206,11 @@ cdef class SocketTransport:
         interrupts the wait raises its exception (KeyboardInterrupt) here,
         before anything was received: the glue is told it was clean.
         """
+        cdef Py_ssize_t n
         if not self.blocking:
             self._set_blocking(True)
         try:
-            data = self.sock.recv(_READ_SIZE)
+            n = self.sock.recv_into(self.rbuf)
         except OSError as exc:     # ssl.SSLError too
             self._lose(exc)
             return
@@ -207,27 +218,28 @@ cdef class SocketTransport:
             if self.clean_reads:
                 self.glue.interrupted_cleanly = True
             raise
-        if data:
-            self.protocol.data_received(data)
+        if n:
+            self.protocol.data_received(self.rview[:n])
         else:
             self._lose(None)
 
     def read_ready(self):
         """Receive what the socket has without waiting (the driver saw it readable)."""
+        cdef Py_ssize_t n
         try:
             if _DONTWAIT:
-                data = self.sock.recv(_READ_SIZE, _DONTWAIT)
+                n = self.sock.recv_into(self.rbuf, 0, _DONTWAIT)
             else:
                 if self.blocking:
                     self._set_blocking(False)
-                data = self.sock.recv(_READ_SIZE)
+                n = self.sock.recv_into(self.rbuf)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             self._lose(exc)
             return
-        if data:
-            self.protocol.data_received(data)
+        if n:
+            self.protocol.data_received(self.rview[:n])
         else:
             self._lose(None)
 
@@ -339,14 +351,14 @@ class TLSTransport(SocketTransport):
         if self.blocking:
             self._set_blocking(False)
         try:
-            data = self.sock.recv(READ_SIZE)
+            n = self.sock.recv_into(self.rbuf)
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return      # a partial record: the rest comes with the next poll
         except OSError as exc:
             self._lose(exc)
             return
-        if data:
-            self.protocol.data_received(data)
+        if n:
+            self.protocol.data_received(self.rview[:n])
         else:
             self._lose(None)
 
