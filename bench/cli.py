@@ -8,8 +8,17 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import drivers, memory, pipeline_scenario, pool_scenario, pooler_scenario, provenance, report
-from .contenders import PIPELINE, POOL, POOL_SHORTCUTS, POOLER
+from . import (
+    drivers,
+    memory,
+    pipeline_scenario,
+    pool_scenario,
+    pooler_scenario,
+    provenance,
+    report,
+    sync_pool_scenario,
+)
+from .contenders import PIPELINE, POOL, POOL_SHORTCUTS, POOLER, SYNC_POOL
 from .runner import (
     SCENARIOS,
     MemoryProbe,
@@ -81,6 +90,8 @@ def parser() -> argparse.ArgumentParser:
                         f"'{pool_scenario.SHORTCUTS_NAME}' its level of "
                         f"{pool_scenario.SHORTCUT_USERS} users on a pool of "
                         f"{pool_scenario.SHORTCUT_POOL_SIZE} through the pool's shortcut methods, "
+                        f"'{sync_pool_scenario.NAME}' the sync pool scenario (threads, "
+                        f"thread-safe pools), "
                         f"{' and '.join(pooler_scenario.NAMES)} the pooler scenario "
                         f"(through pgbouncer in transaction mode), "
                         f"'{memory.NAME}' the cursor memory probe")
@@ -102,6 +113,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pool-size", type=_positive, default=pool_scenario.DEFAULT_POOL_SIZE,
                    help=f"pool scenario: connections per pool "
                         f"(default: {pool_scenario.DEFAULT_POOL_SIZE})")
+    p.add_argument("--sync-pool-users", type=_levels,
+                   default=list(sync_pool_scenario.DEFAULT_LEVELS),
+                   help="sync pool scenario: concurrent users (threads) per level, "
+                        "comma-separated (default: "
+                        f"{','.join(map(str, sync_pool_scenario.DEFAULT_LEVELS))}; the pool "
+                        "size is --pool-size)")
     p.add_argument("--pin", action="store_true",
                    help="at concurrency 1 and in the pipeline scenario, run the client on "
                         "core 0 and the server on core 1")
@@ -136,6 +153,7 @@ def options_from(args: argparse.Namespace) -> Options:
         scenarios=[name for name in chosen if name in SCENARIOS],
         pool_users=args.pool_users,
         pool_size=args.pool_size,
+        sync_pool_users=args.sync_pool_users,
         concurrency=pick(args.concurrency, [1, 10], [10]),
         duration=pick(args.duration, DEFAULT_DURATION, QUICK_DURATION),
         warmup=pick(args.warmup, DEFAULT_WARMUP, QUICK_WARMUP),
@@ -151,6 +169,7 @@ _MEASURING_FLAGS = {"drivers": "--drivers", "workloads": "--workloads/--skip",
                     "scenarios": "--workloads/--skip", "concurrency": "--concurrency",
                     "duration": "--duration", "warmup": "--warmup", "rounds": "--rounds",
                     "pool_users": "--pool-users", "pool_size": "--pool-size",
+                    "sync_pool_users": "--sync-pool-users",
                     "aa_control": "--no-control"}
 
 
@@ -185,6 +204,8 @@ def _list() -> None:
           f"{pool_scenario.SHORTCUT_USERS} users, pool of {pool_scenario.SHORTCUT_POOL_SIZE}, "
           f"one pool.fetchrow/fetch/fetchval/execute call per statement (no acquire), "
           f"{', '.join(POOL_SHORTCUTS.contenders)}")
+    print(f"  {sync_pool_scenario.NAME:<20} sync pool scenario: the same requests from "
+          f"threads through thread-safe pools, {', '.join(SYNC_POOL.contenders)}")
     for variant, workload in pooler_scenario.VARIANTS.items():
         print(f"  {variant:<20} pooler scenario: {workload} at c={pooler_scenario.CONCURRENCY} "
               f"through pgbouncer (transaction mode), {', '.join(POOLER.contenders)}")
@@ -200,6 +221,8 @@ def describe_plan(cells: list, options: Options) -> str:
             if isinstance(c, PoolCell) and c.scenario == pool_scenario.NAME]
     shortcuts = [c for c in cells
                  if isinstance(c, PoolCell) and c.scenario == pool_scenario.SHORTCUTS_NAME]
+    sync_pool = [c for c in cells
+                 if isinstance(c, PoolCell) and c.scenario == sync_pool_scenario.NAME]
     pooler = [c for c in cells if isinstance(c, PoolerCell)]
     probes = [c for c in cells if isinstance(c, MemoryProbe)]
     parts = []
@@ -220,6 +243,10 @@ def describe_plan(cells: list, options: Options) -> str:
                      f"({pool_scenario.SHORTCUT_USERS} users, pool of "
                      f"{pool_scenario.SHORTCUT_POOL_SIZE} x "
                      f"{len(set(c.label for c in shortcuts))} contenders)")
+    if sync_pool:
+        parts.append(f"sync pool scenario: {len(sync_pool)} cells "
+                     f"({','.join(map(str, options.sync_pool_users))} threads x "
+                     f"{len(set(c.label for c in sync_pool))} contenders)")
     if pooler:
         parts.append(f"pooler scenario: {len(pooler)} cells "
                      f"({len(set(c.variant for c in pooler))} variants x "
@@ -275,7 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         **({"note": report.SMOKE_NOTE} if kind == "smoke" else {}),
         **({"partial_because": because} if kind == "partial" else {}),
         "machine": provenance.machine_info(server.description, results.cells,
-                                           [*results.pool, *results.pool_shortcuts],
+                                           [*results.pool, *results.pool_shortcuts,
+                                            *results.sync_pool],
                                            results.memory, results.pipeline, results.pooler),
         "settings": {"duration": options.duration, "warmup": options.warmup,
                      "rounds": options.rounds,
@@ -309,6 +337,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                   options.rounds),
                          "shortcuts": True},
             "results": results.pool_shortcuts,
+        }
+    if any(isinstance(c, PoolCell) and c.scenario == sync_pool_scenario.NAME for c in cells):
+        full["sync_pool"] = {
+            "settings": sync_pool_scenario.settings(options.sync_pool_users, options.pool_size,
+                                                    options.warmup, options.duration,
+                                                    options.rounds),
+            "results": results.sync_pool,
         }
     pooler_variants = [v for v in pooler_scenario.NAMES if v in options.scenarios]
     if pooler_variants:

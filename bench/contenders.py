@@ -65,7 +65,9 @@ class Lineup:
         return sorted(seen, key=lambda label: rank.get(label, len(rank)))
 
 
-PYTHON_DRIVERS = ("asyncpg", "mypgdriver", "psycopg", "psycopg-async", "psycopg2")
+OURS_SYNC = "mypgdriver-sync"  # mypgdriver's blocking API (mypgdriver.sync), a driver of its own
+
+PYTHON_DRIVERS = ("asyncpg", "mypgdriver", OURS_SYNC, "psycopg", "psycopg-async", "psycopg2")
 
 THROUGHPUT = Lineup(
     contenders=(*PYTHON_DRIVERS, "pgbench"),
@@ -119,6 +121,20 @@ POOL_SHORTCUTS = Lineup(
     drivers={"asyncpg-shortcuts": "asyncpg", "mypgdriver-shortcuts": "mypgdriver"},
 )
 
+# The sync pool scenario (bench/sync_pool_scenario.py): threads, thread-safe pools.
+SYNC_POOL = Lineup(
+    contenders=("psycopg-sync-pool", "mypgdriver-sync-pool", "psycopg2-pool"),
+    baseline="psycopg-sync-pool",
+    control="psycopg-sync-pool (A/A)",
+    drivers={
+        # psycopg_pool's ConnectionPool runs psycopg 3's sync connections.
+        "psycopg-sync-pool": "psycopg",
+        "mypgdriver-sync-pool": OURS_SYNC,
+        "psycopg2-pool": "psycopg2",
+    },
+    version_names={"psycopg-sync-pool": "psycopg_pool"},
+)
+
 # Through a transaction-mode pgbouncer, each driver in its best pooler-safe
 # configuration (bench/pooler_scenario.py says what each one is and why).
 POOLER = Lineup(
@@ -140,7 +156,7 @@ POOLER = Lineup(
 POOLER_OURS = "mypgdriver-cache"  # the contender the pooler summary line compares
 POOLER_REFERENCE = "pgbench-prepared"  # the C client, drawn as a line in the chart
 
-LINEUPS = (THROUGHPUT, PIPELINE, POOL, POOL_SHORTCUTS, POOLER)
+LINEUPS = (THROUGHPUT, PIPELINE, POOL, POOL_SHORTCUTS, SYNC_POOL, POOLER)
 
 
 def is_control(label: str) -> bool:

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-from .contenders import PIPELINE, POOL, POOL_SHORTCUTS, POOLER, THROUGHPUT
+from .contenders import PIPELINE, POOL, POOL_SHORTCUTS, POOLER, SYNC_POOL, THROUGHPUT
 
 
 def checkout_state(root: Path) -> dict[str, Any]:
@@ -64,7 +64,9 @@ def machine_info(server_description: str, results: Iterable[dict[str, Any]],
                 if driver != "pgbench":
                     loops.setdefault(driver, r.get("event_loop", ""))
     for r in pool:
-        name = POOL.version_name(r["contender"]) or POOL_SHORTCUTS.version_name(r["contender"])
+        name = (POOL.version_name(r["contender"])
+                or POOL_SHORTCUTS.version_name(r["contender"])
+                or SYNC_POOL.version_name(r["contender"]))
         if name and "driver_version" in r:
             versions.setdefault(name, r["driver_version"])
     return {

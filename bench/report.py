@@ -25,6 +25,7 @@ from .contenders import (
     POOLER,
     POOLER_OURS,
     POOLER_REFERENCE,
+    SYNC_POOL,
     THROUGHPUT,
     Lineup,
     driver_of,
@@ -35,6 +36,7 @@ from .contenders import (
 ERROR_WIDTH = 50  # characters of an error message kept in a table cell
 PIPELINE_CHART = "pipeline.png"
 POOL_CHART = "pool.png"
+SYNC_POOL_CHART = "sync_pool.png"
 POOLER_CHART = "pooler.png"
 MEMORY_CHART = "cursor_1m_rss.png"
 OVERVIEW_CHART = "rows_per_s.png"
@@ -234,6 +236,9 @@ def markdown(report: dict[str, Any]) -> str:
     if "pool_shortcuts" in report:
         lines.append(f"- Pool shortcuts: "
                      f"{pool_settings_text(report['pool_shortcuts']['settings'])}")
+    if "sync_pool" in report:
+        lines.append(f"- Sync pool scenario: "
+                     f"{pool_settings_text(report['sync_pool']['settings'])}")
     if "pooler" in report and "skipped" not in report["pooler"]:
         lines.append(f"- Pooler scenario: {pooler_settings_text(report['pooler']['settings'])}")
     if results:
@@ -260,6 +265,9 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["", *pool_markdown(report["pool"], POOL_CHART if POOL_CHART in charts else None)]
     if "pool_shortcuts" in report:
         lines += ["", *pool_shortcuts_markdown(report["pool_shortcuts"])]
+    if "sync_pool" in report:
+        lines += ["", *sync_pool_markdown(report["sync_pool"],
+                                          SYNC_POOL_CHART if SYNC_POOL_CHART in charts else None)]
     if "pooler" in report:
         lines += ["", *pooler_markdown(report["pooler"],
                                        POOLER_CHART if POOLER_CHART in charts else None)]
@@ -282,6 +290,7 @@ def pool_settings_text(settings: dict[str, Any]) -> str:
             + (f", {rounds} rounds (requests/s over all, percentiles the median round's)"
                if rounds > 1 else "")
             + ("; one pool shortcut call per statement" if settings.get("shortcuts") else
+               "; one thread per user" if settings.get("threads") else
                f"; mypgdriver-connect opens a connection per {settings['connect_per']}"))
 
 
@@ -322,8 +331,28 @@ def pool_shortcuts_markdown(section: dict[str, Any]) -> list[str]:
     return _pool_tables(results, POOL_SHORTCUTS, "Pool shortcuts", intro)
 
 
+def sync_pool_markdown(section: dict[str, Any], chart: str | None = None) -> list[str]:
+    """The sync pool scenario's tables, against psycopg_pool's ConnectionPool."""
+    results = section["results"]
+    control = any(r["contender"] == SYNC_POOL.control for r in results)
+    intro = [
+        "The pool scenario's requests served by threads, one per user, as a threaded",
+        "WSGI application (Flask) serves them: psycopg_pool's `ConnectionPool`",
+        "(psycopg-sync-pool), psycopg2's `ThreadedConnectionPool` (psycopg2-pool, behind a",
+        "semaphore of the pool's size: it raises instead of waiting when every connection is",
+        "out) and `mypgdriver.sync.create_pool` (mypgdriver-sync-pool), all of the same size."
+        + (" A/A is psycopg_pool's measured a second time." if control else ""),
+    ]
+    skipped = [r for r in results if r.get("skipped")]
+    lines = _pool_tables(results, SYNC_POOL, "Sync pool scenario", intro, chart,
+                         base_text="psycopg_pool's pool")
+    if skipped:
+        lines += ["", f"Not run here: {_clip(skipped[0]['error'], 4 * ERROR_WIDTH)}."]
+    return lines
+
+
 def _pool_tables(results: list[dict[str, Any]], lineup: Lineup, name: str, intro: list[str],
-                 chart: str | None = None) -> list[str]:
+                 chart: str | None = None, base_text: str = "asyncpg's pool") -> list[str]:
     base_name, aa_label = lineup.baseline, lineup.control
     labels = lineup.order([r["contender"] for r in results])
     levels = _pool_levels(results)
@@ -337,7 +366,7 @@ def _pool_tables(results: list[dict[str, Any]], lineup: Lineup, name: str, intro
                        for label in labels)])
     header = ["users", *(["A/A"] if control else []), *labels]
     lines = [
-        f"## {name}: requests/s (ratio to asyncpg's pool; higher is better)",
+        f"## {name}: requests/s (ratio to {base_text}; higher is better)",
         "",
         *intro,
         "",
@@ -666,6 +695,9 @@ def memory_markdown(probe: dict[str, Any], chart: str | None = None) -> list[str
 # asyncpg-pool10), except mypgdriver's: green is mypgdriver used as intended
 # and nothing else, so mypgdriver-connect (a connection per query, what a pool
 # saves) is orange, not a shade of green that would read as mypgdriver. The
+# blocking API, mypgdriver-sync (and its pool), is a driver of its own with
+# its own colour, a dark green, neither outlined nor bold: mypgdriver's green
+# stays the asyncio API's, the main contender of each scenario. The
 # green contenders are outlined in black and bold in the legends; the A/A
 # control is grey and hatched, a control rather than a contender. Figures are
 # at most MAX_WIDTH inches wide at DPI, so that they fit the docs' text column
@@ -676,6 +708,9 @@ MAX_WIDTH = 9.6  # inches: 960 px
 DRIVER_SHADES: dict[str, tuple[str, ...]] = {
     "asyncpg": ("#1f77b4", "#aec7e8", "#0b3e66"),  # blues
     "mypgdriver": ("#2ca02c", "#ff7f0e", "#bcbd22"),  # green, then orange and olive
+    # mypgdriver's blocking API: a driver of its own, in a dark green (not
+    # mypgdriver's green, which stays the asyncio API's), then a teal.
+    "mypgdriver-sync": ("#00441b", "#35978f"),
     "psycopg": ("#d62728", "#ff9896", "#7a1516"),  # reds
     "psycopg-async": ("#9467bd", "#c5b0d5", "#4a2d69"),  # purples
     "psycopg2": ("#8c564b", "#c49c94"),  # browns
@@ -916,8 +951,9 @@ def pipeline_figure(pipeline: dict[str, Any]) -> Any:
     return fig
 
 
-def pool_figure(results: list[dict[str, Any]]) -> Any:
-    """POOL_CHART: requests/s and p99 latency per contender, grouped by users.
+def pool_figure(results: list[dict[str, Any]], lineup: Lineup = POOL,
+                title: str = "Pool scenario: simulated web requests") -> Any:
+    """POOL_CHART (SYNC_POOL_CHART with SYNC_POOL): requests/s and p99 per contender, by users.
 
     None without results; raises ImportError when matplotlib is missing.
     """
@@ -925,7 +961,7 @@ def pool_figure(results: list[dict[str, Any]]) -> Any:
         return None
     plt = _pyplot()
     levels = _pool_levels(results)
-    labels = _with_control(POOL.order([r["contender"] for r in results]), POOL,
+    labels = _with_control(lineup.order([r["contender"] for r in results]), lineup,
                            (r["contender"] for r in results))
     fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH, 4.4))
     # p99 on a log scale: connecting per query is a hundred times slower
@@ -942,7 +978,7 @@ def pool_figure(results: list[dict[str, Any]]) -> Any:
         _tick_format(ax.yaxis, fmt)
     handles, names = axes[0].get_legend_handles_labels()
     _legend(fig, handles, names, ncol=3)
-    fig.suptitle("Pool scenario: simulated web requests")
+    fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     return fig
 
@@ -1033,6 +1069,11 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
         fig = pool_figure(report["pool"]["results"])
         if fig is not None:
             drawn[POOL_CHART] = fig
+    if "sync_pool" in report:
+        fig = pool_figure(report["sync_pool"]["results"], SYNC_POOL,
+                          "Sync pool scenario: simulated web requests from threads")
+        if fig is not None:
+            drawn[SYNC_POOL_CHART] = fig
     if "pooler" in report:
         fig = pooler_figure(report["pooler"]["results"])
         if fig is not None:

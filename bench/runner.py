@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from . import memory, pgbench, pipeline_scenario, pool_scenario, pooler_scenario
+from . import (
+    memory,
+    pgbench,
+    pipeline_scenario,
+    pool_scenario,
+    pooler_scenario,
+    sync_pool_scenario,
+)
 from .contenders import THROUGHPUT
 from .server import REPO_ROOT, BenchServer
 from .stats import combine_rounds
@@ -55,9 +62,11 @@ class Cell:
 class PoolCell:
     """One contender of the pool scenario at one number of concurrent users (one round).
 
-    `scenario` is pool_scenario.NAME for the levels of `--pool-users`, or
+    `scenario` is pool_scenario.NAME for the levels of `--pool-users`,
     pool_scenario.SHORTCUTS_NAME for the shortcut level, which has its own
-    pool size (`pool_size`; None means `--pool-size`).
+    pool size (`pool_size`; None means `--pool-size`), or
+    sync_pool_scenario.NAME for the sync pool scenario's levels
+    (`--sync-pool-users`, threads instead of tasks).
     """
 
     users: int
@@ -140,7 +149,7 @@ def _variant_cells(cell_type: type[VariantCell], scenario: Any, options: Options
 
 # Scenarios that are not throughput cells, selectable by name like workloads.
 SCENARIOS = (*pipeline_scenario.NAMES, pool_scenario.NAME, pool_scenario.SHORTCUTS_NAME,
-             *pooler_scenario.NAMES, memory.NAME)
+             sync_pool_scenario.NAME, *pooler_scenario.NAMES, memory.NAME)
 
 # Seconds a memory probe is expected to take, for the time-left estimate
 # only: 1M rows at 0.5-2M rows/s.
@@ -165,6 +174,8 @@ class Options:
     scenarios: list[str] = field(default_factory=list)
     pool_users: list[int] = field(default_factory=lambda: list(pool_scenario.DEFAULT_LEVELS))
     pool_size: int = pool_scenario.DEFAULT_POOL_SIZE
+    sync_pool_users: list[int] = field(
+        default_factory=lambda: list(sync_pool_scenario.DEFAULT_LEVELS))
 
 
 def plan(options: Options) -> list[Job]:
@@ -179,6 +190,8 @@ def plan(options: Options) -> list[Job]:
     first and last), the pool scenario, level by level (asyncpg's pool first
     and last), its shortcut level, the pooler scenario, variant by variant
     (asyncpg first and last), and the memory probes, one per driver.
+    The sync pool scenario runs after the shortcut level, level by level
+    (psycopg_pool's pool first and last).
     """
     order = sorted(options.drivers, key=lambda d: d != THROUGHPUT.baseline)
     cells: list[Job] = []
@@ -204,6 +217,13 @@ def plan(options: Options) -> list[Job]:
             cells += [PoolCell(pool_scenario.SHORTCUT_USERS, contender, label, r, rounds,
                                pool_scenario.SHORTCUT_POOL_SIZE, pool_scenario.SHORTCUTS_NAME)
                       for contender, label in contenders]
+    if sync_pool_scenario.NAME in options.scenarios:
+        contenders = sync_pool_scenario.contenders_for(options.drivers, options.aa_control)
+        for users in options.sync_pool_users:
+            for r in range(1, rounds + 1):
+                cells += [PoolCell(users, contender, label, r, rounds,
+                                   scenario=sync_pool_scenario.NAME)
+                          for contender, label in contenders]
     cells += _variant_cells(PoolerCell, pooler_scenario, options, rounds)
     if memory.NAME in options.scenarios:
         cells += [MemoryProbe(driver) for driver in memory.probe_drivers(order)]
@@ -221,6 +241,7 @@ class RunResults:
     rounds: dict[tuple[str, int, str], list[dict[str, Any]]] = field(default_factory=dict)
     pool_rounds: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
     shortcut_rounds: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
+    sync_pool_rounds: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
     pipeline_rounds: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     pooler_rounds: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     memory: list[dict[str, Any]] = field(default_factory=list)
@@ -228,6 +249,7 @@ class RunResults:
     def __len__(self) -> int:
         return (sum(map(len, self.rounds.values())) + sum(map(len, self.pool_rounds.values()))
                 + sum(map(len, self.shortcut_rounds.values()))
+                + sum(map(len, self.sync_pool_rounds.values()))
                 + sum(map(len, self.pipeline_rounds.values()))
                 + sum(map(len, self.pooler_rounds.values())) + len(self.memory))
 
@@ -248,6 +270,11 @@ class RunResults:
                 for (users, label), results in self.shortcut_rounds.items()]
 
     @property
+    def sync_pool(self) -> list[dict[str, Any]]:
+        return [{"users": users, "contender": label, **_combine_pool_rounds(users, label, results)}
+                for (users, label), results in self.sync_pool_rounds.items()]
+
+    @property
     def pipeline(self) -> list[dict[str, Any]]:
         return [{"variant": variant, "contender": label, **combine_rounds(results)}
                 for (variant, label), results in self.pipeline_rounds.items()]
@@ -260,8 +287,9 @@ class RunResults:
     def add(self, job: Job, result: dict[str, Any]) -> None:
         """File `result` under its job, with the keys that say which job it was."""
         if isinstance(job, PoolCell):
-            rounds = (self.shortcut_rounds if job.scenario == pool_scenario.SHORTCUTS_NAME
-                      else self.pool_rounds)
+            rounds = {pool_scenario.SHORTCUTS_NAME: self.shortcut_rounds,
+                      sync_pool_scenario.NAME: self.sync_pool_rounds}.get(job.scenario,
+                                                                          self.pool_rounds)
             rounds.setdefault(job.key, []).append(result)
         elif isinstance(job, PipelineCell):
             self.pipeline_rounds.setdefault(job.key, []).append(result)
@@ -471,7 +499,11 @@ class Runner:
             pool_scenario.settle(self.server.psql)
         except Exception as exc:  # noqa: BLE001 - a broken setup is this cell's n/a
             return {"error": f"setup failed: {exc}"}
-        spec = {"scenario": pool_scenario.NAME, "contender": cell.contender,
+        # The shortcut level runs in the pool scenario's worker code; the
+        # sync pool scenario in its own (threads).
+        scenario = (sync_pool_scenario.NAME if cell.scenario == sync_pool_scenario.NAME
+                    else pool_scenario.NAME)
+        spec = {"scenario": scenario, "contender": cell.contender,
                 "users": cell.users,
                 "pool_size": o.pool_size if cell.pool_size is None else cell.pool_size,
                 "connect_per": pool_scenario.DEFAULT_CONNECT_PER,

@@ -5,7 +5,9 @@ duration, params, expected_rows}), runs the workload on `concurrency`
 connections (tasks on one event loop for async drivers, threads for sync
 ones), and prints one JSON line with the results, or with `error` set.
 A spec with `scenario` set runs that instead: "pool" (one contender at one
-level of the pool scenario, `bench.pool_scenario.run_spec`), "pipeline" (one
+level of the pool scenario, `bench.pool_scenario.run_spec`), "sync_pool" (one
+contender at one level of the sync pool scenario, on threads,
+`bench.sync_pool_scenario.run_spec`), "pipeline" (one
 Python contender of the pipeline scenario, `bench.pipeline_scenario.run_spec`),
 "pooler" (one Python contender of the pooler scenario: this module's
 measuring loops with a driver configured by `bench.pooler_scenario`, failed
@@ -27,7 +29,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import drivers, memory, pipeline_scenario, pool_scenario, pooler_scenario
+from . import (
+    drivers,
+    memory,
+    pipeline_scenario,
+    pool_scenario,
+    pooler_scenario,
+    sync_pool_scenario,
+)
 from .stats import cell_result
 from .workloads import BY_NAME
 
@@ -310,6 +319,8 @@ def run(spec: dict[str, Any], result: dict[str, Any]) -> None:
         run_cell(spec, result)
     elif scenario == pool_scenario.NAME:
         pool_scenario.run_spec(spec, result)
+    elif scenario == sync_pool_scenario.NAME:
+        sync_pool_scenario.run_spec(spec, result)
     elif scenario == pooler_scenario.SCENARIO:
         run_cell(pooler_scenario.cell_spec(spec), result,
                  driver=pooler_scenario.driver_for(spec["contender"]), keep_going=True)

@@ -17,6 +17,8 @@ from .base import Driver, Session
 # The benchmark name of a driver -> the module that implements it.
 MODULES: dict[str, str] = {
     "mypgdriver": "bench.drivers.mypgdriver_driver",
+    # mypgdriver's blocking API, run on threads like psycopg and psycopg2.
+    "mypgdriver-sync": "bench.drivers.mypgdriver_sync_driver",
     "asyncpg": "bench.drivers.asyncpg_driver",
     "psycopg": "bench.drivers.psycopg_driver",
     "psycopg-async": "bench.drivers.psycopg_async_driver",

@@ -213,8 +213,8 @@ def test_every_table_of_a_whole_run_is_aligned(fake_run, tmp_path, capsys):
     found = tables(printed)
     # Rows/s, CPU and nine details tables; the pipeline's two and its details,
     # one per variant (two); the pool's two and its shortcut level's two; the
-    # pooler's three; the memory table.
-    assert len(found) == 2 + 9 + 2 + 2 + 2 + 2 + 3 + 1
+    # sync pool scenario's two; the pooler's three; the memory table.
+    assert len(found) == 2 + 9 + 2 + 2 + 2 + 2 + 2 + 3 + 1
     for lines in found:
         pipes = {tuple(i for i, ch in enumerate(line) if ch == "|") for line in lines}
         assert len(pipes) == 1, "\n".join(lines)
@@ -273,7 +273,7 @@ def test_each_contender_has_a_colour_of_its_own_and_green_is_only_mypgdriver(
     saved = json.loads((tmp_path / "latest" / "results.json").read_text())
     drawn = report.figures(saved)
     assert {"rows_per_s.png", "rows_per_s_oneplusone.png", "pipeline.png", "pool.png",
-            "pooler.png", "cursor_1m_rss.png"} <= set(drawn)
+            "sync_pool.png", "pooler.png", "cursor_1m_rss.png"} <= set(drawn)
     ours = to_rgba(report.DRIVER_COLOURS[OURS])
     # label -> colour over all the charts: one colour map for all of them.
     colour_of: dict[str, tuple[float, ...]] = {}
@@ -312,7 +312,11 @@ def test_each_contender_has_a_colour_of_its_own_and_green_is_only_mypgdriver(
     assert {lineup.control for lineup in LINEUPS if lineup.control in labels} >= {
         "asyncpg (A/A)", "asyncpg-pool (A/A)", "asyncpg-pool10 (A/A)"}
     assert {"mypgdriver-pool", "mypgdriver-connect", "psycopg-pool", "asyncpg-pool1",
-            "psycopg-pipeline", "pgbench-pipeline-sync"} <= labels
+            "psycopg-pipeline", "pgbench-pipeline-sync", "mypgdriver-sync",
+            "mypgdriver-sync-pool", "psycopg2-pool", "psycopg-sync-pool (A/A)"} <= labels
+    # The blocking API has a colour of its own, not mypgdriver's green.
+    assert colour_of["mypgdriver-sync"] != ours
+    assert colour_of["mypgdriver-sync"] == colour_of["mypgdriver-sync-pool"]
 
 
 def test_the_colour_map_gives_every_lineup_distinct_colours():
