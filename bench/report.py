@@ -339,15 +339,17 @@ def sync_pool_markdown(section: dict[str, Any], chart: str | None = None) -> lis
         "The pool scenario's requests served by threads, one per user, as a threaded",
         "WSGI application (Flask) serves them: psycopg_pool's `ConnectionPool`",
         "(psycopg-sync-pool), psycopg2's `ThreadedConnectionPool` (psycopg2-pool, behind a",
-        "semaphore of the pool's size: it raises instead of waiting when every connection is",
-        "out) and `mypgdriver.sync.create_pool` (mypgdriver-sync-pool), all of the same size."
+        "first-come-first-served gate of the pool's size: it raises instead of waiting when",
+        "every connection is out) and `mypgdriver.sync.create_pool` (mypgdriver-sync-pool),",
+        "all of the same size."
         + (" A/A is psycopg_pool's measured a second time." if control else ""),
     ]
-    skipped = [r for r in results if r.get("skipped")]
+    skipped = {r["contender"]: r["error"].removeprefix("skipped: ")
+               for r in results if r.get("skipped")}
     lines = _pool_tables(results, SYNC_POOL, "Sync pool scenario", intro, chart,
                          base_text="psycopg_pool's pool")
-    if skipped:
-        lines += ["", f"Not run here: {_clip(skipped[0]['error'], 4 * ERROR_WIDTH)}."]
+    for label, why in skipped.items():
+        lines += ["", f"{label} was not run: {_clip(why, 4 * ERROR_WIDTH)}."]
     return lines
 
 

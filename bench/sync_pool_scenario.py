@@ -225,8 +225,7 @@ class MypgdriverSyncPool:
 
         create_pool = getattr(mypgdriver.sync, "create_pool", None)
         if create_pool is None:
-            raise ContenderUnavailable(
-                "mypgdriver.sync has no create_pool yet (the sync pool is not in this build)")
+            raise ContenderUnavailable("mypgdriver.sync has no create_pool yet")
         self.pool = create_pool(dsn_of(self.params), min_size=self.size, max_size=self.size)
 
     def request(self, plan: Plan) -> None:

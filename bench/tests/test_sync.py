@@ -175,8 +175,64 @@ def test_mypgdriver_sync_pool_without_create_pool_is_skipped(monkeypatch):
                                  "params": {"host": "127.0.0.1", "port": 1, "user": "u",
                                             "database": "d"}}, result)
     assert result["skipped"] is True
-    assert result["error"] == ("skipped: mypgdriver.sync has no create_pool yet "
-                               "(the sync pool is not in this build)")
+    assert result["error"] == "skipped: mypgdriver.sync has no create_pool yet"
+
+
+class _FakeSyncConnection:
+    def __init__(self, calls: list[tuple[Any, ...]]) -> None:
+        self.calls = calls
+
+    def __getattr__(self, method: str) -> Any:
+        if method not in ("fetchrow", "fetch", "fetchval", "execute"):
+            raise AttributeError(method)
+        return lambda sql, *args: self.calls.append((method, sql, args))
+
+
+class _FakeSyncPool:
+    """What the sync pool contender may use of `mypgdriver.sync.create_pool`'s pool."""
+
+    def __init__(self, calls: list[tuple[Any, ...]]) -> None:
+        self.calls = calls
+
+    def acquire(self) -> Any:
+        import contextlib
+
+        @contextlib.contextmanager
+        def lent() -> Any:
+            self.calls.append(("acquire",))
+            yield _FakeSyncConnection(self.calls)
+            self.calls.append(("release",))
+
+        return lent()
+
+    def close(self) -> None:
+        self.calls.append(("close",))
+
+
+def test_mypgdriver_sync_pool_contender_uses_the_documented_pool_api(monkeypatch):
+    # create_pool(dsn, min_size=, max_size=), `with pool.acquire() as conn:`,
+    # the asyncio contender's calls without await, pool.close().
+    sync = pytest.importorskip("mypgdriver.sync")
+    calls: list[tuple[Any, ...]] = []
+
+    def create_pool(dsn: str, **kwargs: Any) -> _FakeSyncPool:
+        calls.append(("create_pool", dsn, kwargs))
+        return _FakeSyncPool(calls)
+
+    monkeypatch.setattr(sync, "create_pool", create_pool, raising=False)
+    contender = sync_pool_scenario.open_contender(
+        "mypgdriver-sync-pool", {"host": "h", "port": 5, "user": "u", "database": "d"}, 3)
+    contender.open()
+    plan = (("lookup", (1,)), ("range", (2,)), ("count", (3, 53)), ("update", (4,)))
+    contender.request(plan)
+    contender.close()
+    kinds = sync_pool_scenario.QUERY_KINDS
+    assert calls == [
+        ("create_pool", "postgresql://u@h:5/d", {"min_size": 3, "max_size": 3}),
+        ("acquire",),
+        ("fetchrow", kinds["lookup"][1], (1,)), ("fetch", kinds["range"][1], (2,)),
+        ("fetchval", kinds["count"][1], (3, 53)), ("execute", kinds["update"][1], (4,)),
+        ("release",), ("close",)]
 
 
 def test_dsn_of_the_suite_params():
@@ -207,7 +263,7 @@ def test_report_has_the_sync_pool_tables_and_says_what_was_skipped():
             in text)
     assert "| users | A/A | psycopg-sync-pool | mypgdriver-sync-pool | psycopg2-pool |" in text
     assert "| 10 | 1.10 | 100 | n/a (skipped: mypgdriver.sync has no create_pool yet) | 150 (1.50) |" in text
-    assert "Not run here: skipped: mypgdriver.sync has no create_pool yet." in text
+    assert "mypgdriver-sync-pool was not run: mypgdriver.sync has no create_pool yet." in text
     assert report.pool_settings_text(section["settings"]).endswith("; one thread per user")
 
 
