@@ -1,9 +1,11 @@
 """Who is measured: the name of every contender, its driver, and each table's baseline and control.
 
 Each part of the suite compares its own contenders: the throughput cells
-compare drivers ("asyncpg", "mypgdriver", ...), the pipeline scenario ways of
-sharing a connection ("mypgdriver-1conn", "asyncpg-pool10", ...), the pool
-scenario pools ("asyncpg-pool", ...), the pooler scenario each driver's
+compare drivers ("asyncpg", "mypgdriver", "mypgdriver-sync" for mypgdriver's
+blocking API, ...), the pipeline scenario ways of sharing a connection
+("mypgdriver-1conn", "asyncpg-pool10", ...), the pool scenario pools
+("asyncpg-pool", ...), the sync pool scenario thread-safe pools
+("psycopg-sync-pool", ...), the pooler scenario each driver's
 pooler-safe configuration ("asyncpg-nocache", "mypgdriver-cache", ...).  A
 `Lineup` holds one part's names: the contenders in table order, the baseline
 every ratio is taken against, and the label of the A/A control (the baseline
