@@ -313,17 +313,7 @@ class Pool:
             raise
         waited = 0.0 if found_idle else time.monotonic() - start
         proxy = PoolConnectionProxy(self, entry, timeout)
-        entry.proxy = proxy
-        run_async(entry.con, _begin_checkout(entry.con, proxy))
-        if self._setup is not None:
-            try:
-                self._setup(proxy)
-            except BaseException:
-                # The state setup left the connection in is unknown: do not reuse it.
-                proxy._cut_off()
-                entry.proxy = None
-                self._discard(entry, graceful=False)
-                raise
+        self._start_checkout(entry, proxy)
         # The user's first call gets the retry for connections lost while idle.
         proxy._ops = 0
         with self._lock:
@@ -473,18 +463,23 @@ class Pool:
             raise
         proxy._entry = entry
         proxy._con = entry.con
-        entry.proxy = proxy
         entry.queries = 1
+        self._start_checkout(entry, proxy)
+        return entry.con
+
+    def _start_checkout(self, entry: PoolEntry, proxy: PoolConnectionProxy) -> None:
+        """Hand `entry` out as `proxy`: handles belong to this checkout; `setup` runs."""
+        entry.proxy = proxy
         run_async(entry.con, _begin_checkout(entry.con, proxy))
         if self._setup is not None:
             try:
                 self._setup(proxy)
             except BaseException:
+                # The state setup left the connection in is unknown: do not reuse it.
                 proxy._cut_off()
                 entry.proxy = None
                 self._discard(entry, graceful=False)
                 raise
-        return entry.con
 
     # --- release ---
 
