@@ -137,3 +137,21 @@ def test_memory_is_flat_over_20k_calls(sconn: Connection) -> None:
     finally:
         tracemalloc.stop()
     assert after - before < 256 * 1024, after - before
+
+
+def test_sync_connect_takes_exactly_the_asyncio_connect_parameters() -> None:
+    # The sync signature is spelled out (for type checkers): it must not drift.
+    import inspect
+
+    sync_params = inspect.signature(mypgdriver.sync.connect).parameters
+    async_params = dict(inspect.signature(mypgdriver.connect).parameters)
+    del async_params['loop']
+    assert list(sync_params) == list(async_params)
+    for name, param in async_params.items():
+        if name != 'connection_class':
+            assert sync_params[name].default == param.default, name
+            assert sync_params[name].kind == param.kind, name
+    # and the sync Connection has every public method of the asyncio one
+    missing = {n for n in dir(mypgdriver.Connection) if not n.startswith('_')} \
+        - set(dir(mypgdriver.sync.Connection))
+    assert missing == set()
