@@ -102,7 +102,7 @@ def main() -> None:
                 for _ in range(n):
                     f(Q1)
 
-        state = session.stmt_cache.get(Q1)
+        state = session.statements.cache.get(Q1)
         record_class = session.record_class
 
         def bare_protocol(n):

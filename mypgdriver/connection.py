@@ -323,9 +323,9 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         timeout = session.resolve_timeout(timeout)
         # In the caller's place in line: the Parse, and the introspection of
         # its types, go out before any call made after this one.
-        async with session.line(timeout) as timeout:
-            if name is None and session.is_cacheable(query):
-                state = session.stmt_cache.get(query)
+        async with session.admission.line(timeout) as timeout:
+            if name is None and session.statements.is_cacheable(query):
+                state = session.statements.cache.get(query)
                 # A cached statement not created on the server yet (see
                 # Session.prepare_state) is replaced by one created now: a
                 # PreparedStatement's statement exists from the start, so a
@@ -339,8 +339,8 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
                 # behind on the server.
                 state = await session.prepare_state(
                     query, timeout, name=name, cache=False,
-                    named=name is not None or session.stmt_cache.max_size > 0, create_now=True)
-                session.hold_statement(state)
+                    named=name is not None or session.statements.cache.max_size > 0, create_now=True)
+                session.statements.hold(state)
         return PreparedStatement(self, session, query, state, record_class, name is not None)
 
     @overload
@@ -437,17 +437,17 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         timeout = session.resolve_timeout(timeout)
         # Alone: the calls in flight finish first, and the transaction
         # status is known only once nothing is in flight.
-        timeout = await session.hold(timeout)
+        timeout = await session.admission.hold(timeout)
         try:
             query = self.get_reset_query()
-            if session.is_in_transaction() or session.top_xact is not None:
+            if session.is_in_transaction() or session.blocks.top is not None:
                 query = 'ROLLBACK;\n' + query
-            session.end_block(session.top_xact)
+            session.blocks.end(session.blocks.top)
             self._listeners.clear()
             self._log_listeners.clear()
             await session.logged(session.simple_held(query, timeout), query, (), timeout)
         finally:
-            session.release()
+            session.admission.release()
 
     def get_reset_query(self) -> str:
         """The SQL that reset() runs; override it in a connection_class to change the reset."""

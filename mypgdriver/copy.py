@@ -337,7 +337,7 @@ class CopyMixin:
         if args:
             # Round trips before the COPY: it keeps its place in line.
             session = self._session
-            async with session.line(session.time_left(deadline)):
+            async with session.admission.line(session.time_left(deadline)):
                 query = await self._inline_arguments(query, args, deadline)
                 return await self._copy_out(f'COPY ({query}) TO STDOUT{opts}', output,
                                             deadline)
@@ -413,10 +413,10 @@ class CopyMixin:
         # The column types COPY expects are those of this SELECT; preparing it
         # also resolves their codecs (introspecting unknown types if needed).
         # A round trip before the COPY: it keeps its place in line.
-        async with session.line(session.time_left(deadline)):
+        async with session.admission.line(session.time_left(deadline)):
             intro = f'SELECT {select_list} FROM {tab} LIMIT 0'
-            state = session.stmt_cache.get(intro)
-            if state is None or state.closed:
+            state = session.statements.cached(intro)
+            if state is None:
                 state = await session.prepare_state(intro, session.time_left(deadline))
             return await self._copy_records_in(query, state, records, deadline)
 
@@ -433,14 +433,14 @@ class CopyMixin:
     async def _copy_wait_in_sync(self, deadline: Optional[float]) -> None:
         session = self._session
         session.check_open()
-        if session.needs_sync():
-            await session.sync(session.time_left(deadline))
+        if session.admission.needs_sync():
+            await session.admission.sync(session.time_left(deadline))
 
     async def _copy_hold(self, deadline: Optional[float]) -> None:
-        """Wait until the COPY can have the connection alone (release with session.release())."""
+        """Wait until the COPY can have the connection alone (release with session.admission.release())."""
         session = self._session
         session.check_open()
-        await session.hold(session.time_left(deadline))
+        await session.admission.hold(session.time_left(deadline))
 
     async def _inline_arguments(self, query: str, args: Sequence, deadline) -> str:
         """`query` with each ``$n`` replaced by its argument as a typed SQL literal."""
@@ -518,7 +518,7 @@ class CopyMixin:
         try:
             return await self._copy_out_held(query, writer, deadline)
         finally:
-            session.release()
+            session.admission.release()
 
     async def _copy_out_held(self, query: str, writer: Callable[[bytes], Awaitable],
                              deadline: Optional[float]) -> str:
@@ -619,7 +619,7 @@ class CopyMixin:
         try:
             return await self._feed_copy_in_held(query, deadline, send)
         finally:
-            session.release()
+            session.admission.release()
 
     async def _feed_copy_in_held(self, query: str, deadline: Optional[float], send) -> str:
         session = self._session

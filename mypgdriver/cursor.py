@@ -100,7 +100,7 @@ class BaseCursor(Generic[RecordT]):
     def __del__(self) -> None:
         state = getattr(self, '_state', None)
         if state is not None:
-            self._session.detach_statement(state)
+            self._session.statements.detach(state)
 
     def __repr__(self) -> str:
         flags = ' exhausted' if self._exhausted else ''
@@ -108,8 +108,15 @@ class BaseCursor(Generic[RecordT]):
 
     def _hold(self, state: StatementState) -> None:
         # The statement must outlive cache eviction until the portal is bound.
-        self._session.attach_statement(state)
+        self._session.statements.attach(state)
         self._state = state
+
+    def _prepared(self) -> StatementState:
+        # (Prepared before any Bind: see _prepare_and_bind.)
+        state = self._state
+        if state is None:
+            raise exceptions.InterfaceError('the cursor has no prepared statement')
+        return state
 
     def _timeout_of(self, timeout: Optional[float]) -> Optional[float]:
         """The call's timeout: validated, else the connection's command_timeout."""
@@ -124,18 +131,18 @@ class BaseCursor(Generic[RecordT]):
         """
         state = self._state
         return state is None or (self._portal is None and state.closed
-                                 and state in self._session.dropped_stmts)
+                                 and state in self._session.statements.dropped)
 
     async def _prepare(self, timeout: Optional[float]) -> None:
         # (The caller holds the line: see _prepare_and_bind.)
         session = self._session
-        state = session.stmt_cache.get(self._query)
-        if state is None or state.closed:
+        state = session.statements.cached(self._query)
+        if state is None:
             state = await session.prepare_state(self._query, timeout)
         old = self._state
         self._hold(state)
         if old is not None:
-            session.detach_statement(old)
+            session.statements.detach(old)
 
     def _check_ready(self, method: str) -> None:
         session = self._session
@@ -161,7 +168,7 @@ class BaseCursor(Generic[RecordT]):
                 return []
             return await self._bind_execute(limit, session.time_left(deadline))
         self._check_ready(method)
-        async with session.line(session.time_left(deadline)):
+        async with session.admission.line(session.time_left(deadline)):
             await self._prepare(session.time_left(deadline))
             self._check_ready(method)
             if limit is None:
@@ -176,7 +183,7 @@ class BaseCursor(Generic[RecordT]):
         session = self._session
         portal = session.new_portal_name()
         try:
-            rows, more = await session.bind_portal(self._state, self._args, portal, limit,
+            rows, more = await session.bind_portal(self._prepared(), self._args, portal, limit,
                                                    timeout, self._record_class)
         except RETRYABLE_ERRORS as e:
             # Inside a transaction there is no retry, but the stale cache
@@ -194,7 +201,7 @@ class BaseCursor(Generic[RecordT]):
         session = self._session
         portal = session.new_portal_name()
         try:
-            await session.bind_portal(self._state, self._args, portal, 0, timeout, None,
+            await session.bind_portal(self._prepared(), self._args, portal, 0, timeout, None,
                                       fetch=False)
         except RETRYABLE_ERRORS as e:
             session.may_retry_after(e, self._query)
@@ -208,7 +215,7 @@ class BaseCursor(Generic[RecordT]):
             raise exceptions.InterfaceError('cursor does not have an open portal')
         session = self._session
         try:
-            rows, more = await session.execute_portal(self._state, self._portal, limit,
+            rows, more = await session.execute_portal(self._prepared(), self._portal, limit,
                                                       timeout, self._record_class)
         except exceptions.OutdatedSchemaCacheError as e:
             session.may_retry_after(e, self._query)

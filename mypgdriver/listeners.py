@@ -227,7 +227,7 @@ class ListenersMixin:
                           (sender, pid, channel, payload))
 
     def _dispatch_connection_lost(self, exc: BaseException | None) -> None:
-        self._session.connection_lost()
+        self._session.blocks.connection_lost()
         callbacks = list(self._termination_listeners.items())
         # Cleared first: each callback runs once, however the end is reported.
         self._termination_listeners.clear()

@@ -48,12 +48,12 @@ class PreparedStatement(Generic[RecordT]):
         self._record_class = record_class
         self._status = StatusSink()    # the protocol leaves each run's status tag here
         self._fixed_name = fixed_name
-        session.attach_statement(state)
+        session.statements.attach(state)
 
     def __del__(self) -> None:
         state = getattr(self, '_state', None)
         if state is not None:
-            self._session.detach_statement(state)
+            self._session.statements.detach(state)
 
     def __repr__(self) -> str:
         return f'<{type(self).__name__} {self._state.name!r} {self._query[:60]!r}>'
@@ -164,7 +164,7 @@ class PreparedStatement(Generic[RecordT]):
         session = self._session
         session.check_handle(self._checkout, 'PreparedStatement', method)
         # (A statement the server dropped is prepared again at its next run.)
-        if self._state.closed and self._state not in session.dropped_stmts:
+        if self._state.closed and self._state not in session.statements.dropped:
             raise exceptions.InterfaceError(
                 f'cannot call PreparedStatement.{method}(): the prepared statement is closed')
 
@@ -177,17 +177,17 @@ class PreparedStatement(Generic[RecordT]):
             # an error said it was not: others may be gone, not this one):
             # free it first.
             old.closed = False
-            session.queue_statement_close(old)
-            timeout = await session.sync(session.time_left(deadline))
+            session.statements.queue_close(old)
+            timeout = await session.admission.sync(session.time_left(deadline))
             new = await session.prepare_state(self._query, timeout, name=old.name, cache=False)
         else:
             new = await session.prepare_state(self._query, session.time_left(deadline),
                                               cache=False, named=bool(old.name),
                                               create_now=True)
-        session.hold_statement(new)
-        session.attach_statement(new)
+        session.statements.hold(new)
+        session.statements.attach(new)
         self._state = new
-        session.detach_statement(old)
+        session.statements.detach(old)
         return new
 
 

@@ -1,46 +1,60 @@
-"""Session: the one owner of a connection's state, and the one path of every operation.
+"""Session: the policy of every operation on one connection.
 
-A Connection is the public face; the Session behind it knows everything that
-decides whether an operation may run and how it ends:
+A Connection is the public face; the Session behind it decides whether an
+operation may run and how it ends.  Its jobs have owners of their own:
 
-* whether the connection is open, and whether a handle (a prepared statement,
-  cursor or transaction obtained during a pool checkout) may still use it;
-* the timeout of each call (validated once, turned into one deadline);
-* what must happen before the next operation: an abandoned operation still
-  draining, statements waiting to be closed on the server, a transaction
-  block that was interrupted and must be rolled back;
-* what to do when the caller is cancelled or times out (abandon: the
-  protocol cancels on the server and drains), and when the schema changed
-  under a cached statement (one retry policy);
-* the transaction state, taken from the server's ReadyForQuery, and which
-  Transaction object owns the open block;
-* query logging.
+* :class:`~mypgdriver.admission.Admission`: turns and call order (calls made
+  concurrently are pipelined in call order), the line (a call that needs
+  round trips before its own statement keeps its place), the connection
+  held alone, the cleanup that runs before everyone;
+* :class:`~mypgdriver.statement_registry.StatementRegistry`: the statement
+  cache and every server-side statement's owner and Close;
+* :class:`~mypgdriver.block_owner.BlockOwner`: which Transaction owns the open
+  block, and who may use the connection meanwhile;
+* :mod:`mypgdriver.deadlines`: a call's timeout, validated once, as one
+  deadline.
 
-PreparedStatement, Cursor, COPY, Transaction and the pool proxy call these
-methods instead of reaching into each other's private attributes.
+The Session itself keeps whether the connection (and a pool checkout's
+handles) may be used, the statement-running paths, the schema-change retry
+policy, the cleanup of an interrupted transaction block, and query logging.
 
-Calls made concurrently by several tasks are pipelined: each operation is
-sent as soon as the protocol admits it (protocol.may_send(), else sync()
-waits for its turn), several are in flight at once and each caller gets its
-own result.  Streams (COPY, executemany), reset() and the cleanup of an
-interrupted transaction block hold the connection alone (hold()/release()).
-While a Transaction block is open, only the task that opened it and the
-tasks it started inside the block may use the connection (check_scope()).
+Every public call follows one template (call()):
+
+1. **check**: the connection is open (check_open()) or the handle's checkout
+   is current (check_handle()); the transaction-block scope (in admission);
+2. **one deadline**: the timeout resolved once (resolve_timeout()), every
+   later step gets the time left of that one deadline (time_left());
+3. **turn**: admission (needs_sync()/sync(), hold() for the connection
+   alone, enter_line() to keep the place across round trips);
+4. **send**: one protocol operation, which returns its Future;
+5. **wait**: wait(); a caller that gives up (cancelled, or its timeout)
+   *abandons* the operation: the protocol cancels it on the server and
+   drains it, and the next caller's turn waits for that;
+6. **retry**: a statement that failed before it ran (schema change, a
+   statement dropped behind our back: may_retry_after()) runs once more, in
+   its place (check_run_again()), else the error is raised.
+
+The hot paths (execute() of a cached statement, run_prepared()) are that
+template written out inline, so that a cached statement costs a few
+attribute checks and one Bind/Execute/Sync; their slow halves go through
+the same steps.  Nothing here depends on how bytes move: the asyncio glue
+and mypgdriver.sync's blocking glue drive these same coroutines (see
+mypgdriver/waits.py and docs/dev/sync-design.md).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import inspect
 import itertools
 import re
-import secrets
 import time
 import warnings
-from typing import Any, AsyncIterator, Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, NamedTuple, Optional
 
 from mypgdriver import deadlines, exceptions, waits
+from mypgdriver.admission import Admission
+from mypgdriver.block_owner import BlockOwner
 from mypgdriver.codecs import introspection
 from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.deadlines import check_timeout
@@ -54,7 +68,10 @@ from mypgdriver.protocol.statement import (
     resolve_statement_codecs,
 )
 from mypgdriver.sql import is_plain_read
-from mypgdriver.statement_cache import StatementCache
+from mypgdriver.statement_registry import STATEMENT_PREFIX, StatementRegistry
+
+if TYPE_CHECKING:
+    from mypgdriver.prepared import PreparedStatement
 
 #: How long an interrupted transaction block may take to be cleaned up (the
 #: interrupted statement drained, then ROLLBACK) before the connection is
@@ -72,43 +89,17 @@ RETRYABLE_ERRORS = (exceptions.InvalidCachedStatementError,
                     exceptions.DuplicatePreparedStatementError)
 _NAME_TROUBLE = (exceptions.InvalidSQLStatementNameError,
                  exceptions.DuplicatePreparedStatementError)
-# How the names of the statements the driver generates begin (prepare_state).
-_STATEMENT_PREFIX = '__mypg_'
-# Part of every generated statement name: random per process.  Connection
-# numbers restart in every process, and a pooler that passes statement names
-# through unchanged (pgbouncer without max_prepared_statements, older
-# poolers) lets several processes share a server connection: with equal
-# names, one process's Bind could run another's statement with its
-# arguments.  With this token it gets "does not exist" instead.
-_PROCESS_TOKEN = secrets.token_hex(4)
+
+#: Prepares a PreparedStatement's statement again within a deadline (its _reprepare).
+Reprepare = Callable[[Optional[float]], Awaitable[StatementState]]
+#: Given the server's transaction status and an interrupted statement's tag,
+#: the statement that ends its block (see Session.settle_transaction()).
+FollowUp = Callable[[str, Optional[str]], Optional[str]]
+#: A cached run's argument refused by its codecs, and that statement.
+Refusal = tuple[exceptions.DataError, StatementState]
 
 # Tasks running async query loggers: the loop keeps only weak references.
-_logger_tasks: set = set()
-
-# The transaction blocks (their scope tokens) that the current context is
-# inside.  A task copies the context it is created in, so tasks started
-# inside an ``async with conn.transaction():`` block belong to the block.
-_XACT_SCOPES: contextvars.ContextVar[tuple] = contextvars.ContextVar(
-    'mypgdriver_transaction_scopes', default=())
-
-
-class _BlockScope:
-    """The scope token of one transaction block: open until the block ends.
-
-    A block may end in another context than the one it began in (SQLAlchemy
-    rolls back in a task of its own, through asyncio.shield, when it closes
-    a connection), which cannot take the token out of the first context's
-    _XACT_SCOPES.  The token says itself that it is over, and the next block
-    begun in that context drops it (Session.begin_block()).  Without that,
-    one context that begins many blocks (asyncio.Runner runs every call in
-    the same context) kept every token, and each begin, end and scope check
-    scanned them all: measured 4 ms per transaction after 10,000 blocks.
-    """
-
-    __slots__ = ('open',)
-
-    def __init__(self) -> None:
-        self.open = True
+_logger_tasks: set[asyncio.Future[Any]] = set()
 
 # Simple queries that may switch the connection into COPY mode run alone:
 # pipelined messages behind them would be read as a broken copy stream.  So
@@ -158,39 +149,27 @@ def released_error(cls: str, method: str) -> exceptions.InterfaceError:
 
 
 class Session:
-    """The state of one connection and the runner every operation goes through."""
+    """The policy of one connection: every operation goes through it (see the module docstring)."""
 
     __slots__ = ('protocol', 'loop', 'addr', 'params', 'command_timeout', 'record_class',
-                 'max_cacheable_size', 'stmt_cache', 'codecs', 'stmts_to_close', 'held_stmts',
-                 'dropped_stmts',
-                 'query_loggers', 'closed', 'checkout', 'facade', 'top_xact', 'xact_broken',
-                 'xact_scope', 'xact_owner', 'cleanup',
-                 'server_version', 'introspection_query', 'conn_id', '_stmt_ids',
-                 'line_task', 'line_depth', 'schema_sent', 'current_task',
-                 '_portal_ids', '_savepoint_ids', '__weakref__')
+                 'statements', 'blocks', 'admission', 'codecs', 'query_loggers', 'closed',
+                 'checkout', 'facade', 'server_version', 'introspection_query', 'conn_id',
+                 'schema_sent', 'current_task', '_portal_ids', '_savepoint_ids', '__weakref__')
 
-    def __init__(self, protocol, loop, addr, params, config, conn_id: int,
-                 server_version) -> None:
+    def __init__(self, protocol: Any, loop: Any, addr: Any, params: Any, config: Any,
+                 conn_id: int, server_version: Any) -> None:
         self.protocol = protocol
         self.loop = loop
         self.addr = addr
         self.params = params
-        self.command_timeout = config.command_timeout
-        self.record_class = config.record_class
-        self.max_cacheable_size = config.max_cacheable_statement_size
-        self.stmt_cache = StatementCache(
-            max_size=config.statement_cache_size,
+        self.command_timeout: Optional[float] = config.command_timeout
+        self.record_class: type[Record] = config.record_class
+        self.statements = StatementRegistry(
+            conn_id, cache_size=config.statement_cache_size,
             max_lifetime=config.max_cached_statement_lifetime,
-            on_remove=self._on_statement_removed)
+            max_cacheable_size=config.max_cacheable_statement_size)
         self.codecs = CodecRegistry()
-        self.stmts_to_close: list = []
-        # Named statements that no cache owns, kept alive by PreparedStatement
-        # and cursor references (StatementState.refs); closed when refs drop to 0.
-        self.held_stmts: set = set()
-        # Held statements the server dropped (see forget_server_statements):
-        # prepared again before their next use.
-        self.dropped_stmts: set = set()
-        self.query_loggers: list = []
+        self.query_loggers: list[Callable[[LoggedQuery], Any]] = []
         self.closed = False
         # Pool checkouts: a handle remembers the value at its creation and
         # is refused once it changed (the pool bumps it at every release).
@@ -198,23 +177,9 @@ class Session:
         # What callbacks receive as "the connection" during a pool checkout:
         # the proxy handed out (None: the Connection itself).
         self.facade: Any = None
-        # The Transaction that opened the current transaction block, if any,
-        # the token of its scope and the task that opened it (check_scope()).
-        self.top_xact = None
-        self.xact_scope: Optional[_BlockScope] = None
-        self.xact_owner: Optional[asyncio.Future] = None
-        # Why the driver rolled the open block back behind its owner's back.
-        self.xact_broken: Optional[str] = None
-        # A task finishing an interrupted transaction block; runs before
-        # anything else on the connection.
-        self.cleanup: Optional[asyncio.Future] = None
         self.server_version = server_version
         self.introspection_query: Optional[str] = None
         self.conn_id = conn_id
-        # The task holding the line (see enter_line()) and how many of its
-        # nested steps entered it.
-        self.line_task: Optional[asyncio.Task] = None
-        self.line_depth = 0
         # protocol.schema_epoch counts the calls that may have changed the
         # schema under cached statements (DDL, search_path): a cached
         # statement's first run after one is run in line (execute_verified()),
@@ -223,7 +188,6 @@ class Session:
         # statement described now knows the effect of that many
         # (StatementState.schema_epoch).
         self.schema_sent = 0
-        self._stmt_ids = itertools.count(1)
         self._portal_ids = itertools.count(1)
         self._savepoint_ids = itertools.count(1)
         # Who "the caller" is (the line holder, the transaction block's
@@ -231,15 +195,20 @@ class Session:
         # the Session's coroutines without an event loop (mypgdriver/sync)
         # names.  Not on the hot path.
         self.current_task: Callable[[], Any] = waits.caller_identity(loop)
-        protocol.on_statements_dropped = self.forget_server_statements
-        protocol.on_statement_unusable = self.statement_unusable
+        self.blocks = BlockOwner(self.current_task)
+        self.admission = Admission(protocol, loop, self.blocks, self.statements,
+                                   self.current_task, self.check_open, self.is_closed)
+        protocol.on_statements_dropped = self.statements.forget_server_statements
+        protocol.on_statement_unusable = self.statements.statement_unusable
 
     # --- state ---------------------------------------------------------------------------
 
     def is_closed(self) -> bool:
+        """True once the connection was closed or lost."""
         return self.closed or self.protocol.is_closed()
 
     def check_open(self) -> None:
+        """Raise unless the connection is open (closed by the user, or lost)."""
         if self.closed:
             raise exceptions.InterfaceError('cannot perform operation: connection is closed')
         if self.protocol.is_closed():
@@ -273,7 +242,7 @@ class Session:
         self.checkout += 1
         facade, self.facade = self.facade, None
         # The block belonged to the checkout; the reset rolls it back.
-        self.end_block(self.top_xact)
+        self.blocks.end(self.blocks.top)
         return facade
 
     def is_in_transaction(self) -> bool:
@@ -285,85 +254,20 @@ class Session:
         "just in case" does no harm; one that believes it is outside a
         transaction when it is not would lose its writes).
         """
-        if self.cleanup is not None or self.protocol.gate() is not None:
+        if self.admission.cleanup is not None or self.protocol.gate() is not None:
             return True
         return self.protocol.is_in_transaction()
 
     def is_settled(self) -> bool:
         """True when nothing is in flight, draining or waiting to be cleaned up."""
-        return not (self.cleanup is not None or self.protocol.is_busy())
-
-    # --- transaction blocks: who may use the connection -----------------------------------------
-
-    def begin_block(self, xact: Any) -> None:
-        """`xact` opens a transaction block: from now on it belongs to the current task's scope."""
-        token = _BlockScope()
-        self.top_xact = xact
-        self.xact_broken = None
-        self.xact_scope = token
-        self.xact_owner = self.current_task()
-        # (The tokens of blocks that ended elsewhere are dropped here.)
-        scopes = tuple(t for t in _XACT_SCOPES.get() if t.open)
-        _XACT_SCOPES.set(scopes + (token,))
-
-    def end_block(self, xact: Any) -> None:
-        """`xact`'s block is over (or belongs to an ended checkout)."""
-        if xact is None or self.top_xact is not xact:
-            return
-        token = self.xact_scope
-        self.top_xact = None
-        self.xact_broken = None
-        self.xact_scope = None
-        self.xact_owner = None
-        if token is not None:
-            token.open = False
-        scopes = _XACT_SCOPES.get()
-        if token in scopes:
-            _XACT_SCOPES.set(tuple(t for t in scopes if t.open))
-
-    def check_scope(self) -> None:
-        """Refuse a call from outside the open transaction block.
-
-        Inside the block are the task that opened it and every task it
-        started while the block was open (they copy its context).  A call
-        from any other task would run inside a transaction it knows nothing
-        about (and be committed or rolled back with it), so it raises.  Once
-        the opening task has finished (a test fixture's setup, a block
-        started through wait_for() before Python 3.12), any task may go on.
-        """
-        token = self.xact_scope
-        if token is None or token in _XACT_SCOPES.get():
-            return
-        owner = self.xact_owner
-        if owner is None or owner.done():
-            return
-        raise exceptions.InterfaceError(
-            'cannot perform operation: the connection is inside a transaction started by '
-            'another task; use a pool (mypgdriver.create_pool) to give each task its own '
-            'connection and run them concurrently, or await the end of that transaction first')
-
-    def connection_lost(self) -> None:
-        """The connection is gone: its open block's scope token is over.
-
-        The block's end (end_block()) may never run then (a sync call
-        interrupted by Ctrl-C closes the connection).  The token must not
-        stay open in the caller's context, where each later block and
-        scope check would scan it: a thread's context lives as long as the
-        thread.
-        """
-        token = self.xact_scope
-        if token is not None:
-            token.open = False
-        # No caller is a stranger to a block on a lost connection: each is
-        # told the connection is gone (check_open()), not whose block it was.
-        self.xact_scope = None
-        self.xact_owner = None
+        return not (self.admission.cleanup is not None or self.protocol.is_busy())
 
     def terminate(self) -> None:
+        """Close the connection at once (no Terminate message, nothing drained)."""
         self.closed = True
         self.protocol.abort()
 
-    # --- timeouts: one place ----------------------------------------------------------------
+    # --- the template's steps ----------------------------------------------------------------
 
     def resolve_timeout(self, timeout: Any) -> Optional[float]:
         """The call's timeout (validated), or the connection's command_timeout."""
@@ -379,190 +283,33 @@ class Session:
         """Seconds until `deadline` (None: no deadline); TimeoutError once it passed."""
         return deadlines.time_left(self.loop, deadline)
 
-    # --- before and after each operation -------------------------------------------------------
+    async def call(self, send: Callable[[Optional[float]], asyncio.Future[Any]],
+                   timeout: Optional[float], *, alone: bool = False) -> Any:
+        """Run one protocol operation by the template: turn, send, wait (abandon if given up).
 
-    def needs_sync(self) -> bool:
-        """True unless an operation may be sent right now (see sync())."""
-        if self.top_xact is not None:
-            self.check_scope()
-        if self.stmts_to_close or self.cleanup is not None:
-            return True
-        proto = self.protocol
-        if proto.may_send():
-            return False
-        if proto.line_held and self.holds_line():
-            return not proto.may_send_in_line()
-        return True
-
-    async def sync(self, timeout: Optional[float], exclusive: bool = False) -> Optional[float]:
-        """Wait until this caller may send its next operation; return the time left.
-
-        Waits for the cleanup of an interrupted transaction block, then for
-        the caller's turn (call order; a pending cancel, a caller holding the
-        line or the connection alone, or a full pipeline make it wait), then
-        sends the Close of statements that left the cache ahead of the
-        caller's operation, all within `timeout`.  With `exclusive` the
-        caller holds the connection alone once this returns: it must call
-        release().  The caller holding the line (enter_line()) waits only for
-        what it must: it is ahead of every other caller.
+        `timeout` is what is left of the call's one deadline (checked and
+        resolved by the caller, with its own open or handle check); `send`
+        sends the operation with the time left once the caller's turn came
+        and returns its Future.  With `alone`, the operation runs with the
+        connection held alone (nothing else in flight: a COPY, a query that
+        may drop statements).
         """
-        if self.top_xact is not None:
-            self.check_scope()
-        deadline = self.deadline(timeout)
-        cleanup = self.cleanup
-        if cleanup is not None:
+        admission = self.admission
+        if alone:
+            timeout = await admission.hold(timeout)
             try:
-                await self._wait_shielded(cleanup, timeout)
-            except Exception:
-                if not cleanup.done():
-                    raise       # our own timeout
-                # The cleanup failed and closed the connection: check_open()
-                # below says so.
-        self.check_open()
-        await self._take_turn(exclusive, self.line_task is not None and self.holds_line(),
-                              deadline)
-        try:
-            if self.stmts_to_close and not exclusive and self.protocol.has_spare_slot():
-                self._close_removed_statements()
-            return self.time_left(deadline)
-        except BaseException:
-            if exclusive:
-                self.release()
-            raise
+                return await self.wait(send(timeout))
+            finally:
+                admission.release()
+        if admission.needs_sync():
+            timeout = await admission.sync(timeout)
+        return await self.wait(send(timeout))
 
-    async def hold(self, timeout: Optional[float]) -> Optional[float]:
-        """Wait until the connection can be held alone (nothing in flight); the time left.
-
-        Every operation sent until release() must be sent as exclusive.
-        """
-        return await self.sync(timeout, exclusive=True)
-
-    def release(self) -> None:
-        """End hold(): queued callers may send again."""
-        self.protocol.release_exclusive()
-
-    async def _take_turn(self, exclusive: bool, bypass: bool, deadline: Optional[float]) -> None:
-        # `bypass`: the line holder or the cleanup of an interrupted block,
-        # queued first and passing the held line.
-        proto = self.protocol
-        first = bypass
-        while True:
-            fut = proto.turn(exclusive, first, bypass)
-            if fut is None:
-                return
-            try:
-                if deadline is None:
-                    await fut
-                else:
-                    await self._await_turn(fut, deadline)
-            except BaseException:
-                proto.give_back_turn(fut, exclusive)
-                raise
-            if proto.took_turn(exclusive, bypass):
-                return
-            # Woken, but a caller ahead of us took the line before we could
-            # send: wait again, at the head of the queue.
-            first = True
-
-    async def _await_turn(self, fut, deadline: float) -> None:
-        # Awaited directly (a timer instead of wait_for()): callers woken
-        # together resume in the order they were woken, which is call order.
-        left = self.time_left(deadline)
-        expired: list = []
-        handle = self.loop.call_later(left, _expire_turn, fut, expired)
-        try:
-            await fut
-        except asyncio.CancelledError:
-            if not expired:
-                raise
-            raise deadlines.timeout_error(
-                'call', left, 'it was still waiting for its turn behind the calls '
-                'made before it on this connection, and nothing was sent') from None
-        finally:
-            handle.cancel()
-
-    # --- the line: call order across round trips ----------------------------------------------
-
-    def holds_line(self) -> bool:
-        """True if the current task holds the line (enter_line())."""
-        task = self.line_task
-        return task is not None and task is self.current_task()
-
-    async def enter_line(self, timeout: Optional[float]) -> Optional[float]:
-        """Take the caller's turn and keep it until leave_line(); the time left.
-
-        For a call that must wait for an answer before it can send its own
-        statement (a prepare, type introspection, a re-prepare): from its
-        first message to its last nobody else sends, so it keeps its place in
-        call order.  Re-entrant within the task; every enter_line() is paired
-        with a leave_line().
-        """
-        if self.line_task is not None and self.holds_line():
-            self.line_depth += 1
-            return timeout
-        if self.needs_sync():
-            timeout = await self.sync(timeout)
-        # Admitted: nothing is awaited between here and the caller's send.
-        self.take_line_now()
-        return timeout
-
-    def take_line_now(self) -> None:
-        """Hold the line from here: the caller is admitted, or nothing was sent since its own operation."""
-        if self.line_task is not None and self.holds_line():
-            self.line_depth += 1
-            return
-        self.line_task = self.current_task()
-        self.line_depth = 1
-        self.protocol.hold_line()
-
-    @contextlib.asynccontextmanager
-    async def line(self, timeout: Optional[float] = None) -> AsyncIterator[Optional[float]]:
-        """``async with session.line(timeout) as left:`` enter_line() ... leave_line()."""
-        left = await self.enter_line(timeout)
-        try:
-            yield left
-        finally:
-            self.leave_line()
-
-    def leave_line(self) -> None:
-        """The line holder sent its last message (or gave up): the callers behind it may send."""
-        self.line_depth -= 1
-        if self.line_depth <= 0:
-            self.line_depth = 0
-            self.line_task = None
-            self.protocol.release_line()
-
-    def may_run_again(self, error: BaseException) -> bool:
-        """True if the operation that failed with `error` was the last one sent (and nobody holds the line).
-
-        A call whose statement failed before it ran (a schema change, a
-        dropped statement) is run again only then, holding the line from
-        here (take_line_now()): otherwise later calls already ran, and
-        running it now would put it behind them.  (Asked of the protocol on
-        this error path, so the hot path records nothing.)
-        """
-        proto = self.protocol
-        return (proto.last_sent_failed_with(error) and not proto.line_held
-                and not self.is_closed())
-
-    async def _wait_shielded(self, fut, timeout: Optional[float]) -> None:
-        if timeout is None:
-            await waits.wait_shielded(self.loop, fut, None)
-        else:
-            # A stalled server must not make the next call hang past its own
-            # timeout; the drain goes on in the background.
-            try:
-                await waits.wait_shielded(self.loop, fut, timeout)
-            except asyncio.TimeoutError:
-                raise deadlines.timeout_error(
-                    'call', timeout, 'it was still waiting for an interrupted transaction '
-                    'block to be rolled back, and nothing was sent') from None
-
-    async def wait(self, fut):
+    async def wait(self, fut: asyncio.Future[Any]) -> Any:
         """Await a protocol operation; if the caller gives up, abandon it.
 
         Abandoning asks the server to cancel the operation and drains its
-        messages; the next operation waits for that (sync()).
+        messages; the next operation waits for that (Admission.sync()).
         """
         try:
             return await fut
@@ -570,7 +317,7 @@ class Session:
             self.protocol.abandon(fut)
             raise
 
-    def abandon(self, fut) -> None:
+    def abandon(self, fut: asyncio.Future[Any]) -> None:
         """The caller stopped waiting for the operation whose Future is `fut` (see wait()).
 
         `fut` is cancelled so that its outcome is not reported as never
@@ -582,8 +329,9 @@ class Session:
 
     # --- running statements ----------------------------------------------------------------------
 
-    async def execute(self, query: str, args, limit: int, timeout, want_status: bool,
-                      record_class, log: bool = True):
+    async def execute(self, query: str, args: Any, limit: int, timeout: Optional[float],
+                      want_status: bool, record_class: Optional[type[Record]],
+                      log: bool = True) -> Any:
         """Run `query` with `args` (extended protocol): rows, or the status tag.
 
         The hot path: a cached statement costs one Bind/Execute/Sync.  Misses,
@@ -601,16 +349,16 @@ class Session:
         if record_class is None:
             record_class = self.record_class
         # (bind_execute checks any other record_class before it sends.)
-        if self.top_xact is not None:
-            self.check_scope()
-        if self.stmts_to_close or self.cleanup is not None:
+        if self.blocks.top is not None:
+            self.blocks.check_scope()
+        if self.statements.to_close or self.admission.cleanup is not None:
             # Admitted by sync(): the rest runs in the caller's place in line.
             deadline = self.deadline(timeout)
-            await self.sync(timeout)
-            self.take_line_now()
+            await self.admission.sync(timeout)
+            self.admission.take_line_now()
             return await self.execute_in_line(query, args, limit, deadline, want_status,
                                               record_class, True)
-        state = self.stmt_cache.get(query)
+        state = self.statements.cache.get(query)
         # deadlines.deadline(), inline: this is the hot path.
         deadline = None if timeout is None else self.loop.time() + timeout
         if state is None:
@@ -638,8 +386,9 @@ class Session:
         return await self.execute_declined(query, state, args, limit, timeout, deadline,
                                            want_status, record_class)
 
-    async def execute_declined(self, query: str, state, args, limit: int, timeout, deadline,
-                               want_status, record_class):
+    async def execute_declined(self, query: str, state: StatementState, args: Any, limit: int,
+                               timeout: Optional[float], deadline: Optional[float],
+                               want_status: int, record_class: Optional[type[Record]]) -> Any:
         """execute() when bind_execute() declined to send at once."""
         proto = self.protocol
         if state.schema_epoch != proto.schema_epoch:
@@ -662,8 +411,9 @@ class Session:
         return await self.execute_in_line(query, args, limit, deadline, want_status,
                                           record_class, True)
 
-    async def recover_in_place(self, error: BaseException, query: str, state, args,
-                               limit: int, deadline, want_status, record_class):
+    async def recover_in_place(self, error: BaseException, query: str, state: StatementState,
+                               args: Any, limit: int, deadline: Optional[float], want_status: int,
+                               record_class: Optional[type[Record]]) -> Any:
         """After a cached run failed before it ran: run it again in its place, or raise `error`.
 
         A schema change or a dropped statement (RETRYABLE_ERRORS): prepared
@@ -675,29 +425,42 @@ class Session:
                 error, RETRYABLE_ERRORS):
             if getattr(error, 'severity', None) is not None:
                 raise error
-            self.take_line_now()
+            self.admission.take_line_now()
             return await self.execute_in_line(query, args, limit, deadline, want_status,
                                               record_class, True, refused=(error, state))
-        if not self.may_retry_after(error, query):
-            raise error
-        self.check_run_again(error)
         # The one retry after a schema change: prepare afresh and run once more.
-        self.take_line_now()
+        self.retry_in_place(error, query)
         return await self.execute_in_line(query, args, limit, deadline, want_status,
                                           record_class, True, retried=True)
 
+    def retry_in_place(self, error: BaseException, query: str, *,
+                       described: bool = False) -> None:
+        """The template's retry step: raise `error`, or hold the line to run the statement again.
+
+        The statement (of `query`; `described`: a PreparedStatement's) failed
+        before it ran.  It may run once more if the retry policy allows it
+        (may_retry_after()) and nothing was sent after it (check_run_again()):
+        the caller then holds the line (take_line_now()), prepares it again
+        and runs it, in its own place in call order.
+        """
+        if not self.may_retry_after(error, query, described=described):
+            raise error
+        self.check_run_again(error)
+        self.admission.take_line_now()
+
     def check_run_again(self, error: BaseException) -> None:
         """Raise `error` unless the call whose operation failed with it may run again in its place."""
-        if not self.may_run_again(error):
+        if not self.admission.may_run_again(error):
             if isinstance(error, exceptions.PostgresError):
                 _add_hint(error, 'It was not run again: calls made after it on this '
                           'connection had already been sent, and call order is '
                           'execution order. Run it again.')
             raise error
 
-    async def execute_in_line(self, query: str, args, limit: int, deadline, want_status,
-                              record_class, held: bool, *, retried: bool = False,
-                              refused=None):
+    async def execute_in_line(self, query: str, args: Any, limit: int, deadline: Optional[float],
+                              want_status: int, record_class: Optional[type[Record]], held: bool,
+                              *, retried: bool = False,
+                              refused: Optional[Refusal] = None) -> Any:
         """execute() when the statement must be prepared first: in the caller's place in line.
 
         With `held`, the caller already holds the line (take_line_now()).
@@ -709,7 +472,7 @@ class Session:
         """
         proto = self.protocol
         if not held:
-            await self.enter_line(self.time_left(deadline))
+            await self.admission.enter_line(self.time_left(deadline))
         try:
             if refused is not None:
                 error, stale = refused
@@ -720,13 +483,13 @@ class Session:
                         append_hint(error, in_list_hint(query, args))
                     raise error
             else:
-                state = None if retried else self.stmt_cache.get(query)
+                state = None if retried else self.statements.cache.get(query)
                 if state is None or state.closed:
                     check_argument_count(len(args))
                     state = await self.prepare_state(query, self.time_left(deadline))
                 elif state.schema_epoch != proto.schema_epoch:
                     # Cached meanwhile, before DDL called since.
-                    self.take_line_now()
+                    self.admission.take_line_now()
                     return await self.execute_verified(query, state, args, limit, deadline,
                                                        want_status, record_class, True)
             try:
@@ -744,22 +507,22 @@ class Session:
                 fut = await self.bind_in_line(fresh, args, limit, self.time_left(deadline),
                                               want_status, record_class)
         finally:
-            self.leave_line()
+            self.admission.leave_line()
         try:
             return await fut
         except asyncio.CancelledError:
             proto.abandon(fut)
             raise
         except RETRYABLE_ERRORS as e:
-            if retried or refused is not None or not self.may_retry_after(e, query):
+            if retried or refused is not None:
                 raise
-            self.check_run_again(e)
-            self.take_line_now()
+            self.retry_in_place(e, query)
             return await self.execute_in_line(query, args, limit, deadline, want_status,
                                               record_class, True, retried=True)
 
-    async def execute_verified(self, query: str, state, args, limit: int, deadline,
-                               want_status, record_class, held: bool):
+    async def execute_verified(self, query: str, state: StatementState, args: Any, limit: int,
+                               deadline: Optional[float], want_status: int,
+                               record_class: Optional[type[Record]], held: bool) -> Any:
         """execute() of a cached statement whose schema may have changed since it was prepared.
 
         A call made after DDL on this connection (protocol.schema_epoch): the run
@@ -768,12 +531,12 @@ class Session:
         and run in its place, before any call made after it.
         """
         if not held:
-            await self.enter_line(self.time_left(deadline))
+            await self.admission.enter_line(self.time_left(deadline))
         try:
             if state.closed:
-                state = self.stmt_cache.get(query)
-                if state is None or state.closed:
-                    state = await self.prepare_state(query, self.time_left(deadline))
+                cached = self.statements.cached(query)
+                state = (cached if cached is not None
+                         else await self.prepare_state(query, self.time_left(deadline)))
             try:
                 fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
                                               want_status, record_class)
@@ -797,35 +560,39 @@ class Session:
             state.schema_epoch = epoch
             return result
         finally:
-            self.leave_line()
+            self.admission.leave_line()
 
-    async def bind_in_line(self, state, args, limit: int, timeout, want: int, record_class,
-                           sink=None):
+    async def bind_in_line(self, state: StatementState, args: Any, limit: int,
+                           timeout: Optional[float], want: int,
+                           record_class: Optional[type[Record]],
+                           sink: Any = None) -> asyncio.Future[Any]:
         """Send Bind/Execute of `state` for the caller holding the line; its Future."""
         if self.closed:
             # close() was called while the caller waited for an answer: what
             # was not sent before it is not sent (asyncpg's semantics).
             self.check_open()
-        if self.needs_sync():
+        if self.admission.needs_sync():
             timeout = await self.sync_holding(state, timeout)
         if record_class is None:
             record_class = self.record_class
         return self.protocol.bind_execute(state, args, limit, timeout, want, record_class, False,
                                           sink)
 
-    async def bind_after_turn(self, state, args, limit: int, timeout, want: int, record_class,
-                              sink=None):
+    async def bind_after_turn(self, state: StatementState, args: Any, limit: int,
+                              timeout: Optional[float], want: int,
+                              record_class: Optional[type[Record]],
+                              sink: Any = None) -> Optional[asyncio.Future[Any]]:
         """Wait for the caller's turn (keeping `state` open), then send Bind/Execute; its Future.
 
         The slow half of the hot paths (execute(), run_prepared()), whose
         bind_execute(..., check_turn=True) returned None.
         """
         timeout = await self.sync_holding(state, timeout)
-        if self.holds_line():
+        if self.admission.holds_line():
             return self.protocol.bind_execute(state, args, limit, timeout, want, record_class,
                                               False, sink)
         stale_entry = sink is None and (state.schema_epoch != self.protocol.schema_epoch
-                                        or self.stmt_cache.get(state.query) is not state)
+                                        or self.statements.cache.get(state.query) is not state)
         if (state.closed and state.name) or stale_entry or (
                 state.codecs_generation != self.codecs.generation):
             # While we waited, a call made before ours changed what the
@@ -833,27 +600,28 @@ class Session:
             # was set, or the cache let it go (a schema change).  The caller
             # gets None and, holding the line from here (still in its
             # place), prepares it again.
-            self.take_line_now()
+            self.admission.take_line_now()
             return None
         return self.protocol.bind_execute(state, args, limit, timeout, want, record_class, False,
                                           sink)
 
-    async def sync_holding(self, state, timeout: Optional[float]) -> Optional[float]:
+    async def sync_holding(self, state: StatementState,
+                           timeout: Optional[float]) -> Optional[float]:
         """sync() when the caller is about to run `state`: it is not closed meanwhile.
 
         While the caller waits for its turn, other callers may evict `state`
         from the cache; the reference makes the eviction keep it (its Close
         is sent after the caller's operation).
         """
-        if not self.needs_sync():
+        if not self.admission.needs_sync():
             return timeout
         state.refs += 1
         try:
-            return await self.sync(timeout)
+            return await self.admission.sync(timeout)
         finally:
-            self.detach_statement(state)
+            self.statements.detach(state)
 
-    async def simple(self, query: str, timeout, log: bool = True) -> str:
+    async def simple(self, query: str, timeout: Optional[float], log: bool = True) -> str:
         """Run `query` with the simple query protocol (several statements allowed); the last tag."""
         if self.query_loggers and log:
             return await self.logged(self.simple(query, timeout, False), query, (), timeout)
@@ -861,46 +629,42 @@ class Session:
         timeout = self.resolve_timeout(timeout)
         if _CHANGES_SCHEMA(query):
             return await self._simple_changing_schema(query, timeout)
-        if _RUNS_ALONE(query):
-            # It may start a COPY or drop our statements: it runs alone.
-            timeout = await self.hold(timeout)
-            try:
-                return await self.wait(self.protocol.simple_query(query, timeout, True))
-            finally:
-                self.release()
-        if self.needs_sync():
-            timeout = await self.sync(timeout)
-        return await self.wait(self.protocol.simple_query(query, timeout))
+        proto = self.protocol
+        # One that may start a COPY or drop our statements runs alone.
+        alone = _RUNS_ALONE(query) is not None
+        return await self.call(lambda left: proto.simple_query(query, left, alone), timeout,
+                               alone=alone)
 
-    async def _simple_changing_schema(self, query: str, timeout) -> str:
+    async def _simple_changing_schema(self, query: str, timeout: Optional[float]) -> str:
         # Calls made from now on may find cached statements whose result
         # types this query changes (schema_epoch); statements described once
         # it was sent know its effect (schema_sent).  A call that gives up
         # before sending counts as sent: nothing of it can reach the server.
-        self.protocol.schema_epoch += 1
-        try:
-            if _RUNS_ALONE(query):
-                timeout = await self.hold(timeout)
-                try:
-                    fut = self.protocol.simple_query(query, timeout, True)
-                    self.schema_sent += 1
-                    return await self.wait(fut)
-                finally:
-                    self.release()
-            if self.needs_sync():
-                timeout = await self.sync(timeout)
-            fut = self.protocol.simple_query(query, timeout)
-        except BaseException:
-            self.schema_sent += 1
-            raise
-        self.schema_sent += 1
-        return await self.wait(fut)
+        proto = self.protocol
+        proto.schema_epoch += 1
+        alone = _RUNS_ALONE(query) is not None
+        sent = False
 
-    async def simple_held(self, query: str, timeout) -> str:
+        def send(left: Optional[float]) -> asyncio.Future[Any]:
+            nonlocal sent
+            fut = proto.simple_query(query, left, alone)
+            sent = True
+            self.schema_sent += 1
+            return fut
+
+        try:
+            return await self.call(send, timeout, alone=alone)
+        except BaseException:
+            if not sent:
+                self.schema_sent += 1
+            raise
+
+    async def simple_held(self, query: str, timeout: Optional[float]) -> str:
         """simple() for a caller holding the connection (hold()); not logged."""
         return await self.wait(self.protocol.simple_query(query, timeout, True))
 
-    async def run_prepared(self, stmt, args, limit: int, timeout, method: str):
+    async def run_prepared(self, stmt: PreparedStatement[Any], args: Any, limit: int,
+                           timeout: Optional[float], method: str) -> Any:
         """Run a PreparedStatement's statement: its rows ([] for a command).
 
         The hot path of PreparedStatement.fetch/fetchrow/fetchval, called
@@ -923,9 +687,9 @@ class Session:
         record_class = stmt._record_class
         if record_class is None:
             record_class = self.record_class
-        if self.top_xact is not None:
-            self.check_scope()
-        if (self.stmts_to_close or self.cleanup is not None
+        if self.blocks.top is not None:
+            self.blocks.check_scope()
+        if (self.statements.to_close or self.admission.cleanup is not None
                 or state.codecs_generation != self.codecs.generation):
             # After the wait for sync(), or type introspection first: in the
             # caller's place in line.
@@ -948,16 +712,14 @@ class Session:
             proto.abandon(fut)
             raise
         except RETRYABLE_ERRORS as e:
-            if not self.may_retry_after(e, state.query, described=True):
-                raise
-            self.check_run_again(e)
-            self.take_line_now()
+            self.retry_in_place(e, state.query, described=True)
             return await self.run_prepared_in_line(stmt, args, limit, deadline, True,
                                                    retry=True)
         return result
 
-    async def run_prepared_in_line(self, stmt, args, limit: int, deadline, held: bool, *,
-                                   retry: bool = False):
+    async def run_prepared_in_line(self, stmt: PreparedStatement[Any], args: Any, limit: int,
+                                   deadline: Optional[float], held: bool, *,
+                                   retry: bool = False) -> Any:
         """run_prepared() when something must happen first, in the caller's place in line.
 
         The statement is prepared again if the server dropped it (or, with
@@ -965,7 +727,7 @@ class Session:
         introspection) if the registry changed since it was prepared.
         """
         if not held:
-            await self.enter_line(self.time_left(deadline))
+            await self.admission.enter_line(self.time_left(deadline))
         try:
             state = stmt._state
             if retry or state.closed:
@@ -975,23 +737,26 @@ class Session:
             fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
                                           WANT_ROWS, stmt._record_class, stmt._status)
         finally:
-            self.leave_line()
+            self.admission.leave_line()
         return await self.wait(fut)
 
-    async def run_state(self, state, args, limit: int, timeout, want: int, record_class,
-                        sink=None):
+    async def run_state(self, state: StatementState, args: Any, limit: int,
+                        timeout: Optional[float], want: int, record_class: Optional[type[Record]],
+                        sink: Any = None) -> Any:
         """Bind and execute `state` once: rows or tag as `want` says (and the tag to `sink`)."""
-        timeout = await self.enter_line(timeout)
+        timeout = await self.admission.enter_line(timeout)
         try:
             fut = await self.bind_in_line(state, args, limit, timeout, want, record_class, sink)
         finally:
-            self.leave_line()
+            self.admission.leave_line()
         return await self.wait(fut)
 
     # --- executemany / fetchmany ---------------------------------------------------------------
 
-    async def executemany(self, query: str, args, timeout, *, return_rows: bool = False,
-                          record_class=None, state=None, retry: Optional[Callable] = None):
+    async def executemany(self, query: str, args: Any, timeout: Optional[float], *,
+                          return_rows: bool = False, record_class: Optional[type[Record]] = None,
+                          state: Optional[StatementState] = None,
+                          retry: Optional[Reprepare] = None) -> Any:
         """Run `query` (or the held `state`) once per row of `args`, pipelined and atomic."""
         self.check_open()
         timeout = self.resolve_timeout(timeout)
@@ -1002,21 +767,23 @@ class Session:
         # In line from the prepare (if any) to the end of the stream, so that
         # neither the prepare nor a retry lets a later call overtake it.
         deadline = self.deadline(timeout)
-        await self.enter_line(timeout)
+        await self.admission.enter_line(timeout)
         try:
             return await self._executemany_in_line(query, args, deadline, return_rows,
                                                    record_class, state, retry)
         finally:
-            self.leave_line()
+            self.admission.leave_line()
 
-    async def _executemany_in_line(self, query: str, args, deadline, return_rows: bool,
-                                   record_class, state, retry: Optional[Callable]):
+    async def _executemany_in_line(self, query: str, args: Any, deadline: Optional[float],
+                                   return_rows: bool, record_class: Optional[type[Record]],
+                                   state: Optional[StatementState],
+                                   retry: Optional[Reprepare]) -> Any:
         if state is None:
-            state = self.stmt_cache.get(query)
-            if state is None or state.closed:
-                state = await self.prepare_state(query, self.time_left(deadline))
+            cached = self.statements.cached(query)
+            state = (cached if cached is not None
+                     else await self.prepare_state(query, self.time_left(deadline)))
         else:
-            if retry is not None and state in self.dropped_stmts:
+            if retry is not None and state in self.statements.dropped:
                 # A PreparedStatement's statement that DISCARD ALL dropped.
                 state = await retry(deadline)
             if state.codecs_generation != self.codecs.generation:
@@ -1029,10 +796,10 @@ class Session:
             # (A PreparedStatement's types never change under it: no retry.)
             if not isinstance(args, (list, tuple)) or retry is not None:
                 raise
-            state = await self.redescribe_after_refusal(e, state, query, deadline)
-            if state is None:
+            fresh = await self.redescribe_after_refusal(e, state, query, deadline)
+            if fresh is None:
                 raise
-            return await self._executemany_state(state, args, deadline, return_rows,
+            return await self._executemany_state(fresh, args, deadline, return_rows,
                                                  record_class)
         except RETRYABLE_ERRORS as e:
             # Only a sequence can be sent again: an iterator is partly consumed.
@@ -1046,21 +813,23 @@ class Session:
             return await self._executemany_state(state, args, deadline, return_rows,
                                                  record_class)
 
-    async def _executemany_state(self, state, args, deadline, return_rows, record_class):
+    async def _executemany_state(self, state: StatementState, args: Any, deadline: Optional[float],
+                                 return_rows: bool, record_class: Optional[type[Record]]) -> Any:
         # A stream fed batch by batch (waiting for the socket to drain in
         # between): it holds the connection alone.
         state.refs += 1
         try:
-            timeout = await self.hold(self.time_left(deadline))
+            timeout = await self.admission.hold(self.time_left(deadline))
         finally:
-            self.detach_statement(state)
+            self.statements.detach(state)
         try:
             return await self._executemany_stream(state, args, timeout, return_rows,
                                                   record_class)
         finally:
-            self.release()
+            self.admission.release()
 
-    async def _executemany_stream(self, state, args, timeout, return_rows, record_class):
+    async def _executemany_stream(self, state: StatementState, args: Any, timeout: Optional[float],
+                                  return_rows: bool, record_class: Optional[type[Record]]) -> Any:
         proto = self.protocol
         # Inside a transaction block, a savepoint (opened only if our side
         # may fail after rows were written) lets a failure of ours undo them
@@ -1129,7 +898,8 @@ class Session:
     # first such write opens it.  A single batch needs none: it is encoded
     # whole before anything is written.
 
-    async def _executemany_feed(self, state, args, savepoint) -> None:
+    async def _executemany_feed(self, state: StatementState, args: Any,
+                                savepoint: Optional[str]) -> None:
         proto = self.protocol
         iterator = iter(args)
         base = 0
@@ -1155,7 +925,8 @@ class Session:
             drain = proto.get_drain_waiter()
             await (drain if drain is not None else asyncio.sleep(0))
 
-    async def _executemany_feed_async(self, state, args, savepoint) -> None:
+    async def _executemany_feed_async(self, state: StatementState, args: Any,
+                                      savepoint: Optional[str]) -> None:
         proto = self.protocol
         rows = args.__aiter__()
         base = 0
@@ -1194,7 +965,8 @@ class Session:
             self.terminate()
             raise
 
-    def stream_interrupted(self, exc: BaseException, fut) -> Optional[BaseException]:
+    def stream_interrupted(self, exc: BaseException,
+                           fut: asyncio.Future[Any]) -> Optional[BaseException]:
         """After an exception while feeding user data: the error the caller should get.
 
         The protocol cancels the feeding task itself when the operation times
@@ -1237,41 +1009,38 @@ class Session:
     def new_savepoint_name(self) -> str:
         return f'mypg_savepoint_{next(self._savepoint_ids)}'
 
-    async def bind_portal(self, state, args, portal: str, limit: int, timeout, record_class,
-                          fetch: bool = True):
+    async def bind_portal(self, state: StatementState, args: Any, portal: str, limit: int,
+                          timeout: Optional[float], record_class: Optional[type[Record]],
+                          fetch: bool = True) -> Any:
         """Bind `args` to a named portal; with `fetch`, ``(rows, more_remain)`` of its first `limit` rows."""
-        if self.needs_sync():
-            timeout = await self.sync(timeout)
         proto = self.protocol
+        if record_class is None:
+            record_class = self.record_class
         if fetch:
-            return await self.wait(proto.bind_execute_portal(
-                state, args, portal, limit, timeout,
-                record_class if record_class is not None else self.record_class))
-        await self.wait(proto.bind_portal(state, args, portal, timeout))
+            return await self.call(lambda left: proto.bind_execute_portal(
+                state, args, portal, limit, left, record_class), timeout)
+        await self.call(lambda left: proto.bind_portal(state, args, portal, left), timeout)
 
-    async def execute_portal(self, state, portal: str, limit: int, timeout, record_class):
+    async def execute_portal(self, state: StatementState, portal: str, limit: int,
+                             timeout: Optional[float],
+                             record_class: Optional[type[Record]]) -> tuple[list[Any], bool]:
         """``(rows, more_remain)``: up to `limit` more rows of an open portal (0: all)."""
-        if self.needs_sync():
-            timeout = await self.sync(timeout)
-        return await self.wait(self.protocol.execute_portal(
-            state, portal, limit, timeout,
-            record_class if record_class is not None else self.record_class))
+        proto = self.protocol
+        if record_class is None:
+            record_class = self.record_class
+        return await self.call(lambda left: proto.execute_portal(
+            state, portal, limit, left, record_class), timeout)
 
-    async def close_portal(self, portal: str, timeout) -> None:
+    async def close_portal(self, portal: str, timeout: Optional[float]) -> None:
         if self.is_closed():
             return
-        if self.needs_sync():
-            timeout = await self.sync(timeout)
-        await self.wait(self.protocol.close_portals([portal], timeout))
+        proto = self.protocol
+        await self.call(lambda left: proto.close_portals([portal], left), timeout)
 
     # --- statements ------------------------------------------------------------------------------
 
-    def is_cacheable(self, query: str) -> bool:
-        limit = self.max_cacheable_size
-        return self.stmt_cache.max_size > 0 and (not limit or len(query) <= limit)
-
-    async def prepare_state(self, query: str, timeout, *, name: Optional[str] = None,
-                            cache: bool = True, named: bool = False,
+    async def prepare_state(self, query: str, timeout: Optional[float], *,
+                            name: Optional[str] = None, cache: bool = True, named: bool = False,
                             create_now: bool = False) -> StatementState:
         """Parse and describe `query`, learn its types and pick its codecs.
 
@@ -1291,11 +1060,10 @@ class Session:
         the user asked for a statement on the server); so is a `name` of the
         user's.
         """
-        use_cache = cache and name is None and self.is_cacheable(query)
+        use_cache = cache and name is None and self.statements.is_cacheable(query)
         generated = name is None and (use_cache or named)
         if name is None:
-            name = (f'{_STATEMENT_PREFIX}{_PROCESS_TOKEN}_{self.conn_id}_'
-                    f'{next(self._stmt_ids)}__' if generated else '')
+            name = self.statements.new_name() if generated else ''
         state = StatementState(name, query)
         state.parse_pending = generated and not create_now
         # One deadline for the Parse/Describe and the introspection after it.
@@ -1303,12 +1071,12 @@ class Session:
         # In line: a caller that needs this statement holds the line until
         # it sent its Bind (enter_line() is re-entrant); a bare prepare keeps
         # it for its introspection.
-        timeout = await self.enter_line(timeout)
+        timeout = await self.admission.enter_line(timeout)
         try:
             if self.closed:
                 self.check_open()
-            if self.needs_sync():
-                timeout = await self.sync(timeout)
+            if self.admission.needs_sync():
+                timeout = await self.admission.sync(timeout)
             fut = self.protocol.prepare(state, timeout)
             state.schema_epoch = self.schema_sent
             await self.wait(fut)
@@ -1318,15 +1086,15 @@ class Session:
                     await self.introspect_types(missing, self.time_left(deadline))
                 resolve_statement_codecs(state, self.codecs)
             except BaseException:
-                self.queue_statement_close(state)
+                self.statements.queue_close(state)
                 raise
         finally:
-            self.leave_line()
+            self.admission.leave_line()
         if use_cache:
-            self.stmt_cache.put(query, state)
+            self.statements.cache.put(query, state)
         return state
 
-    async def introspect_types(self, oids, timeout) -> None:
+    async def introspect_types(self, oids: Iterable[int], timeout: Optional[float]) -> None:
         """Teach the codec registry about `oids` (and what they contain)."""
         if self.introspection_query is None:
             version = self.server_version
@@ -1343,7 +1111,8 @@ class Session:
                 (oids[start:start + introspection.MAX_OIDS_PER_QUERY],), timeout))
         self.codecs.add_types(introspection.rows_to_type_info(rows))
 
-    async def fetch_catalog(self, query: str, args: tuple, timeout) -> list:
+    async def fetch_catalog(self, query: str, args: tuple[Any, ...],
+                            timeout: Optional[float]) -> list[Record]:
         """Rows of one of the driver's own catalog queries, read with built-in codecs only.
 
         set_type_codec() changes how the application's values look, never
@@ -1354,118 +1123,29 @@ class Session:
         """
         timeout = self.command_timeout if timeout is None else check_timeout(timeout)
         deadline = self.deadline(timeout)
-        await self.enter_line(timeout)
+        await self.admission.enter_line(timeout)
         try:
-            state = self.stmt_cache.get(query)
-            if state is None or state.closed:
+            state = self.statements.cached(query)
+            if state is None:
                 state = await self.prepare_state(query, self.time_left(deadline))
             if state.codecs_generation != introspection.CATALOG_CODECS.generation:
                 resolve_statement_codecs(state, introspection.CATALOG_CODECS)
             fut = await self.bind_in_line(state, args, 0, self.time_left(deadline), WANT_ROWS,
                                           Record)
         finally:
-            self.leave_line()
+            self.admission.leave_line()
         return await self.wait(fut)
 
-    async def refresh_codecs(self, state, timeout) -> None:
+    async def refresh_codecs(self, state: StatementState, timeout: Optional[float]) -> None:
         """Re-pick the codecs of a held statement after the registry changed (in line)."""
         missing = missing_statement_types(state, self.codecs)
         if missing:
-            timeout = await self.enter_line(timeout)
+            timeout = await self.admission.enter_line(timeout)
             try:
                 await self.introspect_types(missing, timeout)
             finally:
-                self.leave_line()
+                self.admission.leave_line()
         resolve_statement_codecs(state, self.codecs)
-
-    # Statement ownership.  The cache owns the statements it holds; a
-    # PreparedStatement or cursor adds a reference (StatementState.refs).  A
-    # statement leaving the cache while referenced moves to held_stmts and is
-    # closed on the server when its last reference goes; one that nobody
-    # references is closed before the next operation.
-
-    def attach_statement(self, state) -> None:
-        state.refs += 1
-
-    def hold_statement(self, state) -> None:
-        """Keep a statement no cache owns (a named or re-prepared one) until unreferenced."""
-        self.held_stmts.add(state)
-
-    def detach_statement(self, state) -> None:
-        state.refs -= 1
-        if state.refs <= 0 and state in self.held_stmts:
-            self.held_stmts.discard(state)
-            self.dropped_stmts.discard(state)
-            self.queue_statement_close(state)
-
-    def forget_server_statements(self) -> None:
-        """The server dropped every prepared statement of the session (DISCARD ALL, DEALLOCATE).
-
-        Called by the protocol when such a command completes, wherever it
-        came from (the user, a pool's reset, a multi-statement query).  The
-        cache is emptied without sending Close (there is nothing left to
-        close), and statements held by PreparedStatement objects are prepared
-        again before their next use (run_prepared_in_line()).  A DEALLOCATE run
-        inside a function, where no command tag reaches us, is not seen: the
-        next use of a cached statement then gets SQLSTATE 26000 and the
-        retry policy (may_retry_after) takes over, except through a pooler
-        that closes the connection instead (see docs/guide/poolers.rst).
-        """
-        in_use = [state for state in self.held_stmts if not state.closed]
-        for state in self.stmt_cache.states():
-            if state.refs > 0:
-                in_use.append(state)
-            state.closed = True
-        self.stmt_cache.clear()
-        for state in in_use:
-            state.closed = True
-            self.dropped_stmts.add(state)
-        self.stmts_to_close = []
-
-    def statement_unusable(self, state, error: BaseException) -> None:
-        """The Parse carried in front of `state`'s first Bind did not create `state` (the protocol's call).
-
-        Either the Parse failed (in an aborted transaction, the schema
-        changed since the statement was described, or the name is taken),
-        or it created a statement whose result types differ from the ones
-        `state` was described with.  The state leaves the cache, and a
-        PreparedStatement or cursor holding it prepares it again at its next
-        run, as after DISCARD ALL.  Its Close goes out, unless the name
-        belongs to someone else (42P05): a statement of that name may exist,
-        and a pooler that tracks statements (pgbouncer 1.21+) registered the
-        name at the Parse, failed or not, and would close the connection on
-        a second Parse of it.
-        """
-        if state.closed:
-            return
-        if isinstance(error, exceptions.DuplicatePreparedStatementError):
-            state.closed = True
-        else:
-            self.queue_statement_close(state)
-        self.stmt_cache.discard(state.query, state)
-        if state.refs > 0:
-            self.held_stmts.add(state)
-            self.dropped_stmts.add(state)
-
-    def _on_statement_removed(self, state) -> None:
-        if state.refs > 0:
-            self.held_stmts.add(state)
-        else:
-            self.queue_statement_close(state)
-
-    def queue_statement_close(self, state) -> None:
-        if state.name and not state.closed:
-            state.closed = True
-            self.stmts_to_close.append(state.name)
-
-    def _close_removed_statements(self) -> None:
-        # Sent ahead of the caller's operation, not waited for: a Close
-        # cannot fail for a statement we created (closing a missing one is
-        # not an error either), and the connection stays in sync regardless.
-        names, self.stmts_to_close = self.stmts_to_close, []
-        if not names or self.is_closed():
-            return
-        self.protocol.close_statements(names, None).add_done_callback(_retrieve)
 
     # --- the schema-change retry policy ------------------------------------------------------------
 
@@ -1494,12 +1174,12 @@ class Session:
         its own) and run once more, outside a transaction block.
         """
         if isinstance(error, _NAME_TROUBLE):
-            if not described and _STATEMENT_PREFIX not in (error.message or ''):
+            if not described and STATEMENT_PREFIX not in (error.message or ''):
                 # About a statement of the user's own SQL (EXECUTE x), not ours.
                 return False
             if isinstance(error, exceptions.InvalidSQLStatementNameError):
                 # Which of our statements are gone is unknown: all are suspect.
-                self.forget_server_statements()
+                self.statements.forget_server_statements()
             if self.protocol.is_in_transaction():
                 _add_hint(error, 'The statement cache was cleared. Inside a transaction '
                           'block the statement cannot be retried: roll back and run the '
@@ -1509,7 +1189,7 @@ class Session:
         if (isinstance(error, exceptions.InvalidCachedStatementError)
                 and error.severity is not None):
             # The schema changed: other cached statements are suspect too.
-            self.stmt_cache.clear()
+            self.statements.cache.clear()
             if described:
                 _add_hint(error, 'The result types of the prepared statement changed. '
                           'Prepare it again (Connection.prepare()) to use the new types.')
@@ -1527,8 +1207,9 @@ class Session:
             return False
         return is_plain_read(query)
 
-    async def redescribe_after_refusal(self, error: BaseException, state, query: str,
-                                       deadline) -> Optional[StatementState]:
+    async def redescribe_after_refusal(self, error: BaseException, state: StatementState,
+                                       query: str,
+                                       deadline: Optional[float]) -> Optional[StatementState]:
         """A cached statement's codecs refused an argument: did the schema change its types?
 
         After ``ALTER TABLE ... ALTER COLUMN ... TYPE`` a cached statement
@@ -1549,23 +1230,24 @@ class Session:
             return None
         try:
             timeout = self.time_left(deadline)
-            if self.needs_sync():
-                timeout = await self.sync(timeout)
+            if self.admission.needs_sync():
+                timeout = await self.admission.sync(timeout)
             fresh = await self.prepare_state(query, timeout, cache=False)
         except exceptions.PostgresError:
             return None
         if fresh.param_oids == state.param_oids:
             return None
-        self.stmt_cache.clear()
+        self.statements.cache.clear()
         return fresh
 
     def drop_schema_caches(self) -> None:
         self.codecs.clear_introspected()
-        self.stmt_cache.clear()
+        self.statements.cache.clear()
 
     # --- query logging -----------------------------------------------------------------------------
 
-    async def logged(self, operation, query: str, args, timeout):
+    async def logged(self, operation: Awaitable[Any], query: str, args: Any,
+                     timeout: Optional[float]) -> Any:
         """Await `operation` and report it to the query loggers, failed or not."""
         if timeout is None:
             timeout = self.command_timeout
@@ -1590,7 +1272,7 @@ class Session:
     # --- transaction blocks --------------------------------------------------------------------------
 
     def settle_transaction(self, top_level: bool, before: int,
-                           follow_up: Callable[[str, Optional[str]], Optional[str]]):
+                           follow_up: FollowUp) -> asyncio.Task[SettledStatement]:
         """Start finishing an interrupted transaction statement; a task giving the outcome.
 
         Registered at once as the connection's pending cleanup, so no other
@@ -1607,19 +1289,19 @@ class Session:
         result is a SettledStatement.
         """
         task = self.loop.create_task(
-            self._settle(self.cleanup, top_level, before, follow_up))
-        self.cleanup = task
+            self._settle(self.admission.cleanup, top_level, before, follow_up))
+        self.admission.cleanup = task
 
-        def done(t: asyncio.Future) -> None:
-            if self.cleanup is t:
-                self.cleanup = None
+        def done(t: asyncio.Future[Any]) -> None:
+            if self.admission.cleanup is t:
+                self.admission.cleanup = None
             if not t.cancelled():
                 t.exception()   # retrieved: the caller may have gone
         task.add_done_callback(done)
         return task
 
-    async def _settle(self, previous, top_level: bool, before: int, follow_up):
-        proto = self.protocol
+    async def _settle(self, previous: Optional[asyncio.Future[Any]], top_level: bool, before: int,
+                      follow_up: FollowUp) -> SettledStatement:
         deadline = self.loop.time() + TRANSACTION_CLEANUP_TIMEOUT
         try:
             if previous is not None:
@@ -1628,21 +1310,20 @@ class Session:
                 raise exceptions.ConnectionDoesNotExistError('the connection was lost')
             # Ahead of every caller waiting to send, once everything in flight
             # (the interrupted statement included) is answered.
-            await self._take_turn(True, True, deadline)
+            await self.admission.take_turn(True, True, deadline)
             try:
-                status, ours, tag, error, statement = await self._end_block(
-                    before, follow_up, top_level, deadline)
+                return await self._end_block(before, follow_up, top_level, deadline)
             finally:
-                self.release()
-            return SettledStatement(status, proto.op_seq > before, ours, tag, error, statement)
+                self.admission.release()
         except BaseException:
             # In doubt: a connection is in sync or closed.  Closing ends the
             # server's transaction (rolled back) with the session.
             self.terminate()
             raise
 
-
-    async def _end_block(self, before: int, follow_up, top_level: bool, deadline):
+    async def _end_block(self, before: int,
+                         follow_up: FollowUp, top_level: bool,
+                         deadline: Optional[float]) -> SettledStatement:
         proto = self.protocol
         if self.is_closed():
             raise exceptions.ConnectionDoesNotExistError('the connection was lost')
@@ -1665,12 +1346,12 @@ class Session:
                     raise
                 # The savepoint could not be undone alone: end the whole
                 # transaction, and tell its owner it is gone.
-                self.xact_broken = 'an interrupted savepoint could not be undone alone'
+                self.blocks.broken = 'an interrupted savepoint could not be undone alone'
                 statement = 'ROLLBACK'
                 await proto.simple_query(statement, self.time_left(deadline), True)
         if top_level and proto.xact_status != 'I':
             raise exceptions.InterfaceError('the transaction block could not be ended')
-        return status, ours, tag, error, statement
+        return SettledStatement(status, proto.op_seq > before, ours, tag, error, statement)
 
 
 # Rows of executemany() encoded and sent at a time.
@@ -1685,19 +1366,6 @@ def _is_pipeline_abort(error: BaseException) -> bool:
     """True if `error` is the server's answer to our own abort of a pipeline."""
     return (isinstance(error, exceptions.InvalidCursorNameError)
             and _ABORT_PORTAL in str(error))
-
-
-def _expire_turn(fut: asyncio.Future, expired: list) -> None:
-    """A turn waited for past its deadline: wake the waiter, which raises TimeoutError."""
-    if not fut.done():
-        expired.append(True)
-        fut.cancel()
-
-
-def _retrieve(fut: asyncio.Future) -> None:
-    """Done callback of an operation nobody awaits: its outcome is retrieved."""
-    if not fut.cancelled():
-        fut.exception()
 
 
 def _add_hint(error: exceptions.PostgresError, text: str) -> None:

@@ -139,13 +139,13 @@ class Transaction:
         deadline = session.deadline(session.resolve_timeout(None))
         # (The transaction status is known only once an interrupted
         # operation has drained: enter_line() waits for that.)
-        async with session.line(session.time_left(deadline)):
+        async with session.admission.line(session.time_left(deadline)):
             await self._start_in_line(deadline)
         self._state = TransactionState.STARTED
 
     async def _start_in_line(self, deadline: Optional[float]) -> None:
         session = self._session
-        top = session.top_xact
+        top = session.blocks.top
         if top is None:
             if session.is_in_transaction():
                 raise exceptions.InterfaceError(
@@ -153,9 +153,9 @@ class Transaction:
             # From here on, only this task and the tasks it starts inside
             # the block may use the connection (pipelined calls from other
             # tasks would otherwise slip into the transaction).
-            session.begin_block(self)
+            session.blocks.begin(self)
         else:
-            session.check_scope()
+            session.blocks.check_scope()
             if self._isolation:
                 outer = top._isolation
                 if outer is None:
@@ -200,7 +200,7 @@ class Transaction:
 
     async def _commit(self) -> None:
         self._check_started('commit')
-        broken = self._session.xact_broken
+        broken = self._session.blocks.broken
         if broken is not None:
             # The driver had to roll the whole block back (an interrupted
             # savepoint could not be undone alone): committing now would
@@ -218,7 +218,7 @@ class Transaction:
 
     async def _rollback(self) -> None:
         self._check_started('rollback')
-        if self._session.xact_broken is not None and not self._nested:
+        if self._session.blocks.broken is not None and not self._nested:
             # Already rolled back by the driver; nothing is open any more.
             self._finished(TransactionState.ROLLEDBACK)
             return
@@ -231,7 +231,7 @@ class Transaction:
         self._forget()
 
     def _forget(self) -> None:
-        self._session.end_block(self)
+        self._session.blocks.end(self)
 
     # --- one statement of the block, and what happens when it is interrupted ---
 

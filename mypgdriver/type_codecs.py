@@ -16,7 +16,7 @@ _F = TypeVar('_F', bound=Callable[..., Awaitable[Any]])
 
 
 def _in_line(method: _F) -> _F:
-    """Run a codec method in the caller's place in line (see Session.enter_line()).
+    """Run a codec method in the caller's place in line (see Admission.enter_line()).
 
     Its catalog lookups are round trips before the registry changes: calls
     made after it wait, so they run with the codec it sets.
@@ -24,7 +24,7 @@ def _in_line(method: _F) -> _F:
     @functools.wraps(method)
     async def in_line(self: Any, *args: Any, **kwargs: Any) -> Any:
         self._session.check_open()
-        async with self._session.line():
+        async with self._session.admission.line():
             return await method(self, *args, **kwargs)
     return cast(_F, in_line)
 
@@ -71,7 +71,7 @@ class TypeCodecsMixin:
         core = self._session.codecs.get_codec(info.oid)
         codec = make_user_codec(info.oid, info.name, info.schema, format, encoder, decoder, core)
         self._session.codecs.set_override(info.oid, codec)
-        self._session.stmt_cache.clear()
+        self._session.statements.cache.clear()
 
     @_in_line
     async def reset_type_codec(self, typename: str, *, schema: str = 'public') -> None:
@@ -79,7 +79,7 @@ class TypeCodecsMixin:
         self._session.check_open()
         info = await self._type_info_by_name(typename, schema)
         self._session.codecs.remove_override(info.oid)
-        self._session.stmt_cache.clear()
+        self._session.statements.cache.clear()
 
     @_in_line
     async def set_builtin_type_codec(self, typename: str, *, schema: str = 'public',
@@ -101,7 +101,7 @@ class TypeCodecsMixin:
                 f'format, not {format!r}')
         codec = base.clone_codec(builtin, info.oid, info.name, info.schema, builtin.kind)
         self._session.codecs.set_override(info.oid, codec)
-        self._session.stmt_cache.clear()
+        self._session.statements.cache.clear()
 
     async def _builtin_codec_named(self, codec_name: str):
         prefix, _, name = codec_name.rpartition('.')

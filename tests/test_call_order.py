@@ -135,7 +135,7 @@ async def test_call_before_copy_does_not_see_what_its_sink_started(conn, monitor
 
 async def test_concurrent_first_uses_share_one_prepare(conn):
     query = "SELECT $1::int + 2000"
-    ids = conn._session._stmt_ids      # the generated statement names' counter
+    ids = conn._session.statements._ids      # the generated statement names' counter
     before = next(ids)
     results = await asyncio.gather(*(conn.fetchval(query, i) for i in range(50)))
     # Exactly one statement name was generated: one prepare for all 50.
@@ -144,7 +144,7 @@ async def test_concurrent_first_uses_share_one_prepare(conn):
     assert await conn.fetchval(
         "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1", query) == 1
     # One statement was ever created: the cache never evicted a duplicate.
-    assert len(conn._session.stmt_cache.states()) >= 1
+    assert len(conn._session.statements.cache.states()) >= 1
     names = await conn.fetch("SELECT name FROM pg_prepared_statements WHERE statement = $1",
                              query)
     assert len(names) == 1

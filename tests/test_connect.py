@@ -535,8 +535,8 @@ async def test_numbers_and_booleans_given_as_strings_are_read_as_asyncpg_reads_t
     try:
         session = conn._session
         assert session.command_timeout == 30.0
-        assert session.stmt_cache.max_size == 50
-        assert session.max_cacheable_size == 2048
+        assert session.statements.cache.max_size == 50
+        assert session.statements.max_cacheable_size == 2048
         assert conn._protocol.max_pipeline == 8
         assert await conn.fetchval("SELECT $1::int", 3) == 3
     finally:

@@ -232,12 +232,12 @@ async def test_operation_beside_an_exclusive_one_is_told_to_use_a_pool(conn):
     # The Session queues callers, so only a caller bypassing it meets the
     # protocol's own refusal.
     session = conn._session
-    await session.hold(None)
+    await session.admission.hold(None)
     try:
         with pytest.raises(exceptions.InterfaceError) as info:
             conn._protocol.simple_query("SELECT 1")
         assert ("another operation is in progress; use a pool (mypgdriver.create_pool) "
                 "to run operations concurrently") in str(info.value)
     finally:
-        session.release()
+        session.admission.release()
     await _assert_usable(conn)

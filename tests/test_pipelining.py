@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import mypgdriver
-from mypgdriver import exceptions, session
+from mypgdriver import block_owner, exceptions
 from tests.support.session_state import monitor, unique_table_name  # noqa: F401
 
 
@@ -231,7 +231,7 @@ async def test_blocks_ended_in_another_task_leave_no_scope_behind(conn):
         xact = conn.transaction()
         await xact.start()
         await asyncio.shield(xact.rollback())
-    assert len(session._XACT_SCOPES.get()) <= 1
+    assert len(block_owner._XACT_SCOPES.get()) <= 1
     # The scope rules hold as before: the next block is this task's, and a
     # task started before it is a stranger to it.
     go = asyncio.Event()
@@ -246,7 +246,7 @@ async def test_blocks_ended_in_another_task_leave_no_scope_behind(conn):
         go.set()
         with pytest.raises(exceptions.InterfaceError, match="started by another task"):
             await stranger
-    assert len(session._XACT_SCOPES.get()) == 0
+    assert len(block_owner._XACT_SCOPES.get()) == 0
 
 
 async def test_error_inside_a_pipelined_block_fails_the_later_statements(conn, table):

@@ -23,7 +23,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
-from mypgdriver.session import _PROCESS_TOKEN
+from mypgdriver.statement_registry import PROCESS_TOKEN as _PROCESS_TOKEN
 from tests.support.pgbouncer import (
     SERVER_POOL_SIZE,
     ClientMessageRecorder,
@@ -292,7 +292,7 @@ async def test_a_cached_statement_exists_on_the_server_once_it_ran(conn):
     # Refused client-side before anything ran: described only, nothing created.
     with pytest.raises(exceptions.DataError):
         await conn.fetchval(query, "seven")
-    assert conn._session.stmt_cache.get(query).parse_pending
+    assert conn._session.statements.cache.get(query).parse_pending
     assert await conn.fetchval(count, query) == 0
     assert await conn.fetchval(query, 2) == 14
     assert await conn.fetchval(count, query) == 1
@@ -308,7 +308,7 @@ async def test_a_statement_whose_creating_parse_failed_is_prepared_again(conn):
     query = "SELECT $1::int + 100"
     with pytest.raises(exceptions.DataError):
         await conn.fetchval(query, "x")             # cached, not created yet
-    first = conn._session.stmt_cache.get(query)
+    first = conn._session.statements.cache.get(query)
     assert first.parse_pending
     with pytest.raises(exceptions.InFailedSQLTransactionError):
         async with conn.transaction():
@@ -320,7 +320,7 @@ async def test_a_statement_whose_creating_parse_failed_is_prepared_again(conn):
     # transaction block, must not bind it (that would be SQLSTATE 26000).
     async with conn.transaction():
         assert await conn.fetchval(query, 1) == 101
-    assert conn._session.stmt_cache.get(query) is not first
+    assert conn._session.statements.cache.get(query) is not first
     assert await conn.fetchval(
         "SELECT count(*) FROM pg_prepared_statements WHERE name = $1", first.name) == 0
     assert not conn._session.protocol.is_in_transaction()
@@ -332,12 +332,12 @@ async def test_prepare_creates_a_cached_statement_that_was_only_described(conn):
     query = "SELECT $1::int + 200"
     with pytest.raises(exceptions.DataError):
         await conn.fetchval(query, "x")
-    assert conn._session.stmt_cache.get(query).parse_pending
+    assert conn._session.statements.cache.get(query).parse_pending
     stmt = await conn.prepare(query)
     assert await conn.fetchval(
         "SELECT count(*) FROM pg_prepared_statements WHERE name = $1", stmt.get_name()) == 1
     assert await stmt.fetchval(1) == 201
-    assert conn._session.stmt_cache.get(query) is stmt._state
+    assert conn._session.statements.cache.get(query) is stmt._state
 
 
 async def test_result_types_changed_between_describe_and_first_run(conn):
@@ -443,7 +443,7 @@ async def test_deallocate_all_in_a_multi_statement_query_drops_the_cache(via_poo
 
 def _forget_behind_the_drivers_back(conn, query: str) -> None:
     """Close `query`'s cached statement on the server without telling the cache."""
-    state = conn._session.stmt_cache.get(query)
+    state = conn._session.statements.cache.get(query)
     assert state is not None and state.name
     conn._session.protocol.close_statements([state.name], None)
 
@@ -471,8 +471,8 @@ async def test_missing_statement_inside_a_transaction_is_a_clear_error(conn):
 
 async def test_statement_name_already_taken_is_prepared_under_another_name(conn):
     session = conn._session
-    upcoming = next(session._stmt_ids)
-    session._stmt_ids = itertools.count(upcoming)
+    upcoming = next(session.statements._ids)
+    session.statements._ids = itertools.count(upcoming)
     taken = f"__mypg_{_PROCESS_TOKEN}_{session.conn_id}_{upcoming}__"
     # Someone else (SQL PREPARE, another driver behind a pooler) has that name.
     await conn.execute(f'PREPARE "{taken}" AS SELECT 0')
@@ -486,7 +486,7 @@ async def test_missing_statement_of_the_users_own_sql_is_not_retried(conn):
     with pytest.raises(exceptions.InvalidSQLStatementNameError):
         await conn.fetchval("EXECUTE mypg_no_such_statement")
     # Not one of the driver's statements: the cache was left alone.
-    assert conn._session.stmt_cache.get("SELECT $1::int + 0") is not None
+    assert conn._session.statements.cache.get("SELECT $1::int + 0") is not None
 
 
 # --- protocol 3.2 through the pooler ------------------------------------------------------

@@ -442,7 +442,7 @@ async def test_reload_schema_state_clears_types_and_statements(composite):
     assert query in await _statements(conn)
     await conn.execute("ALTER TYPE sc_pair ADD ATTRIBUTE c int")
     await conn.reload_schema_state()
-    assert conn._session.stmt_cache.states() == []
+    assert conn._session.statements.cache.states() == []
     assert query not in await _statements(conn)
     async with conn.transaction():
         # Would be OutdatedSchemaCacheError without the reload.

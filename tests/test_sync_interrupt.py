@@ -38,7 +38,7 @@ import pytest
 
 import mypgdriver
 import mypgdriver.sync as sync
-from mypgdriver import session
+from mypgdriver import block_owner
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures('no_event_loop')
@@ -300,7 +300,7 @@ def test_interrupted_transaction_block_is_rolled_back(harness: Harness) -> None:
         harness.observer.execute('DROP TABLE IF EXISTS sync_intr_xact')
     # The blocks of the connections closed by an interrupt left no scope
     # token open in this thread's context (which outlives them all).
-    assert [t for t in session._XACT_SCOPES.get() if t.open] == []
+    assert [t for t in block_owner._XACT_SCOPES.get() if t.open] == []
     print('transaction', n, harness.outcomes)
 
 

@@ -75,7 +75,7 @@ async def test_transaction_object_cannot_be_entered_twice(conn):
 
 async def test_manual_commit_or_rollback_inside_async_with_is_refused(conn):
     async with conn.transaction() as _:
-        xact = conn._session.top_xact
+        xact = conn._session.blocks.top
         with pytest.raises(exceptions.InterfaceError,
                            match=r'^cannot manually commit from within an `async with` block$'):
             await xact.commit()
@@ -304,7 +304,7 @@ async def test_commit_failure_raises_and_leaves_no_transaction_open(conn):
                 # Accepted now, checked at COMMIT.
                 await conn.execute("INSERT INTO xact_child VALUES (42)")
         assert conn.is_in_transaction() is False
-        assert conn._session.top_xact is None
+        assert conn._session.blocks.top is None
         assert repr(xact).startswith('<Transaction state:failed')
         assert await conn.fetchval("SELECT count(*) FROM xact_child") == 0
         # A new transaction starts normally.
@@ -343,7 +343,7 @@ async def test_reset_rolls_back_an_open_transaction(items):
     await conn.execute("INSERT INTO xact_items VALUES (1)")
     await conn.reset()
     assert conn.is_in_transaction() is False
-    assert conn._session.top_xact is None
+    assert conn._session.blocks.top is None
     assert await _values(conn) == []
     async with conn.transaction():
         pass
@@ -374,7 +374,7 @@ async def test_lost_connection_inside_a_block_raises_the_original_error(connect_
             await conn.execute(f"SELECT pg_terminate_backend({pid})")
             await other.fetchval("SELECT 1")
     assert other.is_closed() is True
-    assert other._session.top_xact is None
+    assert other._session.blocks.top is None
 
 
 async def test_closing_the_connection_inside_a_block_makes_exit_raise(connect_kwargs):
@@ -389,7 +389,7 @@ async def test_closing_the_connection_inside_a_block_makes_exit_raise(connect_kw
 async def test_a_lost_connection_inside_a_block_says_so_to_every_task(conn, connect_kwargs):
     # A stranger task (started before the block) is told the connection is
     # gone, not that the block belongs to another task: the block ended
-    # with the connection (Session.connection_lost()).
+    # with the connection (BlockOwner.connection_lost()).
     import asyncio
 
     go = asyncio.Event()

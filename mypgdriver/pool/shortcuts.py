@@ -5,7 +5,7 @@ one connection to several of them at once and pipelines their statements
 (see Pool._shortcut).  That is safe only for statements that leave the
 session as they found it, and only for the Connection methods whose
 behaviour the pool knows and which send one operation among the others.
-executemany and COPY stream with the connection held alone (Session.hold()):
+executemany and COPY stream with the connection held alone (Admission.hold()):
 they never share one, they take a connection of their own.
 """
 from __future__ import annotations
