@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 class Admission:
     """Turns, the line and the connection held alone, for one connection."""
 
-    __slots__ = ('protocol', 'loop', 'blocks', 'statements', 'cleanup', 'line_task',
-                 'line_depth', 'current_task', '_check_open', '_is_closed')
+    __slots__ = ('protocol', 'loop', 'blocks', 'statements', 'line_task', 'line_depth',
+                 'current_task', '_check_open', '_is_closed')
 
     def __init__(self, protocol: Any, loop: Any, blocks: BlockOwner,
                  statements: StatementRegistry, current_task: Callable[[], Any],
@@ -46,9 +46,6 @@ class Admission:
         self.loop = loop
         self.blocks = blocks
         self.statements = statements
-        #: A task finishing an interrupted transaction block (see
-        #: Session.settle_transaction()): it runs before anything else.
-        self.cleanup: Optional[asyncio.Future[Any]] = None
         #: The caller holding the line (see enter_line()) and how many of its
         #: nested steps entered it.
         self.line_task: Any = None
@@ -62,9 +59,11 @@ class Admission:
     def needs_sync(self) -> bool:
         """True unless an operation may be sent right now (see sync())."""
         blocks = self.blocks
-        if blocks.top is not None:
+        if blocks.active:
             blocks.check_scope()
-        if self.statements.to_close or self.cleanup is not None:
+            if blocks.cleanup is not None:
+                return True
+        if self.statements.to_close:
             return True
         proto = self.protocol
         if proto.may_send():
@@ -86,10 +85,10 @@ class Admission:
         what it must: it is ahead of every other caller.
         """
         blocks = self.blocks
-        if blocks.top is not None:
+        if blocks.active:
             blocks.check_scope()
         deadline = deadlines.deadline(self.loop, timeout)
-        cleanup = self.cleanup
+        cleanup = blocks.cleanup
         if cleanup is not None:
             try:
                 await self._wait_for_cleanup(cleanup, timeout)

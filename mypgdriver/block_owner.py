@@ -6,11 +6,14 @@ block may use the connection: a call from anyone else would run inside a
 transaction it knows nothing about, and be committed or rolled back with
 it.  The server's own transaction status comes from ReadyForQuery (the
 protocol keeps it); this object keeps what the server does not know: the
-Transaction object that owns the block, its scope, and whether the driver
-had to roll it back behind the owner's back.
+Transaction object that owns the block, its scope, whether the driver had
+to roll it back behind the owner's back, and the cleanup of a block whose
+statement was interrupted (Session.settle_transaction()), which runs before
+anything else on the connection.
 """
 from __future__ import annotations
 
+import asyncio
 import contextvars
 from typing import Any, Callable, Optional
 
@@ -45,13 +48,18 @@ class BlockScope:
 class BlockOwner:
     """The open transaction block of one connection: its Transaction, scope and owner."""
 
-    __slots__ = ('top', 'broken', '_scope', '_owner', '_current_task')
+    __slots__ = ('top', 'broken', 'cleanup', 'active', '_scope', '_owner', '_current_task')
 
     def __init__(self, current_task: Callable[[], Any]) -> None:
         #: The Transaction that opened the current block (None: no block).
         self.top: Any = None
         #: Why the driver rolled the open block back behind its owner's back.
         self.broken: Optional[str] = None
+        #: The task finishing an interrupted block (begin_cleanup()), if any.
+        self.cleanup: Optional[asyncio.Future[Any]] = None
+        #: True while a block is open or being cleaned up: the one attribute
+        #: the hot paths read before asking for more (Admission.needs_sync()).
+        self.active = False
         self._scope: Optional[BlockScope] = None
         # The task (or sync caller) that opened the block.
         self._owner: Any = None
@@ -61,6 +69,7 @@ class BlockOwner:
         """`xact` opens a transaction block: from now on it belongs to the current caller's scope."""
         token = BlockScope()
         self.top = xact
+        self.active = True
         self.broken = None
         self._scope = token
         self._owner = self._current_task()
@@ -74,6 +83,7 @@ class BlockOwner:
             return
         token = self._scope
         self.top = None
+        self.active = self.cleanup is not None
         self.broken = None
         self._scope = None
         self._owner = None
@@ -82,6 +92,17 @@ class BlockOwner:
         scopes = _XACT_SCOPES.get()
         if token in scopes:
             _XACT_SCOPES.set(tuple(t for t in scopes if t.open))
+
+    def begin_cleanup(self, task: asyncio.Future[Any]) -> None:
+        """`task` finishes an interrupted block; it runs before any other operation."""
+        self.cleanup = task
+        self.active = True
+
+    def end_cleanup(self, task: asyncio.Future[Any]) -> None:
+        """`task` (begun with begin_cleanup()) is done."""
+        if self.cleanup is task:
+            self.cleanup = None
+            self.active = self.top is not None
 
     def check_scope(self) -> None:
         """Refuse a call from outside the open transaction block.

@@ -152,7 +152,7 @@ class Session:
     """The policy of one connection: every operation goes through it (see the module docstring)."""
 
     __slots__ = ('protocol', 'loop', 'addr', 'params', 'command_timeout', 'record_class',
-                 'statements', 'blocks', 'admission', 'codecs', 'query_loggers', 'closed',
+                 'statements', 'stmt_cache', 'closes', 'blocks', 'admission', 'codecs', 'query_loggers', 'closed',
                  'checkout', 'facade', 'server_version', 'introspection_query', 'conn_id',
                  'schema_sent', 'current_task', '_portal_ids', '_savepoint_ids', '__weakref__')
 
@@ -168,6 +168,10 @@ class Session:
             conn_id, cache_size=config.statement_cache_size,
             max_lifetime=config.max_cached_statement_lifetime,
             max_cacheable_size=config.max_cacheable_statement_size)
+        # The registry's cache and Close queue themselves (objects that never
+        # change), read on the hot paths without a second attribute lookup.
+        self.stmt_cache = self.statements.cache
+        self.closes = self.statements.to_close
         self.codecs = CodecRegistry()
         self.query_loggers: list[Callable[[LoggedQuery], Any]] = []
         self.closed = False
@@ -254,13 +258,13 @@ class Session:
         "just in case" does no harm; one that believes it is outside a
         transaction when it is not would lose its writes).
         """
-        if self.admission.cleanup is not None or self.protocol.gate() is not None:
+        if self.blocks.cleanup is not None or self.protocol.gate() is not None:
             return True
         return self.protocol.is_in_transaction()
 
     def is_settled(self) -> bool:
         """True when nothing is in flight, draining or waiting to be cleaned up."""
-        return not (self.admission.cleanup is not None or self.protocol.is_busy())
+        return not (self.blocks.cleanup is not None or self.protocol.is_busy())
 
     def terminate(self) -> None:
         """Close the connection at once (no Terminate message, nothing drained)."""
@@ -349,16 +353,18 @@ class Session:
         if record_class is None:
             record_class = self.record_class
         # (bind_execute checks any other record_class before it sends.)
-        if self.blocks.top is not None:
-            self.blocks.check_scope()
-        if self.statements.to_close or self.admission.cleanup is not None:
+        # The turn step, inline: admission is asked only while a transaction
+        # block is open or being cleaned up (its scope is checked) or
+        # statements wait for their Close; otherwise bind_execute() says
+        # whether the caller may send now.
+        if (self.blocks.active or self.closes) and self.admission.needs_sync():
             # Admitted by sync(): the rest runs in the caller's place in line.
             deadline = self.deadline(timeout)
             await self.admission.sync(timeout)
             self.admission.take_line_now()
             return await self.execute_in_line(query, args, limit, deadline, want_status,
                                               record_class, True)
-        state = self.statements.cache.get(query)
+        state = self.stmt_cache.get(query)
         # deadlines.deadline(), inline: this is the hot path.
         deadline = None if timeout is None else self.loop.time() + timeout
         if state is None:
@@ -687,9 +693,7 @@ class Session:
         record_class = stmt._record_class
         if record_class is None:
             record_class = self.record_class
-        if self.blocks.top is not None:
-            self.blocks.check_scope()
-        if (self.statements.to_close or self.admission.cleanup is not None
+        if (((self.blocks.active or self.closes) and self.admission.needs_sync())
                 or state.codecs_generation != self.codecs.generation):
             # After the wait for sync(), or type introspection first: in the
             # caller's place in line.
@@ -1289,12 +1293,11 @@ class Session:
         result is a SettledStatement.
         """
         task = self.loop.create_task(
-            self._settle(self.admission.cleanup, top_level, before, follow_up))
-        self.admission.cleanup = task
+            self._settle(self.blocks.cleanup, top_level, before, follow_up))
+        self.blocks.begin_cleanup(task)
 
         def done(t: asyncio.Future[Any]) -> None:
-            if self.admission.cleanup is t:
-                self.admission.cleanup = None
+            self.blocks.end_cleanup(t)
             if not t.cancelled():
                 t.exception()   # retrieved: the caller may have gone
         task.add_done_callback(done)

@@ -50,7 +50,8 @@ class StatementRegistry:
                  max_cacheable_size: int) -> None:
         self.cache = StatementCache(max_size=cache_size, max_lifetime=max_lifetime,
                                     on_remove=self._on_removed)
-        #: Names of statements to close on the server before the next operation.
+        #: Names of statements to close on the server before the next operation
+        #: (always this list, emptied in place: the Session's hot paths read it).
         self.to_close: list[str] = []
         #: Named statements that no cache owns, kept alive by PreparedStatement
         #: and cursor references (StatementState.refs); closed when refs drop to 0.
@@ -103,7 +104,8 @@ class StatementRegistry:
 
     def take_closes(self) -> list[str]:
         """The names queued for Close, handed to the caller that sends them (queue emptied)."""
-        names, self.to_close = self.to_close, []
+        names = self.to_close[:]
+        self.to_close.clear()
         return names
 
     def _on_removed(self, state: StatementState) -> None:
@@ -137,7 +139,7 @@ class StatementRegistry:
         for state in in_use:
             state.closed = True
             self.dropped.add(state)
-        self.to_close = []
+        self.to_close.clear()
 
     def statement_unusable(self, state: StatementState, error: BaseException) -> None:
         """The Parse carried in front of `state`'s first Bind did not create `state` (the protocol's call).
