@@ -3,25 +3,42 @@
 The proxy runs in threads, independent of any event loop, so a test can
 drive a driver connection through it while the proxy cuts or stalls the
 stream underneath.  It forwards bytes unchanged, so TLS passes through too.
+It can also hold a CancelRequest back (``hold_cancel``), like a slow
+network in front of the cancel connection: it only delays bytes.
 """
 from __future__ import annotations
 
 import socket
 import struct
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
 _CHUNK = 65536
+# A CancelRequest opens its connection with its length and this code
+# (PostgreSQL docs, "Message Formats": CancelRequest).
+CANCEL_REQUEST_CODE = 80877102
+
+
+class HeldCancel:
+    """A CancelRequest connection seen by the proxy, and what became of it."""
+
+    def __init__(self) -> None:
+        self.forwarded = threading.Event()       # sent on to the server
+        self.server_closed = threading.Event()   # the server closed it (it has handled it)
 
 
 class _ProxiedConnection:
     """One client connection and its upstream socket, pumped by two threads."""
 
-    def __init__(self, proxy: "TcpProxy", client: socket.socket, upstream: socket.socket) -> None:
+    def __init__(self, proxy: "TcpProxy", client: socket.socket, upstream: socket.socket,
+                 index: int) -> None:
         self.proxy = proxy
+        self.index = index
         self.client = client
         self.upstream = upstream
         self.first_bytes = b""
+        # Set when the client opened with a CancelRequest (see TcpProxy.hold_cancel).
+        self.cancel: HeldCancel | None = None
         # Bytes still allowed from server to client before the proxy cuts
         # the connection; None means no limit.
         self.cut_remaining: int | None = None
@@ -40,9 +57,16 @@ class _ProxiedConnection:
             while not self.closed.is_set():
                 data = src.recv(_CHUNK)
                 if not data:
+                    if not upstream_bound and self.cancel is not None:
+                        self.proxy.log('cancel closed by the server')
+                        self.cancel.server_closed.set()
                     break
                 if upstream_bound and len(self.first_bytes) < 8:
                     self.first_bytes += data[:8 - len(self.first_bytes)]
+                    if self.proxy.hold_cancel is not None:
+                        data = self._hold_if_cancel(src, data, self.proxy.hold_cancel)
+                elif upstream_bound and self.cancel is None:
+                    self.proxy.log(f'client bytes on connection {self.index}')
                 # A stalled proxy holds what it read: nothing moves, nothing closes.
                 while not self.proxy._flowing.wait(0.05):
                     if self.closed.is_set():
@@ -62,6 +86,29 @@ class _ProxiedConnection:
         except OSError:
             pass
         self.close()
+
+    def _hold_if_cancel(self, src: socket.socket, data: bytes,
+                        hold: Callable[[], None]) -> bytes:
+        """Read the whole 8-byte opening; hold it if it starts a CancelRequest.
+
+        Returns the bytes read so far, to forward.
+        """
+        while len(self.first_bytes) < 8:
+            more = src.recv(_CHUNK)
+            if not more:
+                break
+            self.first_bytes += more[:8 - len(self.first_bytes)]
+            data += more
+        if len(self.first_bytes) == 8:
+            length, code = struct.unpack("!ii", self.first_bytes)
+            if code == CANCEL_REQUEST_CODE and length >= 16:
+                self.cancel = HeldCancel()
+                self.proxy.cancels.append(self.cancel)
+                self.proxy.log('cancel received')
+                hold()
+                self.proxy.log('cancel forwarded')
+                self.cancel.forwarded.set()
+        return data
 
     def close(self) -> None:
         with self._lock:
@@ -93,12 +140,24 @@ class TcpProxy:
     - ``stall()`` / ``resume()``: stop moving bytes in both directions while
       keeping every socket open, like a peer that stops answering;
     - ``first_bytes``: the first 8 bytes each client sent (e.g. an SSLRequest
-      or a CancelRequest), in accept order.
+      or a CancelRequest), in accept order;
+    - ``hold_cancel``: called in the proxy's thread when a client opens with
+      a CancelRequest (in plain text), before it is forwarded: the request
+      reaches the server when it returns.  Each such connection is in
+      ``cancels`` (a HeldCancel: when it was forwarded, when the server
+      closed it), and ``events`` lists, in the order they happened, each
+      CancelRequest received, forwarded and closed by the server, and each
+      chunk of bytes other clients sent after their opening message.
     """
 
     def __init__(self, target_host: str, target_port: int, *,
-                 cut_new_after: int | None = None) -> None:
+                 cut_new_after: int | None = None,
+                 hold_cancel: Callable[[], None] | None = None) -> None:
         self.target = (target_host, target_port)
+        self.hold_cancel = hold_cancel
+        self.cancels: list[HeldCancel] = []
+        self.events: list[str] = []
+        self._events_lock = threading.Lock()
         # Applied to connections accepted from now on (see cut_after).
         self.cut_new_after = cut_new_after
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -118,6 +177,10 @@ class TcpProxy:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def log(self, event: str) -> None:
+        with self._events_lock:
+            self.events.append(event)
+
     @property
     def first_bytes(self) -> list[bytes]:
         return [c.first_bytes for c in self.connections]
@@ -136,7 +199,7 @@ class TcpProxy:
                 continue
             for sock in (client, upstream):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = _ProxiedConnection(self, client, upstream)
+            conn = _ProxiedConnection(self, client, upstream, len(self.connections))
             conn.cut_remaining = self.cut_new_after
             self.connections.append(conn)
             conn.start()
