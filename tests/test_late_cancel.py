@@ -131,19 +131,28 @@ def fresh_name(watch: BackendWatch, case: str) -> str:
 
 
 def assert_late_cancel_hit_nothing(proxy: TcpProxy, watch: BackendWatch, name: str) -> None:
-    """The cancel went through the proxy once, and nothing was sent while it was held."""
+    """The cancel went through the proxy, and nothing was sent while it was held.
+
+    (Usually one CancelRequest; the driver repeats it if the first one is
+    handled before it has read the end of the statement: each is checked.)
+    """
     assert not watch.hold_errors, watch.hold_errors
-    assert len(proxy.cancels) == 1, proxy.events
-    held = proxy.cancels[0]
-    assert held.forwarded.is_set() and held.server_closed.is_set(), proxy.events
     events = proxy.events
-    received = events.index('cancel received')
-    closed = events.index('cancel closed by the server')
-    assert received < events.index('cancel forwarded') < closed
-    # Nothing on the connection between the cancel and its end, and the
-    # second call went out after it.
-    assert all(e == 'cancel forwarded' for e in events[received + 1:closed]), events
-    assert any(e.startswith('client bytes') for e in events[closed:]), events
+    assert proxy.cancels, events
+    for held in proxy.cancels:
+        assert held.forwarded.is_set() and held.server_closed.is_set(), events
+    # Nothing on the connection from a cancel's sending to its end, and the
+    # second call went out after the last one.
+    open_cancels = 0
+    for event in events:
+        if event == 'cancel received':
+            open_cancels += 1
+        elif event == 'cancel closed by the server':
+            open_cancels -= 1
+        elif event.startswith('client bytes'):
+            assert open_cancels == 0, events
+    last_closed = len(events) - events[::-1].index('cancel closed by the server')
+    assert any(e.startswith('client bytes') for e in events[last_closed:]), events
     # The second call's row is committed (its statement was not cancelled).
     assert watch.monitor.fetchval(f'SELECT count(*) FROM {TABLE} WHERE name = $1', name) == 1
 
