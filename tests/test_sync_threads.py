@@ -155,3 +155,77 @@ def test_sync_connect_takes_exactly_the_asyncio_connect_parameters() -> None:
     missing = {n for n in dir(mypgdriver.Connection) if not n.startswith('_')} \
         - set(dir(mypgdriver.sync.Connection))
     assert missing == set()
+
+
+def _wait_for(check: Any, what: str, limit: float = 10.0) -> None:
+    deadline = time.monotonic() + limit
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out waiting for {what}')
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize('in_block', [False, True], ids=['statement', 'transaction-block'])
+def test_terminate_from_another_thread_ends_the_running_call_at_once(
+        sconn: Connection, dsn: str, in_block: bool) -> None:
+    pid = sconn.get_server_pid()
+    table = f'sync_terminate_{in_block:d}'
+    errors: list[BaseException] = []
+    results: list[object] = []
+
+    def work() -> None:
+        try:
+            if in_block:
+                with sconn.transaction():
+                    sconn.execute(f'INSERT INTO {table} VALUES (1)')
+                    results.append(sconn.fetchval('SELECT pg_sleep(8)'))
+            else:
+                results.append(sconn.fetchval('SELECT pg_sleep(8)'))
+        except BaseException as e:
+            errors.append(e)
+
+    with mypgdriver.sync.connect(dsn) as observer:
+        observer.execute(f'DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (v int)')
+        try:
+            worker = threading.Thread(target=work)
+            worker.start()
+            _wait_for(lambda: observer.fetchval(
+                "SELECT query FROM pg_stat_activity WHERE pid = $1 AND state = 'active'",
+                pid) == 'SELECT pg_sleep(8)', 'the statement to run')
+            started = time.monotonic()
+            sconn.terminate()
+            worker.join(6)
+            assert not worker.is_alive()
+            # At once, not after the statement (8 s).
+            assert time.monotonic() - started < 4
+            assert results == []
+            assert len(errors) == 1
+            assert type(errors[0]) is mypgdriver.exceptions.ConnectionDoesNotExistError
+            assert sconn.is_closed()
+            _wait_for(lambda: observer.fetchval(
+                'SELECT count(*) FROM pg_stat_activity WHERE pid = $1', pid) == 0,
+                'the backend to end')
+            # The block's insert was rolled back with the session.
+            assert observer.fetchval(f'SELECT count(*) FROM {table}') == 0
+        finally:
+            observer.execute(f'DROP TABLE IF EXISTS {table}')
+    with pytest.raises(mypgdriver.exceptions.InterfaceError, match='connection is closed'):
+        sconn.fetchval('SELECT 1')
+
+
+def test_terminate_when_no_call_runs_and_from_a_query_logger(dsn: str) -> None:
+    conn = mypgdriver.sync.connect(dsn)
+    conn.terminate()
+    assert conn.is_closed()
+    conn = mypgdriver.sync.connect(dsn)
+    pid = conn.get_server_pid()
+    conn.add_query_logger(lambda record: conn.terminate())
+    # The logger runs after the query's result is in: the call returns it.
+    assert conn.fetchval('SELECT 1') == 1
+    assert conn.is_closed()
+    with pytest.raises(mypgdriver.exceptions.InterfaceError, match='connection is closed'):
+        conn.fetchval('SELECT 2')
+    with mypgdriver.sync.connect(dsn) as observer:
+        _wait_for(lambda: observer.fetchval(
+            'SELECT count(*) FROM pg_stat_activity WHERE pid = $1', pid) == 0,
+            'the backend to end')

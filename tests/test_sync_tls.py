@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import ssl
 import struct
+import threading
 import time
 from typing import Any, Iterator
 
 import pytest
 
+import mypgdriver.sync
 from mypgdriver import exceptions
 from mypgdriver.sync import _prototype as sync
 from mypgdriver.sync import transport
@@ -256,3 +258,32 @@ def test_a_32_mb_copy_in_over_tls_completes_while_the_server_sends_a_notice_per_
     assert len(notices) == rows
     assert b''.join(output) == copy_text(rows)
     assert refused, 'the SSL socket never refused a write: the test did not fill it'
+
+
+def test_terminate_from_another_thread_over_tls_ends_the_running_call(tls_cluster) -> None:
+    errors: list[BaseException] = []
+    with mypgdriver.sync.connect(dsn(tls_cluster, sslmode='require'), timeout=10) as conn, \
+            mypgdriver.sync.connect(dsn(tls_cluster, sslmode='require'), timeout=10) as observer:
+        assert uses_tls(conn) is True
+        pid = conn.get_server_pid()
+
+        def work() -> None:
+            try:
+                conn.fetchval('SELECT pg_sleep(8)')
+            except BaseException as e:
+                errors.append(e)
+
+        worker = threading.Thread(target=work)
+        worker.start()
+        deadline = time.monotonic() + 10
+        while observer.fetchval("SELECT state FROM pg_stat_activity WHERE pid = $1",
+                                pid) != 'active':
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        started = time.monotonic()
+        conn.terminate()
+        worker.join(6)
+        assert not worker.is_alive()
+        assert time.monotonic() - started < 4
+        assert [type(e) for e in errors] == [exceptions.ConnectionDoesNotExistError]
+        assert conn.is_closed()

@@ -1,4 +1,4 @@
-"""cancel() from any thread: a CancelRequest sent on a glue of its own.
+"""cancel() and terminate() from any thread, while another thread runs a call.
 
 The connection's glue belongs to the thread running the current call, so
 another thread must not touch it (nor the protocol's state).  The
@@ -15,9 +15,17 @@ saw a call running until the server has closed the cancel connection (by
 then the backend has been signalled), and a call cannot end, nor the next
 one start, meanwhile.  A signal that reaches an idle backend is ignored
 by the server.
+
+terminate() from another thread shuts the connection's socket down under
+the running call (the only thing another thread may do to it: a system
+call on the descriptor, no state of the glue or protocol touched).  The
+running thread's wait returns at once with the end of the stream, the call
+raises ConnectionDoesNotExistError as for any lost connection, and the
+server ends the session (an open transaction rolled back).
 """
 from __future__ import annotations
 
+import socket
 from typing import TYPE_CHECKING, Any, cast
 
 from mypgdriver import connector
@@ -40,6 +48,27 @@ def cancel_running_call(aconn: AsyncConnection, runner: CallRunner) -> bool:
         glue = SyncGlue()
         glue.run(connector._send_cancel_request(
             cast(Any, glue), _host_of(aconn), aconn._params, aconn._protocol))
+        return True
+
+
+def shut_down_under_running_call(aconn: AsyncConnection, runner: CallRunner) -> bool:
+    """Shut the socket of the call `runner` is running down; False if none runs.
+
+    The call's thread then finds the connection lost and closes it.
+    """
+    with runner.end_lock:
+        if not runner.is_running():
+            return False
+        transport = aconn._protocol.transport
+        sock = getattr(transport, 'sock', None)
+        if sock is None:
+            return False
+        try:
+            # The plain socket's shutdown(), also under TLS: SSLSocket's own
+            # would unwrap the SSL object under the thread reading it.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:
+            return False    # closed meanwhile: nothing runs on it any more
         return True
 
 

@@ -37,7 +37,7 @@ from mypgdriver.deadlines import check_timeout
 from mypgdriver.protocol.record import Record
 from mypgdriver.server_info import ConnectionSettings, ServerVersion
 from mypgdriver.sync.callbacks import RelayTable, check_plain_callback
-from mypgdriver.sync.cancel import cancel_running_call
+from mypgdriver.sync.cancel import cancel_running_call, shut_down_under_running_call
 from mypgdriver.sync.cursor import CursorFactory
 from mypgdriver.sync.notifications import Notification, NotificationBacklog
 from mypgdriver.sync.prepared import PreparedStatement
@@ -473,7 +473,20 @@ class Connection:
         self._run(self._aconn.close(timeout=timeout))
 
     def terminate(self) -> None:
-        """Close the connection at once (after the call another thread is running, if any)."""
+        """Close the connection at once, also while another thread runs a call on it.
+
+        That call raises :exc:`~mypgdriver.exceptions.ConnectionDoesNotExistError`
+        (its socket is shut down under it) and the server ends the session,
+        rolling back an open transaction.  Termination listeners run before
+        this returns.  It may also be called from a listener or query logger
+        (inside the call that runs it).
+        """
+        runner = self._runner
+        if runner.in_call():
+            # A callback inside a call, in the thread driving the glue.
+            self._aconn.terminate()
+            return
+        shut_down_under_running_call(self._aconn, runner)
         self._run(_terminated(self._aconn))
 
 
