@@ -42,6 +42,14 @@ tells the glue to read them before it polls.
 
 Connecting and the TLS handshake are in mypgdriver/sync/sockets.py.
 
+A plain socket is read and written with ``recv()`` and ``send()`` called
+on its descriptor from here, not through the socket object's methods
+(whose lookup and argument parsing cost more than the system call on a
+``SELECT 1``); the send, which never waits, keeps the GIL.  They behave as
+the socket methods do: a read interrupted by a signal runs the signal's
+handler (raising KeyboardInterrupt) or is retried, errors raise the
+OSError subclass of their errno.
+
 Compiled (Cython) for Ctrl-C as much as for speed: a KeyboardInterrupt is
 raised only where Python code runs or a system call is interrupted, so
 none can land inside these methods between two steps of their state (the
@@ -53,9 +61,49 @@ nothing was received, the connection is in sync.  A TLS read goes through
 bytes were decrypted: that one is not clean.
 """
 
+import os
 import socket
 import ssl
 from typing import Any
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_AS_STRING
+from cpython.exc cimport PyErr_CheckSignals
+from libc.errno cimport EAGAIN, EINTR, errno
+
+cdef extern from "<errno.h>":
+    const int EWOULDBLOCK
+
+cdef extern from *:
+    """
+    #ifdef _WIN32
+    #define MPG_RAW_SOCKETS 0
+    static Py_ssize_t mpg_recv(int fd, void *buf, size_t n, int dontwait) { return -1; }
+    static Py_ssize_t mpg_send(int fd, const void *buf, size_t n) { return -1; }
+    #else
+    #include <sys/types.h>
+    #include <sys/socket.h>
+    #ifndef MSG_NOSIGNAL
+    #define MSG_NOSIGNAL 0
+    #endif
+    #ifdef MSG_DONTWAIT
+    #define MPG_RAW_SOCKETS 1
+    static Py_ssize_t mpg_recv(int fd, void *buf, size_t n, int dontwait) {
+        return recv(fd, buf, n, dontwait ? MSG_DONTWAIT : 0);
+    }
+    static Py_ssize_t mpg_send(int fd, const void *buf, size_t n) {
+        return send(fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+    #else
+    #define MPG_RAW_SOCKETS 0
+    static Py_ssize_t mpg_recv(int fd, void *buf, size_t n, int dontwait) { return -1; }
+    static Py_ssize_t mpg_send(int fd, const void *buf, size_t n) { return -1; }
+    #endif
+    #endif
+    """
+    const int MPG_RAW_SOCKETS
+    Py_ssize_t mpg_recv(int fd, void *buf, size_t n, int dontwait) nogil
+    Py_ssize_t mpg_send(int fd, const void *buf, size_t n) nogil
 
 __all__ = ('READ_SIZE', 'WRITE_HIGH_WATER', 'WRITE_LOW_WATER', 'SocketTransport',
            'TLSTransport')
@@ -114,6 +162,9 @@ cdef class SocketTransport:
     # (it copies what it keeps: ReadBuffer._feed).
     cdef readonly bytearray rbuf
     cdef readonly object rview
+    # A plain socket: read and written with recv()/send() on `fd` here.
+    cdef readonly bint raw
+    cdef int fd
     cdef object __weakref__
 
     def __init__(self, sock, glue, protocol=None):
@@ -129,6 +180,8 @@ cdef class SocketTransport:
         self.clean_reads = True
         self.rbuf = bytearray(_READ_SIZE)
         self.rview = memoryview(self.rbuf)
+        self.raw = MPG_RAW_SOCKETS and not isinstance(sock, ssl.SSLSocket)
+        self.fd = sock.fileno() if self.raw else -1
 
     # --- what the protocol and the connector use (asyncio.Transport) ---
 
@@ -155,7 +208,7 @@ cdef class SocketTransport:
             out += data     # behind what waits already: order is kept
         else:
             try:
-                sent = self._send(data)
+                sent = self._send_raw(data) if self.raw else self._send(data)
             except OSError as exc:
                 self._fail_later(exc)
                 return
@@ -210,7 +263,7 @@ cdef class SocketTransport:
         if not self.blocking:
             self._set_blocking(True)
         try:
-            n = self.sock.recv_into(self.rbuf)
+            n = self._recv_raw(False) if self.raw else self.sock.recv_into(self.rbuf)
         except OSError as exc:     # ssl.SSLError too
             self._lose(exc)
             return
@@ -227,7 +280,11 @@ cdef class SocketTransport:
         """Receive what the socket has without waiting (the driver saw it readable)."""
         cdef Py_ssize_t n
         try:
-            if _DONTWAIT:
+            if self.raw:
+                n = self._recv_raw(True)
+                if n < 0:
+                    return      # nothing after all
+            elif _DONTWAIT:
                 n = self.sock.recv_into(self.rbuf, 0, _DONTWAIT)
             else:
                 if self.blocking:
@@ -253,7 +310,7 @@ cdef class SocketTransport:
         out = self.out
         try:
             while out:
-                sent = self._send(out)
+                sent = self._send_raw(out) if self.raw else self._send(out)
                 if not sent:
                     break
                 del out[:sent]
@@ -263,6 +320,51 @@ cdef class SocketTransport:
         if self.writing_paused and len(out) <= _LOW:
             self.writing_paused = False
             self.protocol.resume_writing()
+
+    cdef Py_ssize_t _recv_raw(self, bint dontwait) except -2:
+        # Bytes received into rbuf (0: end of stream; -1: none, `dontwait`).
+        cdef Py_ssize_t n
+        cdef int err
+        cdef char *buf = PyByteArray_AS_STRING(self.rbuf)
+        cdef int fd = self.fd
+        while True:
+            with nogil:
+                n = mpg_recv(fd, buf, _READ_SIZE, dontwait)
+                err = errno
+            if n >= 0:
+                return n
+            if err == EINTR:
+                # As socket.recv_into: the signal's handler runs (Ctrl-C
+                # raises here), else the read is retried.
+                PyErr_CheckSignals()
+                continue
+            if err == EAGAIN or err == EWOULDBLOCK:
+                if dontwait:
+                    return -1
+                continue    # (a blocking socket does not say this)
+            raise OSError(err, os.strerror(err))
+
+    cdef Py_ssize_t _send_raw(self, data) except -1:
+        # Bytes of `data` the socket took without waiting (0: none).  The
+        # GIL is kept: the call never waits.
+        cdef Py_buffer view
+        cdef Py_ssize_t n
+        cdef int err
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            while True:
+                n = mpg_send(self.fd, view.buf, <size_t>view.len)
+                if n >= 0:
+                    return n
+                err = errno
+                if err == EINTR:
+                    PyErr_CheckSignals()
+                    continue
+                if err == EAGAIN or err == EWOULDBLOCK:
+                    return 0
+                raise OSError(err, os.strerror(err))
+        finally:
+            PyBuffer_Release(&view)
 
     def _send(self, data):
         # Bytes of `data` the socket took without waiting (0: none).
