@@ -229,3 +229,31 @@ def test_terminate_when_no_call_runs_and_from_a_query_logger(dsn: str) -> None:
         _wait_for(lambda: observer.fetchval(
             'SELECT count(*) FROM pg_stat_activity WHERE pid = $1', pid) == 0,
             'the backend to end')
+
+
+def test_ctrl_c_while_waiting_for_another_threads_call(sconn: Connection) -> None:
+    # The main thread waits for the connection's lock, held by a thread
+    # running pg_sleep: a real SIGINT ends the wait with KeyboardInterrupt
+    # (as threading.Lock.acquire() does), and the other call goes on.
+    import signal
+
+    assert threading.current_thread() is threading.main_thread()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    results: list[object] = []
+    worker = threading.Thread(target=lambda: results.append(
+        sconn.fetchval("SELECT 'slept' FROM pg_sleep(1.5)")))
+    worker.start()
+    _wait_for(sconn._runner.is_running, 'the other call to start')
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        sconn.fetchval('SELECT 1')
+    assert time.monotonic() - started < 1.2      # not after the other call (1.5 s)
+    assert worker.is_alive()
+    worker.join(10)
+    timer.join()
+    assert results == ['slept']
+    assert sconn.fetchval('SELECT 2') == 2

@@ -1,5 +1,5 @@
-import threading
-from typing import Any, Coroutine, Generator, TypeVar, Union
+from types import TracebackType
+from typing import Any, Coroutine, Generator, Optional, TypeVar, Union
 
 from typing_extensions import disjoint_base
 
@@ -13,6 +13,14 @@ _T = TypeVar('_T')
 _Driven = Union[Coroutine[Any, Any, _T], Generator[Any, None, _T]]
 
 @disjoint_base
+class EndLock:
+    """The lock a call ends under; ``with runner.end_lock:`` holds it (cancel.py)."""
+
+    def __enter__(self) -> EndLock: ...
+    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> bool: ...
+
+@disjoint_base
 class CallRunner:
     """Runs coroutines of one asyncio Connection on its SyncGlue, one thread at a time."""
 
@@ -23,4 +31,4 @@ class CallRunner:
     def is_running(self) -> bool: ...
     def in_call(self) -> bool: ...
     @property
-    def end_lock(self) -> threading.Lock: ...
+    def end_lock(self) -> EndLock: ...

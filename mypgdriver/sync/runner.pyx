@@ -4,9 +4,9 @@
 A SyncGlue is driven by whichever thread calls ``run()``; two threads must
 never drive it at once (its ready queue, timers and the protocol are not
 thread-safe).  Every call of the public sync API therefore goes through
-one CallRunner, which holds a ``threading.Lock`` around ``glue.run(coro)``:
-calls from several threads are serialized, in the order the lock grants
-them (not pipelined).
+one CallRunner, which holds a lock around ``glue.run(coro)``: calls from
+several threads are serialized, in the order the lock grants them (not
+pipelined).
 
 A callback the driver runs inside a call (a notification listener, a log
 listener, a query logger) runs in the thread that holds the lock.  If it
@@ -16,15 +16,31 @@ call is refused with :exc:`~mypgdriver.exceptions.InterfaceError`.
 Compiled, as the glue is: a KeyboardInterrupt cannot land between taking
 the lock and noting the owner, nor between the end of a call and giving
 them back (the connection would be left locked, or its thread taken for a
-re-entrant caller for ever).
+re-entrant caller for ever).  The locks are the interpreter's own
+(``PyThread_*``, what ``threading.Lock`` wraps), taken without a method
+call when free; a thread waiting for one is woken by a signal, whose
+handler runs (Ctrl-C raises there), as in ``threading.Lock.acquire()``.
 """
-import threading
+from cpython.exc cimport PyErr_CheckSignals
+from cpython.pythread cimport (
+    NOWAIT_LOCK,
+    PY_LOCK_ACQUIRED,
+    PyLockStatus,
+    PyThread_acquire_lock,
+    PyThread_allocate_lock,
+    PyThread_free_lock,
+    PyThread_get_thread_ident,
+    PyThread_release_lock,
+    PyThread_type_lock,
+)
 
 from mypgdriver import exceptions
 
-__all__ = ('CallRunner',)
+cdef extern from "pythread.h":
+    PyLockStatus PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds,
+                                             int intr_flag) nogil
 
-cdef object _get_ident = threading.get_ident
+__all__ = ('CallRunner',)
 
 _REENTRANT = ('cannot call the connection from inside one of its own calls: a '
               'listener, log listener, termination listener or query logger runs '
@@ -33,58 +49,109 @@ _REENTRANT = ('cannot call the connection from inside one of its own calls: a '
               'use another connection')
 
 
+cdef int _acquire(PyThread_type_lock lock) except -1:
+    # Take `lock`, waiting (without the GIL) if another thread holds it.
+    cdef PyLockStatus status
+    if PyThread_acquire_lock(lock, NOWAIT_LOCK):
+        return 0
+    while True:
+        with nogil:
+            status = PyThread_acquire_lock_timed(lock, -1, 1)
+        if status == PY_LOCK_ACQUIRED:
+            return 0
+        # Woken by a signal: its handler runs (KeyboardInterrupt raises
+        # here, nothing taken), then the wait goes on.
+        PyErr_CheckSignals()
+
+
+cdef class EndLock:
+    """The lock a call ends under; ``with runner.end_lock:`` holds it (cancel.py)."""
+
+    cdef PyThread_type_lock lock
+
+    def __cinit__(self):
+        self.lock = PyThread_allocate_lock()
+        if self.lock == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if self.lock != NULL:
+            PyThread_free_lock(self.lock)
+
+    def __enter__(self):
+        _acquire(self.lock)
+        return self
+
+    def __exit__(self, *exc_info):
+        PyThread_release_lock(self.lock)
+        return False
+
+
 cdef class CallRunner:
     """Runs coroutines of one asyncio Connection on its SyncGlue, one thread at a time."""
 
     cdef readonly object _glue
     cdef object _glue_run
-    cdef object _lock
-    # The thread running a call now (None: idle).  Read without the lock by
-    # the same thread (re-entrance) and by cancel() (is a call running?).
-    cdef object _owner
+    cdef PyThread_type_lock _lock
+    # The thread running a call now (`running`: its ident in `owner`).
+    # Read without the lock by the same thread (re-entrance) and by
+    # cancel() (is a call running?).
+    cdef bint _running
+    cdef unsigned long _owner
     # Taken to end a call and by a cross-thread cancel() while it sends: a
     # call does not return (and the next one does not start) while a
     # CancelRequest aimed at it is on its way (see cancel.py).
-    cdef object _end_lock
+    cdef EndLock _end_lock
+
+    def __cinit__(self, glue):
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
 
     def __init__(self, glue):
         self._glue = glue
         self._glue_run = glue.run
-        self._lock = threading.Lock()
-        self._owner = None
-        self._end_lock = threading.Lock()
+        self._running = False
+        self._end_lock = EndLock()
 
     def run(self, coro):
         """Drive `coro` to its end on the glue, holding the connection's lock; its result."""
-        me = _get_ident()
-        if self._owner == me:
+        cdef unsigned long me = PyThread_get_thread_ident()
+        if self._running and self._owner == me:
             coro.close()
             raise exceptions.InterfaceError(_REENTRANT)
-        lock = self._lock
-        lock.acquire()
+        try:
+            _acquire(self._lock)
+        except BaseException:
+            coro.close()    # (interrupted while waiting for another thread's call)
+            raise
         self._owner = me
+        self._running = True
         try:
             return self._glue_run(coro)
         finally:
-            end_lock = self._end_lock
             try:
-                end_lock.acquire()
+                _acquire(self._end_lock.lock)
             except BaseException:
                 # (interrupted while a cancel() was being sent)
-                self._owner = None
-                lock.release()
+                self._running = False
+                PyThread_release_lock(self._lock)
                 raise
-            self._owner = None
-            end_lock.release()
-            lock.release()
+            self._running = False
+            PyThread_release_lock(self._end_lock.lock)
+            PyThread_release_lock(self._lock)
 
     def is_running(self):
         """True while some thread runs a call (a snapshot: it may end at once)."""
-        return self._owner is not None
+        return self._running
 
     def in_call(self):
         """True when the current thread is inside a call (from a callback it runs)."""
-        return self._owner == _get_ident()
+        return self._running and self._owner == PyThread_get_thread_ident()
 
     @property
     def end_lock(self):
