@@ -28,10 +28,8 @@ import io
 import itertools
 import os
 import signal
-import sys
 import threading
 import time
-from types import FrameType
 from typing import Any, Callable, Iterator, Optional
 
 import pytest
@@ -39,6 +37,7 @@ import pytest
 import mypgdriver
 import mypgdriver.sync as sync
 from mypgdriver import block_owner
+from tests.support.interrupts import Bomb, LineTrace
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures('no_event_loop')
@@ -50,22 +49,6 @@ COPY_ROWS = 20000
 PACKAGE_DIR = os.path.dirname(mypgdriver.__file__)
 
 
-class Bomb:
-    """Raises KeyboardInterrupt at the `at`-th tick (counting from 0), once; None: counts only."""
-
-    def __init__(self, at: Optional[int]) -> None:
-        self.at = at
-        self.count = 0
-        self.fired = False
-
-    def tick(self) -> None:
-        n = self.count
-        self.count += 1
-        if n == self.at and not self.fired:
-            self.fired = True
-            raise KeyboardInterrupt
-
-
 class Armed:
     """Ticks `bomb` at each entry of the step `hook` during the `with` block."""
 
@@ -73,28 +56,19 @@ class Armed:
         self.glue = conn._runner._glue
         self.hook = hook
         self.bomb = bomb
-
-    def _trace(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if not frame.f_code.co_filename.startswith(PACKAGE_DIR):
-            return None
-        return self._trace_lines
-
-    def _trace_lines(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == 'line':
-            self.bomb.tick()
-        return self._trace_lines
+        self.lines = LineTrace(bomb, lambda filename: filename.startswith(PACKAGE_DIR))
 
     def __enter__(self) -> 'Armed':
         if self.hook == 'wait':
             self.glue.wait_hook = self.bomb.tick
         elif self.hook == 'python':
-            sys.settrace(self._trace)
+            self.lines.__enter__()
         else:
             raise AssertionError(self.hook)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        sys.settrace(None)
+        self.lines.__exit__()
         self.glue.wait_hook = None
 
 
