@@ -187,6 +187,8 @@ class Pool:
         self._slots = 0  # open + being opened + handed to a waiter to open
         self._counters = PoolCounters()
         self._thread: Optional[threading.Thread] = None
+        # Called before each blocking wait of the pool's own (tests interrupt there).
+        self._wait_hook: Optional[Callable[[], None]] = None
 
     def __repr__(self) -> str:
         state = 'closed' if self._closed else 'closing' if self._closing else 'open'
@@ -336,6 +338,8 @@ class Pool:
     def _wait(self, waiter: _Waiter, timeout: Optional[float]) -> _Handoff:
         """Wait in line until handed a connection or a slot, or raise TimeoutError."""
         try:
+            if self._wait_hook is not None:
+                self._wait_hook()
             waiter.event.wait(timeout)
         except BaseException:
             with self._lock:
@@ -692,6 +696,8 @@ class Pool:
         try:
             for entry in idle:
                 self._discard(entry, graceful=True)
+            if self._wait_hook is not None:
+                self._wait_hook()
             with self._lock:
                 done = self._changed.wait_for(lambda: self._slots == 0, timeout)
             if not done:
