@@ -22,19 +22,21 @@ acquire timeout's message (pool/slots.py), the counters and PoolStats
   thread per pool, which close() and terminate() stop.  Acquires never wait
   for it: an acquire that finds no idle connection and a free slot opens
   one itself.
+* **Ctrl-C.**  The slots, the idle list and the line of waiting acquires
+  are kept by a compiled core (poolcore.pyx), which a KeyboardInterrupt
+  cannot cut in the middle of a step; the Python code here (opening,
+  checking, resetting, closing a connection) runs as its hooks, and the
+  core puts back or closes what a step held when a hook raises.
 """
 from __future__ import annotations
 
-import asyncio
-import collections
+import dataclasses
 import logging
 import threading
-import time
 from types import TracebackType
 from typing import (
     Any,
     Callable,
-    Deque,
     Iterable,
     Optional,
     Sequence,
@@ -44,9 +46,8 @@ from typing import (
 
 from mypgdriver import exceptions
 from mypgdriver._typing import ArgumentRow, RecordT
-from mypgdriver.pool.proxy import begin_checkout
+from mypgdriver.pool.proxy import begin_checkout, end_checkout
 from mypgdriver.pool.reset import default_reset, end_open_transaction, in_unknown_state
-from mypgdriver.pool.slots import acquire_timed_out
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
 from mypgdriver.sync.connect import connect as sync_connect
@@ -58,6 +59,14 @@ from mypgdriver.sync.connection import (
     forget_notifications,
     read_pending_input,
     run_async,
+)
+from mypgdriver.sync.poolcore import (
+    BROKEN,
+    RESET_FAILED,
+    RETIRED,
+    REUSABLE,
+    PoolCore,
+    PoolEntry,
 )
 from mypgdriver.sync.pooled import PoolConnectionProxy
 
@@ -71,40 +80,6 @@ _MAINTENANCE_INTERVAL = 1.0
 # Backoff of the background thread while the server cannot be reached.
 _RETRY_DELAY_FIRST = 0.05
 _RETRY_DELAY_MAX = 1.0
-
-
-class PoolEntry:
-    """A connection owned by the pool, with what the pool tracks about it."""
-
-    __slots__ = ('con', 'generation', 'queries', 'idle_since', 'proxy')
-
-    def __init__(self, con: Connection, generation: int) -> None:
-        self.con = con
-        self.generation = generation
-        self.queries = 0
-        self.idle_since = 0.0
-        self.proxy: Optional[PoolConnectionProxy] = None
-
-
-class _NewSlot:
-    """Handed to a waiter instead of a connection: open one in this slot."""
-
-    __slots__ = ()
-
-
-_NEW_SLOT = _NewSlot()
-_Handoff = Union[PoolEntry, _NewSlot]
-
-
-class _Waiter:
-    """A thread waiting in line in acquire(): handed an item, or failed, by another thread."""
-
-    __slots__ = ('event', 'item', 'error')
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.item: Optional[_Handoff] = None
-        self.error: Optional[BaseException] = None
 
 
 class Pool:
@@ -163,36 +138,25 @@ class Pool:
         self._max_queries = max_queries
         self._max_inactive = max_inactive_connection_lifetime
         self._connect_fn = connect
-        self._connect_dsn = dsn
-        self._connect_kwargs = connect_kwargs
         self._setup = setup
         self._init = init
         self._reset = reset
         self._connection_class = connection_class
         self._record_class = record_class
 
-        # One lock guards everything below; no connection call is made while
-        # it is held (a call may take long, and takes the connection's lock).
-        self._lock = threading.Lock()
-        # Notified when a slot is freed (close() waits for 0) and when the
-        # background thread has work.
-        self._changed = threading.Condition(self._lock)
-        self._closing = False
-        self._closed = False
-        self._generation = 0
-        self._all: set[PoolEntry] = set()
-        self._idle: Deque[PoolEntry] = collections.deque()  # most recent at the right
-        self._waiters: Deque[_Waiter] = collections.deque()
-        self._waiting = 0  # acquires waiting now (including one handed something)
-        self._slots = 0  # open + being opened + handed to a waiter to open
         self._counters = PoolCounters()
+        # The slots, idle connections and waiting acquires (compiled: Ctrl-C safe).
+        self._core = PoolCore(self, PoolConnectionProxy, self._counters, min_size=min_size,
+                              max_size=max_size, max_queries=max_queries,
+                              max_inactive=max_inactive_connection_lifetime,
+                              connect_dsn=dsn, connect_kwargs=connect_kwargs)
         self._thread: Optional[threading.Thread] = None
-        # Called before each blocking wait of the pool's own (tests interrupt there).
-        self._wait_hook: Optional[Callable[[], None]] = None
 
     def __repr__(self) -> str:
-        state = 'closed' if self._closed else 'closing' if self._closing else 'open'
-        return (f'<mypgdriver.sync.Pool {state} size={len(self._all)} idle={len(self._idle)} '
+        core = self._core
+        state = 'closed' if core.closed else 'closing' if core.closing else 'open'
+        size, idle = core.sizes()
+        return (f'<mypgdriver.sync.Pool {state} size={size} idle={idle} '
                 f'min={self._min_size} max={self._max_size}>')
 
     def __enter__(self) -> Pool:
@@ -208,10 +172,8 @@ class Pool:
         """Open min_size connections (in the creating thread) and start the background thread."""
         try:
             for _ in range(self._min_size):
-                with self._lock:
-                    self._slots += 1
-                entry = self._open_in_slot()
-                self._make_available(entry)
+                self._core.reserve_slot()
+                self._core.make_available(self._core.open_in_slot())
         except BaseException:
             self.terminate()
             raise
@@ -223,7 +185,7 @@ class Pool:
 
     def get_size(self) -> int:
         """The number of open connections, idle and in use."""
-        return len(self._all)
+        return self._core.sizes()[0]
 
     def get_min_size(self) -> int:
         """The number of connections the pool keeps open, refilling in the background."""
@@ -235,11 +197,11 @@ class Pool:
 
     def get_idle_size(self) -> int:
         """The number of open connections nobody holds."""
-        return len(self._idle)
+        return self._core.sizes()[1]
 
     def is_closing(self) -> bool:
         """True once :meth:`close` or :meth:`terminate` was called."""
-        return self._closing or self._closed
+        return self._core.closing or self._core.closed
 
     def get_stats(self) -> PoolStats:
         """A snapshot of the pool's counters (the asyncio pool's :class:`~mypgdriver.pool.PoolStats`).
@@ -247,13 +209,10 @@ class Pool:
         ``shortcuts_pipelined`` is always 0: the sync pool does not pipeline
         shortcut calls of several threads onto one connection.
         """
-        with self._lock:
-            entries = list(self._all)
-            return self._counters.snapshot(
-                size=len(entries), idle=len(self._idle), min_size=self._min_size,
-                max_size=self._max_size, waiters=self._waiting,
-                pipeline_depths=tuple((stats.in_flight, stats.max_in_flight) for stats in (
-                    entry.con.get_pipeline_stats() for entry in entries)))
+        entries, stats = self._core.stats()
+        return dataclasses.replace(stats, pipeline_depths=tuple(
+            (pipeline.in_flight, pipeline.max_in_flight) for pipeline in (
+                entry.con.get_pipeline_stats() for entry in entries)))
 
     # --- configuration ---
 
@@ -264,9 +223,7 @@ class Pool:
         connections stay until they are replaced; call
         :meth:`expire_connections` to replace them soon.
         """
-        with self._lock:
-            self._connect_dsn = dsn
-            self._connect_kwargs = connect_kwargs
+        self._core.set_connect_args(dsn, connect_kwargs)
 
     def expire_connections(self) -> None:
         """Replace every open connection with a new one.
@@ -274,12 +231,7 @@ class Pool:
         Idle connections are closed now (and refilled in the background up
         to ``min_size``); connections in use are closed when released.
         """
-        with self._lock:
-            self._generation += 1
-            stale = list(self._idle)
-            self._idle.clear()
-        for entry in stale:
-            self._discard(entry, graceful=True)
+        self._core.expire_connections()
 
     # --- acquire ---
 
@@ -293,130 +245,16 @@ class Pool:
         :exc:`TimeoutError` (:exc:`asyncio.TimeoutError`) is raised, saying
         how many connections were in use and how many other threads waited.
         """
-        start = time.monotonic()
-        with self._lock:
-            self._check_open()
-            item = self._take()
-            waiter = None
-            if item is None:
-                waiter = _Waiter()
-                self._waiters.append(waiter)
-                self._waiting += 1
-        try:
-            if waiter is not None:
-                item = self._wait(waiter, timeout)
-            assert item is not None
-            # From the idle list at once: waited 0.0 (as in the asyncio pool).
-            found_idle = waiter is None and isinstance(item, PoolEntry)
-            entry = self._ready(item)
-        except asyncio.TimeoutError:
-            with self._lock:
-                self._counters.timeouts += 1
-            raise
-        waited = 0.0 if found_idle else time.monotonic() - start
-        proxy = PoolConnectionProxy(self, entry, timeout)
-        self._start_checkout(entry, proxy)
-        # The user's first call gets the retry for connections lost while idle.
-        proxy._ops = 0
-        with self._lock:
-            if not found_idle:
-                self._counters.waited += 1
-            self._counters.count_acquire(waited)
-        return proxy
+        return self._core.acquire(timeout)
 
-    def _take(self) -> Optional[_Handoff]:
-        """Under the lock: an idle connection, or a free slot (taken), or None (wait)."""
-        if self._waiters:
-            return None
-        if self._idle:
-            return self._idle.pop()
-        if self._slots < self._max_size:
-            self._slots += 1
-            return _NEW_SLOT
-        return None
+    # --- hooks of the core (poolcore.pyx): the Python steps of a checkout ---
 
-    def _wait(self, waiter: _Waiter, timeout: Optional[float]) -> _Handoff:
-        """Wait in line until handed a connection or a slot, or raise TimeoutError."""
-        try:
-            if self._wait_hook is not None:
-                self._wait_hook()
-            waiter.event.wait(timeout)
-        except BaseException:
-            with self._lock:
-                self._waiting -= 1
-                item = waiter.item
-                if item is None:
-                    self._forget(waiter)
-            if item is not None:
-                self._give_back(item)  # handed something as we were interrupted
-            raise
-        with self._lock:
-            self._waiting -= 1
-            item = waiter.item
-            if item is None:
-                if waiter.error is not None:
-                    raise waiter.error
-                self._forget(waiter)
-                # Built under the lock, as the waiter leaves the line: it says
-                # what held the connections up at that moment.
-                assert timeout is not None
-                raise acquire_timed_out(
-                    timeout, in_use=len(self._all) - len(self._idle),
-                    opening=self._slots - len(self._all), max_size=self._max_size,
-                    others=len(self._waiters), caller='thread')
-            if not (self._closing or self._closed):
-                return item
-        # Handed something just before close(): waiting acquires fail.
-        self._give_back(item)
-        raise exceptions.InterfaceError('pool is closing')
-
-    def _forget(self, waiter: _Waiter) -> None:
-        try:
-            self._waiters.remove(waiter)
-        except ValueError:
-            pass
-
-    def _ready(self, item: _Handoff) -> PoolEntry:
-        """A connection ready to hand out from `item`: checked, or opened in the slot."""
-        if isinstance(item, PoolEntry):
-            entry = item
-            con = entry.con
-            try:
-                if entry.generation == self._generation and not con.is_closed():
-                    read_pending_input(con)
-                    if not con.is_closed():
-                        return entry
-            except BaseException:
-                self._discard(entry, graceful=False)
-                raise
-            # Stale (expired) or dead (found closed): replace it in its slot.
-            self._retire(entry, graceful=not con.is_closed())
-        if self._closing or self._closed:
-            self._slot_freed()
-            raise exceptions.InterfaceError('pool is closing')
-        return self._open_in_slot()
-
-    def _open_in_slot(self) -> PoolEntry:
-        """Open a connection in a slot the caller holds; the slot is given up if this fails."""
-        try:
-            with self._lock:
-                dsn, kwargs, generation = (self._connect_dsn, self._connect_kwargs,
-                                           self._generation)
-            con = self._open_connection(dsn, kwargs)
-        except BaseException:
-            with self._lock:
-                self._counters.failed += 1
-            self._slot_freed()
-            raise
-        entry = PoolEntry(con, generation)
-        with self._lock:
-            self._counters.opened += 1
-            if not (self._closing or self._closed):
-                self._all.add(entry)
-                return entry
-        self._slot_freed()
-        _close_quietly(con)
-        raise exceptions.InterfaceError('pool is closing')
+    def _idle_connection_alive(self, con: Connection) -> bool:
+        """Read what the server sent to an idle connection meanwhile; False if it is closed."""
+        if con.is_closed():
+            return False
+        read_pending_input(con)
+        return not con.is_closed()
 
     def _open_connection(self, dsn: Optional[str], kwargs: dict[str, Any]) -> Connection:
         connect = self._connect_fn if self._connect_fn is not None else sync_connect
@@ -449,41 +287,15 @@ class Pool:
         (its goodbye not yet read); the first call of a checkout is the only
         one safe to repeat, no session state of the user's existing yet.
         """
-        old = proxy._entry
-        old.proxy = None
-        if not self._retire(old, graceful=False):
-            proxy._cut_off()  # terminate() took the connection and its slot
-            raise error
         logger.debug('pool: connection lost before its first query (%s), replacing', error)
-        if self._closing or self._closed:
-            self._slot_freed()
-            proxy._cut_off()
-            raise error
-        try:
-            entry = self._open_in_slot()
-        except BaseException:
-            # The slot is gone with the connection; release() has nothing to do.
-            proxy._cut_off()
-            raise
-        proxy._entry = entry
-        proxy._con = entry.con
-        entry.queries = 1
-        self._start_checkout(entry, proxy)
-        return entry.con
+        con: Connection = self._core.replace_lost_connection(proxy, error)
+        return con
 
-    def _start_checkout(self, entry: PoolEntry, proxy: PoolConnectionProxy) -> None:
-        """Hand `entry` out as `proxy`: handles belong to this checkout; `setup` runs."""
-        entry.proxy = proxy
-        run_async(entry.con, _begin_checkout(entry.con, proxy))
+    def _begin_checkout(self, con: Connection, proxy: PoolConnectionProxy) -> None:
+        """Hand `con` out as `proxy`: handles belong to this checkout; `setup` runs."""
+        run_async(con, _begin_checkout(con, proxy))
         if self._setup is not None:
-            try:
-                self._setup(proxy)
-            except BaseException:
-                # The state setup left the connection in is unknown: do not reuse it.
-                proxy._cut_off()
-                entry.proxy = None
-                self._discard(entry, graceful=False)
-                raise
+            self._setup(proxy)
 
     # --- release ---
 
@@ -498,38 +310,17 @@ class Pool:
         than reported.  Releasing an already released connection does
         nothing.
         """
-        if type(connection) is not PoolConnectionProxy or connection._pool is not self:
-            raise exceptions.InterfaceError(
-                f'Pool.release() received invalid connection: {connection!r} is not a '
-                f'member of this pool')
-        entry = connection._entry
-        if connection._con is None:
-            return
-        if timeout is None:
-            timeout = connection._timeout
-        try:
-            connection._detach()
-        except BaseException:
-            entry.proxy = None
-            self._discard(entry, graceful=False)
-            raise
-        entry.proxy = None
-        self._release_entry(entry, timeout)
+        self._core.release(connection, timeout)
 
-    def _release_entry(self, entry: PoolEntry, timeout: Optional[float]) -> None:
+    def _reset_released(self, entry: PoolEntry, timeout: Optional[float]) -> int:
+        """The hook of release(): end the checkout, reset the connection; may it be reused?"""
         con = entry.con
+        run_async(con, _checkout_ended(con))
         aconn = async_connection(con)
-        if self._closing or self._closed:
-            self._discard(entry, graceful=not con.is_closed())
-            return
         if in_unknown_state(aconn):
-            with self._lock:
-                self._counters.broken += 1
-            self._discard(entry, graceful=False)
-            return
-        if entry.queries >= self._max_queries or entry.generation != self._generation:
-            self._discard(entry, graceful=True)
-            return
+            return BROKEN
+        if entry.queries >= self._max_queries or entry.generation != self._core.generation:
+            return RETIRED
         if con.is_in_transaction():
             logger.warning('pool: a connection was released inside an open transaction, '
                            'which is rolled back: %r', con)
@@ -539,140 +330,61 @@ class Pool:
             else:
                 run_async(con, end_open_transaction(aconn))
                 self._reset(con)
-        except BaseException as e:
-            with self._lock:
-                self._counters.reset_failures += 1
-            if isinstance(e, Exception):
-                log = logger.debug if con.is_closed() else logger.warning
-                log('pool: resetting a released connection failed, replacing it: %r', e)
-            self._discard(entry, graceful=False)
-            if not isinstance(e, Exception):
-                raise
-            return
+        except Exception as e:
+            log = logger.debug if con.is_closed() else logger.warning
+            log('pool: resetting a released connection failed, replacing it: %r', e)
+            return RESET_FAILED
         if in_unknown_state(aconn) or con.is_in_transaction():
-            with self._lock:
-                self._counters.reset_failures += 1
-            self._discard(entry, graceful=False)
-            return
+            return RESET_FAILED
         # Received before UNLISTEN *: the last user's, never the next one's.
         forget_notifications(con)
-        with self._lock:
-            self._counters.resets += 1
-        self._make_available(entry)
+        return REUSABLE
 
-    # --- slots and idle connections ---
-
-    def _make_available(self, entry: PoolEntry) -> None:
-        """Hand a ready connection to the first waiter, or put it in the idle list."""
-        with self._lock:
-            if entry not in self._all:
-                return  # terminated meanwhile
-            if not (self._closing or self._closed):
-                if self._hand_over(entry):
-                    return
-                entry.idle_since = time.monotonic()
-                self._idle.append(entry)
-                self._changed.notify_all()
-                return
-        self._discard(entry, graceful=True)
-
-    def _hand_over(self, item: _Handoff) -> bool:
-        """Under the lock: give `item` to the first waiter; False if nobody waits."""
-        if self._waiters:
-            waiter = self._waiters.popleft()
-            waiter.item = item
-            waiter.event.set()
-            return True
-        return False
-
-    def _give_back(self, item: _Handoff) -> None:
-        if isinstance(item, PoolEntry):
-            self._make_available(item)
+    def _close_connection(self, con: Connection, graceful: bool) -> None:
+        """The hook that closes a connection the pool gave up."""
+        if graceful and not con.is_closed():
+            _close_quietly(con)
         else:
-            self._slot_freed()
+            con.terminate()
 
-    def _slot_freed(self) -> None:
-        """A slot was given up: pass it to the first waiter, or count it free."""
-        with self._lock:
-            if not (self._closing or self._closed) and self._hand_over(_NEW_SLOT):
-                return
-            self._slots -= 1
-            self._changed.notify_all()
+    def _terminate_connection(self, con: Connection, in_use: bool) -> None:
+        """The hook of terminate(): a call running on a connection in use is cancelled first."""
+        if in_use:
+            con.cancel()
+        con.terminate()
 
-    def _retire(self, entry: PoolEntry, *, graceful: bool) -> bool:
-        """Close a connection the pool owns; its slot stays with the caller.
-
-        False if the pool no longer owned it (terminate() took it).
-        """
-        with self._lock:
-            if entry not in self._all:
-                return False
-            self._all.discard(entry)
-            self._counters.closed += 1
-        if graceful and not entry.con.is_closed():
-            _close_quietly(entry.con)
-        else:
-            entry.con.terminate()
-        return True
-
-    def _discard(self, entry: PoolEntry, *, graceful: bool) -> None:
-        """Close a connection and give up its slot (once: nothing if the pool lost it)."""
-        if self._retire(entry, graceful=graceful):
-            self._slot_freed()
+    def _log_close_timeout(self, timeout: float, in_use: int) -> None:
+        logger.warning('pool: close() timed out after %.1fs with %d connection(s) '
+                       'still in use; terminating them', timeout, in_use)
 
     # --- the background thread ---
 
     def _maintain(self) -> None:
         """Keep min_size connections open; close those idle past the lifetime."""
+        core = self._core
         delay = _RETRY_DELAY_FIRST
         while True:
-            with self._lock:
-                if self._closing or self._closed:
-                    return
-                expired = self._take_expired()
-                refill = not expired and self._slots < self._min_size
-                if refill:
-                    self._slots += 1
-                elif not expired:
-                    self._changed.wait(self._next_wake())
-                    continue
-            for entry in expired:
-                self._discard(entry, graceful=True)
+            work = core.maintenance()
+            if work is None:
+                return
+            expired, refill = work
+            if expired:
+                core.discard_all(expired, True)
+            elif not refill:
+                core.sleep(core.next_wake(_MAINTENANCE_INTERVAL))
+                continue
             if refill:
                 try:
-                    entry = self._open_in_slot()
+                    entry = core.open_in_slot()
                 except Exception as e:
                     if delay == _RETRY_DELAY_FIRST:  # once per outage, not per attempt
                         logger.warning('pool: cannot open connections to keep min_size=%d '
                                        '(%r); retrying in the background', self._min_size, e)
-                    with self._lock:
-                        if not (self._closing or self._closed):
-                            self._changed.wait(delay)
+                    core.sleep(delay)
                     delay = min(delay * 2, _RETRY_DELAY_MAX)
                     continue
                 delay = _RETRY_DELAY_FIRST
-                self._make_available(entry)
-
-    def _take_expired(self) -> list[PoolEntry]:
-        """Under the lock: remove and return idle connections above min_size past the lifetime."""
-        if not self._max_inactive:
-            return []
-        expired: list[PoolEntry] = []
-        now = time.monotonic()
-        idle = self._idle
-        # The idle list is ordered by release time: the oldest are at the left.
-        while idle and len(self._all) - len(expired) > self._min_size:
-            if idle[0].idle_since + self._max_inactive > now:
-                break
-            expired.append(idle.popleft())
-        return expired
-
-    def _next_wake(self) -> float:
-        """Under the lock: seconds until the background thread has something to look at."""
-        wake = _MAINTENANCE_INTERVAL
-        if self._max_inactive and self._idle and len(self._all) > self._min_size:
-            wake = min(wake, self._idle[0].idle_since + self._max_inactive - time.monotonic())
-        return max(wake, 0.0)
+                core.make_available(entry)
 
     # --- closing ---
 
@@ -685,33 +397,9 @@ class Pool:
         returns when all are.  After `timeout` seconds (if given) those still
         out are terminated (and a warning is logged).
         """
-        with self._lock:
-            if self._closed or self._closing:
-                return
-            self._closing = True
-            self._fail_waiters('pool is closing')
-            idle = list(self._idle)
-            self._idle.clear()
-            self._changed.notify_all()
-        try:
-            for entry in idle:
-                self._discard(entry, graceful=True)
-            if self._wait_hook is not None:
-                self._wait_hook()
-            with self._lock:
-                done = self._changed.wait_for(lambda: self._slots == 0, timeout)
-            if not done:
-                logger.warning('pool: close() timed out after %.1fs with %d connection(s) '
-                               'still in use; terminating them', timeout, len(self._all))
-                self.terminate()
-        except BaseException:
-            self.terminate()
-            raise
-        finally:
-            self._join_thread()
-            with self._lock:
-                self._closed = True
-                self._closing = False
+        # (interrupted, the core terminates the pool; the thread then stops by itself)
+        self._core.close(timeout)
+        self._join_thread()
 
     def terminate(self) -> None:
         """Close every connection at once, including those in use, and the pool.
@@ -720,43 +408,13 @@ class Pool:
         first; the threads holding connections get InterfaceError at their
         next use.
         """
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._fail_waiters('pool is closed')
-            entries = list(self._all)
-            self._all.clear()
-            self._idle.clear()
-            self._counters.closed += len(entries)
-            self._slots -= len(entries)
-            self._changed.notify_all()
-        for entry in entries:
-            proxy = entry.proxy
-            if proxy is not None:
-                proxy._cut_off()
-                entry.proxy = None
-                entry.con.cancel()
-            entry.con.terminate()
+        self._core.terminate()
         self._join_thread()
 
     def _join_thread(self) -> None:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
-
-    def _fail_waiters(self, message: str) -> None:
-        """Under the lock: every waiting acquire raises InterfaceError(`message`)."""
-        waiters, self._waiters = self._waiters, collections.deque()
-        for waiter in waiters:
-            waiter.error = exceptions.InterfaceError(message)
-            waiter.event.set()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise exceptions.InterfaceError('pool is closed')
-        if self._closing:
-            raise exceptions.InterfaceError('pool is closing')
 
     # --- shortcuts: one call on a connection of its own, acquired and released ---
 
@@ -886,6 +544,10 @@ class Pool:
 
 async def _begin_checkout(con: Connection, proxy: PoolConnectionProxy) -> None:
     begin_checkout(async_connection(con), proxy)
+
+
+async def _checkout_ended(con: Connection) -> None:
+    end_checkout(async_connection(con))
 
 
 def _close_quietly(con: Connection) -> None:

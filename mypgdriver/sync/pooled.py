@@ -5,11 +5,13 @@ import functools
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from mypgdriver.pool.proxy import CONNECTION_LOST_ERRORS, end_checkout, released_error
-from mypgdriver.sync.connection import Connection, async_connection, run_async
+from mypgdriver.pool.proxy import CONNECTION_LOST_ERRORS, released_error
+from mypgdriver.sync.connection import Connection
+from mypgdriver.sync.poolcore import enter_checkout, exit_checkout
 
 if TYPE_CHECKING:
-    from mypgdriver.sync.pool import Pool, PoolEntry
+    from mypgdriver.sync.pool import Pool
+    from mypgdriver.sync.poolcore import PoolEntry
 
 __all__ = ('PoolConnectionProxy',)
 
@@ -53,26 +55,29 @@ class PoolConnectionProxy(_ProxyBase):
 
     __slots__ = ('_con', '_entry', '_pool', '_timeout', '_ops', '__weakref__')
 
-    def __init__(self, pool: Pool, entry: PoolEntry, timeout: Optional[float]) -> None:
-        self._pool = pool
-        self._entry = entry
-        self._con: Optional[Connection] = entry.con
-        self._timeout = timeout
-        # Query calls made through this proxy (the first gets the retry).
-        self._ops = 0
+    # Made and ended by the pool's core (poolcore.pyx), never by __init__.
+    _pool: Pool
+    _entry: PoolEntry
+    _con: Optional[Connection]
+    _timeout: Optional[float]
+    # Query calls made through this proxy (the first gets the retry).
+    _ops: int
 
     def __repr__(self) -> str:
         if self._con is None:
             return f'<{type(self).__name__} [released] {id(self):#x}>'
         return f'<{type(self).__name__} {self._con!r} {id(self):#x}>'
 
-    def __enter__(self) -> PoolConnectionProxy:
-        self._connection('__enter__')
-        return self
+    if TYPE_CHECKING:
+        def __enter__(self) -> PoolConnectionProxy: ...
 
-    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self._pool.release(self)
+        def __exit__(self, exc_type: Optional[type[BaseException]],
+                     exc: Optional[BaseException], tb: Optional[TracebackType]) -> None: ...
+    else:
+        # Compiled: a Ctrl-C cannot land between acquire() returning and
+        # the block being entered, nor before the release at its end.
+        __enter__ = enter_checkout
+        __exit__ = exit_checkout
 
     def is_closed(self) -> bool:
         """True if the connection is closed; see :meth:`Connection.is_closed`."""
@@ -134,25 +139,3 @@ class PoolConnectionProxy(_ProxyBase):
                 raise
             con = self._pool._replace_lost_connection(self, e)
             return getattr(con, name)(query, *args, **kwargs)
-
-    # --- the checkout, for the pool ---
-
-    def _detach(self) -> Optional[Connection]:
-        """End this checkout: the proxy, and every handle obtained through it, is refused.
-
-        The end is recorded under the connection's lock (after a call
-        another thread is running through a handle, if any).
-        """
-        con, self._con = self._con, None
-        if con is not None:
-            run_async(con, _checkout_ended(con))
-        return con
-
-    def _cut_off(self) -> None:
-        """Refuse the proxy at once, without the connection's lock (the pool terminates it)."""
-        self._con = None
-
-
-async def _checkout_ended(con: Connection) -> None:
-    end_checkout(async_connection(con))
-
