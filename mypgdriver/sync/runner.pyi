@@ -1,5 +1,5 @@
 from types import TracebackType
-from typing import Any, Coroutine, Generator, Optional, TypeVar, Union
+from typing import Any, Coroutine, Generator, Literal, Optional, TypeVar, Union
 
 from typing_extensions import disjoint_base
 
@@ -18,7 +18,7 @@ class EndLock:
 
     def __enter__(self) -> EndLock: ...
     def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> bool: ...
+                 tb: Optional[TracebackType]) -> Literal[False]: ...
 
 @disjoint_base
 class CallRunner:
