@@ -497,7 +497,7 @@ cdef class SyncGlue:
             return await task
         return run_at_once
 
-    def run_ready(self):
+    cpdef run_ready(self):
         """Run the callbacks scheduled so far (not those they schedule)."""
         cdef Handle handle
         ready = self.ready
@@ -508,7 +508,7 @@ cdef class SyncGlue:
             if not handle.cancelled:
                 handle.callback(*handle.args)
 
-    def wait_for(self, fut):
+    cpdef wait_for(self, fut):
         """Read, flush, run callbacks and fire timers until `fut` is done (or the caller is interrupted)."""
         cdef Caller caller = self.caller
         while not fut.done() and not caller.interrupted:
