@@ -205,9 +205,28 @@ def read_junit(path: pathlib.Path, dialect: str) -> tuple[dict, dict, dict]:
     return outcomes, messages, durations
 
 
-def run_suite(sdist: pathlib.Path, url: str, dialect: str, workdir: pathlib.Path,
-              pytest_args: list[str], quiet: bool, as_asyncpg: bool,
-              version: str, site: pathlib.Path | None = None) -> SuiteRun:
+@dataclasses.dataclass
+class StartedRun:
+    """One dialect's pytest, running."""
+
+    dialect: str
+    junit: pathlib.Path
+    proc: subprocess.Popen
+    started: float
+
+    def wait(self) -> SuiteRun:
+        returncode = self.proc.wait()
+        seconds = time.monotonic() - self.started
+        if not self.junit.exists():
+            raise SystemExit(f'pytest for {self.dialect} wrote no report (exit code {returncode})')
+        outcomes, messages, durations = read_junit(self.junit, self.dialect)
+        return SuiteRun(self.dialect, seconds, outcomes, messages, durations, returncode)
+
+
+def start_suite(sdist: pathlib.Path, url: str, dialect: str, workdir: pathlib.Path,
+                pytest_args: list[str], quiet: bool, as_asyncpg: bool,
+                version: str, site: pathlib.Path | None = None) -> StartedRun:
+    """Start SQLAlchemy's suites for `dialect` at `url`; ``.wait()`` gives the outcome."""
     junit = workdir / f'junit-{dialect}.xml'
     env = dict(os.environ)
     # PYTHONNOUSERSITE stops SQLAlchemy's test/conftest.py from putting the
@@ -232,14 +251,10 @@ def run_suite(sdist: pathlib.Path, url: str, dialect: str, workdir: pathlib.Path
         '--junitxml', str(junit), '-q', '-rN', '--tb=line', '-W', 'ignore::DeprecationWarning',
         *pytest_args,
     ]
-    started = time.monotonic()
     out = subprocess.DEVNULL if quiet else None
-    proc = subprocess.run(cmd, cwd=sdist, env=env, stdout=out, stderr=out)
-    seconds = time.monotonic() - started
-    if not junit.exists():
-        raise SystemExit(f'pytest for {dialect} wrote no report (exit code {proc.returncode})')
-    outcomes, messages, durations = read_junit(junit, dialect)
-    return SuiteRun(dialect, seconds, outcomes, messages, durations, proc.returncode)
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=sdist, env=env, stdout=out, stderr=out)
+    return StartedRun(dialect, junit, proc, started)
 
 
 def unexpected_success(run: SuiteRun, test_id: str) -> bool:
@@ -296,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--report', type=pathlib.Path,
                         help='write the per-test outcomes and timings as JSON')
     parser.add_argument('--quiet', action='store_true', help="hide pytest's output")
+    parser.add_argument('--parallel', action='store_true',
+                        help='run the two dialects at the same time, each in its own database '
+                        "(on 2 cores the pair takes about as long as one run alone; their output is mixed unless --quiet)")
     parser.add_argument('--own-requirements', action='store_true',
                         help='select the tests for mypgdriver by its own driver name, not as '
                         'for asyncpg (SQLAlchemy then skips the tests it keeps for known '
@@ -327,19 +345,31 @@ def main(argv: list[str] | None = None) -> int:
         cluster.init()
         cluster.start()
     runs: dict[str, SuiteRun] = {}
+    started: list[StartedRun] = []
     try:
         with tempfile.TemporaryDirectory(prefix='sqla-suite-') as tmp:
+            def finish(run: StartedRun) -> None:
+                runs[run.dialect] = run.wait()
+                print(f'sqlalchemy_suite: {runs[run.dialect].summary()}', file=sys.stderr)
+                cluster.psql(f'DROP DATABASE IF EXISTS sqla_{run.dialect}')
+
             for dialect in dialects:
                 database = f'sqla_{dialect}'
                 prepare_database(cluster, database)
                 url = sqlalchemy_url(cluster, dialect, database)
                 print(f'sqlalchemy_suite: SQLAlchemy {version}, {url}', file=sys.stderr)
-                runs[dialect] = run_suite(sdist, url, dialect, pathlib.Path(tmp), pytest_args,
-                                          args.quiet, as_asyncpg=not args.own_requirements,
-                                          version=version, site=site)
-                print(f'sqlalchemy_suite: {runs[dialect].summary()}', file=sys.stderr)
-                cluster.psql(f'DROP DATABASE IF EXISTS {database}')
+                started.append(start_suite(sdist, url, dialect, pathlib.Path(tmp), pytest_args,
+                                           args.quiet, as_asyncpg=not args.own_requirements,
+                                           version=version, site=site))
+                if not args.parallel:
+                    finish(started.pop())
+            for run in started:
+                finish(run)
     finally:
+        for run in started:
+            if run.proc.poll() is None:
+                run.proc.kill()
+                run.proc.wait()
         cluster.destroy()
 
     if len(runs) == 1:
