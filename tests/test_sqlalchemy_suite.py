@@ -10,7 +10,7 @@ every test that passes with asyncpg and not with mypgdriver (apart from the
 script's DELIBERATE and KNOWN_FAILURES lists).  It runs for the installed
 SQLAlchemy (2.1 on Python 3.11+) and for the 2.0 release that the test extra
 pins for older Pythons (installed alone into .cache/sqlalchemy/ when it is
-not the installed one).  About 5 minutes per release on 2 cores.
+not the installed one).  About 2 to 3 minutes per release on 2 cores.
 
 Set MYPGDRIVER_SKIP_SQLALCHEMY_SUITE=1 to leave it out of a local run.
 """
