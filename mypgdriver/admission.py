@@ -6,8 +6,8 @@ protocol admits it (``protocol.may_send()``), else sync() waits for the
 caller's turn; several are in flight at once and each caller gets its own
 result.  What may hold a caller back, all decided here:
 
-* the cleanup of an interrupted transaction block (it runs before anything
-  else on the connection);
+* the cleanup of an interrupted transaction block (BlockOwner.cleanup: it
+  runs before anything else on the connection);
 * the callers ahead of it (call order), a pending cancel, a full pipeline;
 * a caller holding the connection alone (hold(): streams, reset(), the
   cleanup) or holding *the line* (enter_line(): a call that must wait for

@@ -6,11 +6,12 @@ operation may run and how it ends.  Its jobs have owners of their own:
 * :class:`~mypgdriver.admission.Admission`: turns and call order (calls made
   concurrently are pipelined in call order), the line (a call that needs
   round trips before its own statement keeps its place), the connection
-  held alone, the cleanup that runs before everyone;
+  held alone, the wait for the cleanup that runs before everyone;
 * :class:`~mypgdriver.statement_registry.StatementRegistry`: the statement
   cache and every server-side statement's owner and Close;
 * :class:`~mypgdriver.block_owner.BlockOwner`: which Transaction owns the open
-  block, and who may use the connection meanwhile;
+  block, who may use the connection meanwhile, and the cleanup of a block
+  whose statement was interrupted (started by settle_transaction());
 * :mod:`mypgdriver.deadlines`: a call's timeout, validated once, as one
   deadline.
 
