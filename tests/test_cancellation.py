@@ -53,11 +53,17 @@ async def wait_not_running(monitor, pid: int, bound: float = STOP_BOUND) -> None
         await asyncio.sleep(0.02)
 
 
+# Running a statement for a while, not just parsing one: a first use is
+# prepared first (Parse/Describe/Sync, during which the backend is 'active'
+# too, then idle), and a cancel sent then would hit nothing.
+RUNNING_QUERY = ("SELECT state = 'active' AND clock_timestamp() - query_start "
+                 "> interval '20 milliseconds' FROM pg_stat_activity WHERE pid = $1")
+
+
 async def wait_running(monitor, pid: int, bound: float = STOP_BOUND) -> None:
     """Wait until backend `pid` is running a statement (so a cancel has something to hit)."""
     deadline = time.monotonic() + bound
-    while await monitor.fetchval(
-            "SELECT state FROM pg_stat_activity WHERE pid = $1", pid) != "active":
+    while not await monitor.fetchval(RUNNING_QUERY, pid):
         if time.monotonic() > deadline:
             pytest.fail(f"backend {pid} never started its statement")
         await asyncio.sleep(0.01)

@@ -32,6 +32,7 @@ from tests.support.scripted_server import (
     parameter_status,
     ready_for_query,
 )
+from tests.test_cancellation import RUNNING_QUERY
 
 STEP_TIMEOUT = 5
 PROTOCOL_3_0 = 3 << 16
@@ -323,8 +324,8 @@ async def test_cancel_with_the_long_key_stops_pg_sleep(connect_kwargs, server_ve
         pid = conn.get_server_pid()
         task = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
         deadline = time.monotonic() + STEP_TIMEOUT
-        while await monitor.fetchval(
-                "SELECT state FROM pg_stat_activity WHERE pid = $1", pid) != "active":
+        # Running pg_sleep, not parsing it (see test_cancellation.RUNNING_QUERY).
+        while not await monitor.fetchval(RUNNING_QUERY, pid):
             assert time.monotonic() < deadline, "pg_sleep never started"
             await asyncio.sleep(0.01)
         started = time.monotonic()
