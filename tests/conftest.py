@@ -7,6 +7,8 @@ authentication-method roles) then skip via ``pg_cluster.require_local()``.
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from typing import Any, AsyncIterator, Iterator
 
 import pytest
@@ -59,6 +61,23 @@ def pg_cluster() -> Iterator[PgCluster | DsnCluster]:
 def server_version(pg_cluster: PgCluster | DsnCluster) -> int:
     """The server's server_version_num, e.g. 150004."""
     return pg_cluster.version
+
+
+@pytest.fixture
+def default_sigint() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt in the main thread while the test runs, as in a terminal.
+
+    A process started in the background by a non-interactive shell inherits
+    SIGINT ignored, and Python leaves it so: tests that send real SIGINTs
+    install Python's default handler themselves (and put back what was there).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip('signals are handled in the main thread')
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

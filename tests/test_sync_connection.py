@@ -238,6 +238,7 @@ def test_terminate_and_calls_after_close(dsn: str, no_event_loop: list[str]) -> 
         conn.fetchval('SELECT 1')
 
 
+@pytest.mark.usefixtures('default_sigint')
 def test_ctrl_c_during_a_call_cancels_the_statement_and_propagates(
         dsn: str, no_event_loop: list[str]) -> None:  # noqa: F811
     import signal

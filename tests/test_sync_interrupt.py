@@ -294,10 +294,8 @@ def test_interrupted_cursor_iteration_inside_a_block(harness: Harness) -> None:
 
 
 @pytest.mark.parametrize('delay', [0.002, 0.01, 0.05, 0.2, 0.5])
+@pytest.mark.usefixtures('default_sigint')
 def test_real_sigint_during_pg_sleep(harness: Harness, delay: float) -> None:
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip('signals are handled in the main thread')
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     for _ in range(3):
         timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
         started = time.monotonic()

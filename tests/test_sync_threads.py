@@ -231,14 +231,13 @@ def test_terminate_when_no_call_runs_and_from_a_query_logger(dsn: str) -> None:
             'the backend to end')
 
 
+@pytest.mark.usefixtures('default_sigint')
 def test_ctrl_c_while_waiting_for_another_threads_call(sconn: Connection) -> None:
     # The main thread waits for the connection's lock, held by a thread
     # running pg_sleep: a real SIGINT ends the wait with KeyboardInterrupt
     # (as threading.Lock.acquire() does), and the other call goes on.
     import signal
 
-    assert threading.current_thread() is threading.main_thread()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     results: list[object] = []
     worker = threading.Thread(target=lambda: results.append(
         sconn.fetchval("SELECT 'slept' FROM pg_sleep(1.5)")))
