@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import decimal
 import ipaddress
-from typing import Any, Iterator
 
 import pytest
 
@@ -18,17 +17,7 @@ import mypgdriver
 import mypgdriver.sync
 from mypgdriver.sync import Connection
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
-
-
-@pytest.fixture
-def dsn(pg_cluster: Any) -> str:
-    return pg_cluster.dsn()
-
-
-@pytest.fixture
-def sconn(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
-    with mypgdriver.sync.connect(dsn) as conn:
-        yield conn
+from tests.test_sync_connection import dsn, sconn  # noqa: F401  (fixtures)
 
 
 def server_statements(conn: Connection) -> list[str]:
