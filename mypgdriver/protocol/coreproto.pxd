@@ -34,6 +34,8 @@ cdef class Operation:
         ProtocolState recv_state      # how its messages are read
         StatementState statement
         type record_class
+        int row_kind                  # statement.RowKind: what rows are made as
+        object row_maker              # ROW_MAKER: the factory's maker for this result
         bint collecting_rows          # DataRows are decoded and kept
         int want                      # bind/execute: C_WANT_ROWS or C_WANT_STATUS (protocol.pyx)
         StatusSink status_sink        # bind/execute: also gets the status tag (or None)
@@ -90,6 +92,8 @@ cdef class CoreProtocol:
         # the current operation (loaded from `cur`)
         StatementState statement
         public type record_class
+        int row_kind
+        object row_maker
         # Rows of the current result, kept in a C array and turned into a list
         # only at the end: a list growing row by row is a tracked container
         # that every young-generation GC pass (triggered by the row

@@ -35,7 +35,7 @@ from libc.string cimport memcmp
 from mypgdriver.protocol.buffer cimport (
     Frame, ReadBuffer, WriteBuffer, frame_read, frame_read_byte, frame_read_int32,
     frame_read_cstr, frame_read_cstr_bytes, unpack_int32)
-from mypgdriver.protocol.statement cimport StatementState
+from mypgdriver.protocol.statement cimport StatementState, ROW_RECORD
 
 # COPY OUT: hand the sink what has arrived once this much is collected, even
 # in the middle of a read.
@@ -133,6 +133,8 @@ cdef class CoreProtocol:
         self.protocol_minor = 0
         self.protocol_negotiated = False
         self.record_class = Record
+        self.row_kind = ROW_RECORD
+        self.row_maker = None
         self.channel_binding = 'prefer'
         self.auth_method = None
         self.authenticated = False
@@ -299,6 +301,8 @@ cdef class CoreProtocol:
         self.portal_suspended = False
         self.statement = op.statement
         self.record_class = op.record_class
+        self.row_kind = op.row_kind
+        self.row_maker = op.row_maker
         self.copy_out_sink = op.copy_out_sink
         self.parse_unconfirmed = op.carries_parse
         if self.state != STATE_CLOSED:
@@ -334,6 +338,7 @@ cdef class CoreProtocol:
         self.discard_rows = False
         self.portal_suspended = False
         self.statement = None
+        self.row_maker = None
         self.parse_unconfirmed = False
         return 0
 
@@ -660,7 +665,11 @@ cdef class CoreProtocol:
             if p[0] == b'D':
                 if self.collecting_rows and not self.discard_rows:
                     self.decoding_row = True
-                    row = self.statement.decode_row(&frame, self.record_class)
+                    if self.row_kind == ROW_RECORD:
+                        row = self.statement.decode_row(&frame, self.record_class)
+                    else:
+                        row = self.statement.decode_row_as(&frame, self.row_kind,
+                                                           self.row_maker)
                     self.decoding_row = False
                     self._append_row(row)
                 else:
@@ -858,7 +867,10 @@ cdef class CoreProtocol:
         if self.discard_rows or not self.collecting_rows:
             return 0
         self.decoding_row = True
-        row = self.statement.decode_row(frame, self.record_class)
+        if self.row_kind == ROW_RECORD:
+            row = self.statement.decode_row(frame, self.record_class)
+        else:
+            row = self.statement.decode_row_as(frame, self.row_kind, self.row_maker)
         self.decoding_row = False
         return self._append_row(row)
 

@@ -20,11 +20,13 @@ from mypgdriver.protocol.coreproto cimport (
     CoreProtocol, Operation, StatusSink, ProtocolState, STATE_PREPARE, STATE_BIND_EXECUTE,
     STATE_CLOSE_STATEMENTS, STATE_NEW, STATE_STARTUP, STATE_IDLE, STATE_CLOSED, STATE_COPY_IN,
     STATE_COPY_IN_WAIT, STATE_BIND_EXECUTE_MANY, STATE_SIMPLE_QUERY)
-from mypgdriver.protocol.statement cimport StatementState
+from mypgdriver.protocol.statement cimport (
+    StatementState, ROW_RECORD, ROW_TUPLE, ROW_DICT, ROW_SCALAR, ROW_MAKER)
 from mypgdriver.protocol.buffer cimport READ_BUFFER_KEEP, ReadBuffer, WriteBuffer
 
 from mypgdriver import deadlines, exceptions, waits
 from mypgdriver.protocol.record import Record
+from mypgdriver.rows import ResultDescription, dict_row, scalar_row, tuple_row
 
 
 cdef enum OpKind:
@@ -740,6 +742,7 @@ cdef class BaseProtocol(CoreProtocol):
     cdef _recycle_op(self, Operation op):
         op.statement = None
         op.record_class = None
+        op.row_maker = None
         op.collecting_rows = False
         op.want = C_WANT_ROWS
         op.status_sink = None
@@ -936,14 +939,20 @@ cdef class BaseProtocol(CoreProtocol):
                            or not self._admits(False, False)
                            or (sink is None and st.schema_epoch != self.schema_epoch)):
             return None
+        # Record rows (the default) cost two identity checks here; any other
+        # choice is checked, and a factory called, before anything is sent.
+        cdef int kind = ROW_RECORD
+        cdef object maker = None
         if record_class is not Record and record_class is not None:
-            check_record_class(record_class)
+            kind = row_kind_of(st, record_class)
+            if kind == ROW_MAKER:
+                maker = make_row_maker(st, record_class)
         cdef Operation op = self._make_op(OP_BIND_EXECUTE, STATE_BIND_EXECUTE, timeout, False)
         op.want = want
         op.status_sink = sink
         op.statement = st
         op.collecting_rows = True
-        op.record_class = record_class if record_class is not None else Record
+        set_row_shape(op, record_class, kind, maker)
         op.carries_parse = st.parse_pending
         # Encoding may raise DataError: that happens before anything is
         # written, and nothing was queued.
@@ -951,23 +960,35 @@ cdef class BaseProtocol(CoreProtocol):
         return self._start_op(op)
 
     def bind_execute_portal(self, StatementState st, args, str portal, int32_t limit,
-                            timeout=None, type record_class=None):
+                            timeout=None, record_class=None):
         """Bind `args` to a named portal and fetch its first `limit` rows: (rows, more_remain)."""
+        cdef int kind = ROW_RECORD
+        cdef object maker = None
+        if record_class is not Record and record_class is not None:
+            kind = row_kind_of(st, record_class)
+            if kind == ROW_MAKER:
+                maker = make_row_maker(st, record_class)
         cdef Operation op = self._make_op(OP_PORTAL, STATE_BIND_EXECUTE, timeout, False)
         op.statement = st
         op.collecting_rows = True
-        op.record_class = record_class if record_class is not None else Record
+        set_row_shape(op, record_class, kind, maker)
         op.carries_parse = st.parse_pending
         self._send_bind_execute(st, args, portal, limit)
         return self._start_op(op)
 
     def execute_portal(self, StatementState st, str portal, int32_t limit, timeout=None,
-                       type record_class=None):
+                       record_class=None):
         """Fetch up to `limit` more rows (0 = all) of an open portal: (rows, more_remain)."""
+        cdef int kind = ROW_RECORD
+        cdef object maker = None
+        if record_class is not Record and record_class is not None:
+            kind = row_kind_of(st, record_class)
+            if kind == ROW_MAKER:
+                maker = make_row_maker(st, record_class)
         cdef Operation op = self._make_op(OP_PORTAL, STATE_BIND_EXECUTE, timeout, False)
         op.statement = st
         op.collecting_rows = True
-        op.record_class = record_class if record_class is not None else Record
+        set_row_shape(op, record_class, kind, maker)
         self._send_execute_portal(st, portal, limit)
         return self._start_op(op)
 
@@ -1009,13 +1030,17 @@ cdef class BaseProtocol(CoreProtocol):
     def executemany_start(self, StatementState st, timeout=None, bint return_rows=False,
                           record_class=None):
         """Start a pipeline; its Future gives None, or all rows with `return_rows` (fetchmany)."""
+        cdef int kind = ROW_RECORD
+        cdef object maker = None
         if record_class is not Record and record_class is not None:
-            check_record_class(record_class)
+            kind = row_kind_of(st, record_class)
+            if kind == ROW_MAKER and return_rows:
+                maker = make_row_maker(st, record_class)
         cdef Operation op = self._make_op(OP_EXECUTE_MANY, STATE_BIND_EXECUTE_MANY, timeout,
                                           True)
         op.statement = st
         op.collecting_rows = return_rows
-        op.record_class = record_class if record_class is not None else Record
+        set_row_shape(op, record_class, kind, maker)
         op.carries_parse = st.parse_pending
         self.sync_sent = False
         self._start_many(st)
@@ -1167,6 +1192,65 @@ cdef str _abandoned_outcome(BaseProtocol proto, Operation op):
 cdef bint _is_utf8(str name):
     # The server reports its canonical name ('UTF8'); aliases for safety.
     return name.replace('-', '').replace('_', '').upper() in ('UTF8', 'UNICODE')
+
+
+cdef inline void set_row_shape(Operation op, object rows_as, int kind, object maker):
+    # What the decode loop makes of the operation's rows (see row_kind_of).
+    op.row_kind = kind
+    op.row_maker = maker
+    if kind == ROW_RECORD and rows_as is not None:
+        op.record_class = <type>rows_as
+    else:
+        op.record_class = Record
+
+
+cdef int row_kind_of(StatementState st, object rows_as) except -1:
+    """How the rows of `st` are made for `rows_as`: a Record subclass or a row factory.
+
+    `rows_as` is what the Session passes down: the record_class or the
+    row_factory of the call (or of the connection).  tuple_row, dict_row and
+    scalar_row are recognised by identity and built by the decode loop
+    itself; any other factory gets ROW_MAKER (see make_row_maker).
+    """
+    if rows_as is dict_row:
+        return ROW_DICT
+    if rows_as is tuple_row:
+        return ROW_TUPLE
+    if rows_as is scalar_row:
+        if st.has_rows and not st.column_oids:
+            raise exceptions.InterfaceError(
+                'scalar_row needs a result with at least one column')
+        return ROW_SCALAR
+    if isinstance(rows_as, type):
+        # A class is a record_class (mypgdriver.rows wraps a class given
+        # as row_factory, see rows.as_row_factory).
+        check_record_class(rows_as)
+        return ROW_RECORD
+    if not callable(rows_as):
+        raise TypeError(f'row_factory must be callable, not {type(rows_as).__name__}')
+    return ROW_MAKER
+
+
+cdef object make_row_maker(StatementState st, object factory):
+    """Call a row factory with the description of `st`'s result: its row maker.
+
+    Once per result, before the operation is sent, so an error in the
+    factory leaves nothing to clean up.  A statement without a result
+    (no RowDescription, e.g. ``DO``) has no rows to make: None.
+    """
+    if not st.has_rows:
+        return None
+    description = st.result_description
+    if description is None:
+        description = ResultDescription.from_statement(
+            st.column_names, st.column_oids, st.column_sizes, st.column_typmods)
+        st.result_description = description
+    maker = factory(description)
+    if not callable(maker):
+        raise TypeError(
+            f'the row factory {factory!r} returned {type(maker).__name__!r}, not a '
+            f'callable making a row from a sequence of values')
+    return maker
 
 
 def check_record_class(record_class):

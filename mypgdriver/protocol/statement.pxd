@@ -8,6 +8,16 @@ from mypgdriver.codecs.base cimport decode_fn
 # but calling through it costs no reference counting on the codec.
 ctypedef object (*raw_decode_fn)(PyObject *codec, Frame *frame)
 
+# What a result's rows are made as (see mypgdriver.rows): the row factories
+# the decode loop builds itself, and ROW_MAKER for any other factory, whose
+# maker gets each row's values as a tuple.
+cdef enum RowKind:
+    ROW_RECORD = 0      # a Record (or record_class subclass)
+    ROW_TUPLE = 1       # rows.tuple_row
+    ROW_DICT = 2        # rows.dict_row
+    ROW_SCALAR = 3      # rows.scalar_row
+    ROW_MAKER = 4       # another factory: maker(tuple of values)
+
 
 cdef class StatementState:
     # What the driver knows about one prepared statement: its parameter and
@@ -20,6 +30,14 @@ cdef class StatementState:
         readonly tuple column_names
         readonly tuple column_oids
         readonly tuple column_tables    # (table oid, column number) pairs
+        readonly tuple column_sizes     # pg_type.typlen per column (negative: variable)
+        readonly tuple column_typmods   # the type modifier per column (-1: none)
+        # dict_row's starting point: {name: None} per column, copied per row
+        # (a copy of a dict of the same keys is one memcpy, no rehashing).
+        dict dict_template
+        # The rows.ResultDescription of the columns (what a row factory is
+        # called with), made on first use; None after a new RowDescription.
+        public object result_description
         tuple param_codecs              # Codec per parameter
         tuple column_codecs             # Codec per column
         bytes param_formats_msg         # Bind's parameter-format section, pre-encoded
@@ -51,5 +69,9 @@ cdef class StatementState:
     cdef int _build_column_arrays(self) except -1
     cdef int encode_bind(self, WriteBuffer buf, str portal, object args, Py_ssize_t row_index=*) except -1
     cdef object decode_row(self, Frame *frame, type record_class)
+    cdef object decode_row_as(self, Frame *frame, int kind, object maker)
+    cdef tuple decode_tuple(self, Frame *frame)
+    cdef dict decode_dict(self, Frame *frame)
+    cdef object decode_scalar(self, Frame *frame)
     cpdef int encode_copy_records(self, WriteBuffer buf, object records, bint header,
                                   bint trailer, Py_ssize_t base_index=*) except -1

@@ -7,7 +7,9 @@ into a Record with one indirect call per field and no per-row lookups.
 
 from cpython.object cimport PyObject
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
-from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.dict cimport PyDict_Copy, PyDict_SetItem
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int16_t, int32_t, uint16_t, uint32_t
 from mypgdriver.protocol.buffer cimport (
     Frame, WriteBuffer, frame_read, frame_read_int16, frame_read_int32, frame_read_cstr,
@@ -112,6 +114,10 @@ cdef class StatementState:
         self.column_names = ()
         self.column_oids = ()
         self.column_tables = ()
+        self.column_sizes = ()
+        self.column_typmods = ()
+        self.dict_template = {}
+        self.result_description = None
         self.param_codecs = ()
         self.column_codecs = ()
         self.has_rows = False
@@ -141,7 +147,7 @@ cdef class StatementState:
 
     cdef int set_row_description(self, Frame *frame) except -1:
         cdef int16_t n = frame_read_int16(frame)
-        cdef list names = [], oids = [], tables = []
+        cdef list names = [], oids = [], tables = [], sizes = [], typmods = []
         cdef uint32_t table_oid, type_oid
         cdef int16_t attnum
         if n < 0:
@@ -151,12 +157,18 @@ cdef class StatementState:
             table_oid = <uint32_t>frame_read_int32(frame)
             attnum = frame_read_int16(frame)
             type_oid = <uint32_t>frame_read_int32(frame)
-            frame_read(frame, 2 + 4 + 2)    # typlen, typmod, format code
+            sizes.append(frame_read_int16(frame))
+            typmods.append(frame_read_int32(frame))
+            frame_read(frame, 2)            # format code
             oids.append(type_oid)
             tables.append((table_oid, attnum))
         self.column_names = tuple(names)
         self.column_oids = tuple(oids)
         self.column_tables = tuple(tables)
+        self.column_sizes = tuple(sizes)
+        self.column_typmods = tuple(typmods)
+        self.dict_template = dict.fromkeys(self.column_names)
+        self.result_description = None
         self.desc = RecordDescriptor(self.column_names)
         self.has_rows = True
         return 0
@@ -179,6 +191,10 @@ cdef class StatementState:
         self.column_names = ()
         self.column_oids = ()
         self.column_tables = ()
+        self.column_sizes = ()
+        self.column_typmods = ()
+        self.dict_template = {}
+        self.result_description = None
         self.desc = RecordDescriptor(())
         self.has_rows = False
         return 0
@@ -292,6 +308,102 @@ cdef class StatementState:
                 raise_undecoded(<Codec>codecs[i], field.remaining, i)
             record_set_item(row, i, value)
         return record_finish(row)
+
+    cdef object decode_row_as(self, Frame *frame, int kind, object maker):
+        # The rows of a row factory other than Record (see RowKind).
+        if kind == ROW_DICT:
+            return self.decode_dict(frame)
+        if kind == ROW_TUPLE:
+            return self.decode_tuple(frame)
+        if kind == ROW_SCALAR:
+            return self.decode_scalar(frame)
+        return maker(self.decode_tuple(frame))
+
+    cdef tuple decode_tuple(self, Frame *frame):
+        cdef Py_ssize_t ncols = PyTuple_GET_SIZE(self.column_codecs)
+        cdef Py_ssize_t i
+        cdef int32_t flen
+        cdef Frame field
+        cdef object value
+        cdef tuple row
+        cdef raw_decode_fn *decoders = self.col_decoders
+        cdef PyObject **codecs = self.col_codecs
+        if frame_read_int16(frame) != ncols:
+            raise ProtocolError(
+                f'DataRow has a different number of columns than RowDescription ({ncols})')
+        # Items not set yet are NULL: a tuple dropped half-filled (a field
+        # that fails to decode) frees only what it holds.
+        row = PyTuple_New(ncols)
+        for i in range(ncols):
+            flen = frame_read_int32(frame)
+            if flen == -1:
+                value = None
+            else:
+                field.ptr = frame_read(frame, flen)
+                field.remaining = flen
+                value = decoders[i](codecs[i], &field)
+                if field.remaining != 0:
+                    raise_undecoded(<Codec>codecs[i], field.remaining, i)
+            Py_INCREF(value)
+            PyTuple_SET_ITEM(row, i, value)
+        return row
+
+    cdef dict decode_dict(self, Frame *frame):
+        # A copy of {name: None, ...} whose values are then replaced: no
+        # insertion, no resize, and the keys' hashes are cached in the str
+        # objects.  A repeated column name keeps the last column's value
+        # (as psycopg's dict_row).  A dict holding only atomic values stays
+        # untracked by the garbage collector, as a Record does.
+        cdef Py_ssize_t ncols = PyTuple_GET_SIZE(self.column_codecs)
+        cdef Py_ssize_t i
+        cdef int32_t flen
+        cdef Frame field
+        cdef object value
+        cdef dict row
+        cdef tuple names = self.column_names
+        cdef raw_decode_fn *decoders = self.col_decoders
+        cdef PyObject **codecs = self.col_codecs
+        if frame_read_int16(frame) != ncols:
+            raise ProtocolError(
+                f'DataRow has a different number of columns than RowDescription ({ncols})')
+        row = PyDict_Copy(self.dict_template)
+        for i in range(ncols):
+            flen = frame_read_int32(frame)
+            if flen == -1:
+                value = None
+            else:
+                field.ptr = frame_read(frame, flen)
+                field.remaining = flen
+                value = decoders[i](codecs[i], &field)
+                if field.remaining != 0:
+                    raise_undecoded(<Codec>codecs[i], field.remaining, i)
+            PyDict_SetItem(row, <object>PyTuple_GET_ITEM(names, i), value)
+        return row
+
+    cdef object decode_scalar(self, Frame *frame):
+        # The first column's value; the other fields are skipped undecoded
+        # (their lengths are still checked against the message).
+        cdef Py_ssize_t ncols = PyTuple_GET_SIZE(self.column_codecs)
+        cdef Py_ssize_t i
+        cdef int32_t flen
+        cdef Frame field
+        cdef object value = None
+        if frame_read_int16(frame) != ncols:
+            raise ProtocolError(
+                f'DataRow has a different number of columns than RowDescription ({ncols})')
+        for i in range(ncols):
+            flen = frame_read_int32(frame)
+            if flen == -1:
+                continue
+            if i == 0:
+                field.ptr = frame_read(frame, flen)
+                field.remaining = flen
+                value = self.col_decoders[0](self.col_codecs[0], &field)
+                if field.remaining != 0:
+                    raise_undecoded(<Codec>self.col_codecs[0], field.remaining, 0)
+            else:
+                frame_read(frame, flen)
+        return value
 
     cpdef int encode_copy_records(self, WriteBuffer buf, object records, bint header,
                                   bint trailer, Py_ssize_t base_index=0) except -1:
