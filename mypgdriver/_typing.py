@@ -13,6 +13,13 @@ from mypgdriver.protocol.record import Record
 #: ``record_class=MyRecord`` returns ``MyRecord`` rows.
 RecordT = TypeVar('RecordT', bound=Record)
 
+#: The row type of a result, whatever makes its rows: a Record class or a
+#: row factory (``row_factory=dict_row`` returns ``dict[str, Any]`` rows).
+RowT = TypeVar('RowT')
+#: A row type chosen per call on an object that has one already
+#: (``stmt.fetch(row_factory=dict_row)`` on a ``PreparedStatement[Record]``).
+OtherRowT = TypeVar('OtherRowT')
+
 #: The arguments of one execution: a sequence of values, or a Record
 #: (which is not a ``Sequence`` to type checkers, but is iterated the same).
 ArgumentRow = Union[Sequence[object], Record]

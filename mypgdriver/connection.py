@@ -14,7 +14,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, overload
 
 from mypgdriver import deadlines, waits
-from mypgdriver._typing import ArgumentRows, RecordT
+from mypgdriver._typing import ArgumentRows, RecordT, RowT
 from mypgdriver.copy import CopyMixin
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.deadlines import check_timeout, timeout_error
@@ -22,6 +22,7 @@ from mypgdriver.listeners import ListenersMixin
 from mypgdriver.prepared import PreparedStatement
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, check_record_class
 from mypgdriver.protocol.record import Record
+from mypgdriver.rows import RowFactory, choose_rows
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
 from mypgdriver.session import LoggedQuery, Session, warn_unclosed
 from mypgdriver.transaction import Transaction
@@ -55,13 +56,14 @@ class ConnectionConfig:
     """Per-connection options from connect() that are not about where to connect."""
 
     __slots__ = ('command_timeout', 'statement_cache_size', 'max_cached_statement_lifetime',
-                 'max_cacheable_statement_size', 'record_class', 'max_pipeline')
+                 'max_cacheable_statement_size', 'record_class', 'row_factory', 'max_pipeline')
 
     def __init__(self, *, command_timeout: Optional[float] = None,
                  statement_cache_size: int = 100,
                  max_cached_statement_lifetime: float = 300.0,
                  max_cacheable_statement_size: int = 15 * 1024,
                  record_class: type[Record] = Record,
+                 row_factory: Optional[RowFactory[Any]] = None,
                  max_pipeline: int = DEFAULT_MAX_PIPELINE) -> None:
         self.max_pipeline = max_pipeline
         self.command_timeout = command_timeout
@@ -69,6 +71,7 @@ class ConnectionConfig:
         self.max_cached_statement_lifetime = max_cached_statement_lifetime
         self.max_cacheable_statement_size = max_cacheable_statement_size
         self.record_class = record_class
+        self.row_factory = row_factory
 
 
 class _ConnectionMeta(type):
@@ -214,53 +217,101 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
     @overload
     async def fetchmany(self, query: str, args: ArgumentRows, *,
                         timeout: Optional[float] = None,
-                        record_class: None = None) -> list[Record]: ...
+                        record_class: None = None, row_factory: None = None) -> list[Record]: ...
 
     @overload
     async def fetchmany(self, query: str, args: ArgumentRows, *,
                         timeout: Optional[float] = None,
-                        record_class: type[RecordT]) -> list[RecordT]: ...
+                        record_class: type[RecordT], row_factory: None = None) -> list[RecordT]: ...
+
+    @overload
+    async def fetchmany(self, query: str, args: ArgumentRows, *,
+                        timeout: Optional[float] = None, record_class: None = None,
+                        row_factory: RowFactory[RowT]) -> list[RowT]: ...
 
     async def fetchmany(self, query: str, args: ArgumentRows, *,
                         timeout: Optional[float] = None,
-                        record_class: Optional[type[Record]] = None) -> list[Any]:
+                        record_class: Optional[type[Record]] = None,
+                        row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
         """Run `query` once per argument sequence and return all result rows.
 
         Like executemany() (one pipeline, atomic), but the rows every
         execution returns (e.g. ``INSERT ... RETURNING``) come back in order.
+        `row_factory` (:mod:`mypgdriver.rows`) or `record_class` choose what
+        the rows are; the factory is called once, not per execution.
         """
         session = self._session
         operation = session.executemany(query, args, timeout, return_rows=True,
-                                        record_class=record_class)
+                                        rows_as=self._rows_as(record_class, row_factory))
         if session.query_loggers:
             return await session.logged(operation, query, args, timeout)
         return await operation
 
-    @overload
-    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-                    record_class: None = None) -> list[Record]: ...
+    def _rows_as(self, record_class: Optional[type[Record]],
+                 row_factory: Optional[RowFactory[Any]]) -> Any:
+        # What the rows of a call are made as: its record_class or
+        # row_factory, else the connection's row_factory (connect()), else
+        # (None) the connection's record_class.
+        if record_class is None and row_factory is None:
+            return self._session.row_factory
+        return choose_rows(record_class, row_factory)
 
     @overload
     async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-                    record_class: type[RecordT]) -> list[RecordT]: ...
+                    record_class: None = None, row_factory: None = None) -> list[Record]: ...
+
+    @overload
+    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+                    record_class: type[RecordT], row_factory: None = None) -> list[RecordT]: ...
+
+    @overload
+    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+                    record_class: None = None, row_factory: RowFactory[RowT]) -> list[RowT]: ...
 
     async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-                    record_class: Optional[type[Record]] = None) -> list[Any]:
-        """Run a query and return all result rows as a list of :class:`Record`."""
-        return await self._session.execute(query, args, 0, timeout, False, record_class)
+                    record_class: Optional[type[Record]] = None,
+                    row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
+        """Run a query and return all result rows, as :class:`Record` unless told otherwise.
+
+        `record_class` makes the rows instances of a Record subclass;
+        `row_factory` makes them what a row factory makes
+        (:mod:`mypgdriver.rows`: ``dict_row``, ``tuple_row``,
+        ``class_row(MyDataclass)``...).  Pass one or the other, not both.
+        """
+        session = self._session
+        if record_class is None and row_factory is None:
+            rows_as = session.row_factory
+        else:
+            rows_as = choose_rows(record_class, row_factory)
+        return await session.execute(query, args, 0, timeout, False, rows_as)
 
     @overload
     async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                       record_class: None = None) -> Optional[Record]: ...
+                       record_class: None = None, row_factory: None = None) -> Optional[Record]: ...
 
     @overload
     async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                       record_class: type[RecordT]) -> Optional[RecordT]: ...
+                       record_class: type[RecordT],
+                       row_factory: None = None) -> Optional[RecordT]: ...
+
+    @overload
+    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                       record_class: None = None,
+                       row_factory: RowFactory[RowT]) -> Optional[RowT]: ...
 
     async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                       record_class: Optional[type[Record]] = None) -> Any:
-        """Run a query and return the first row, or None if there are no rows."""
-        rows = await self._session.execute(query, args, 1, timeout, False, record_class)
+                       record_class: Optional[type[Record]] = None,
+                       row_factory: Optional[RowFactory[Any]] = None) -> Any:
+        """Run a query and return the first row, or None if there are no rows.
+
+        `record_class` and `row_factory` as in :meth:`fetch`.
+        """
+        session = self._session
+        if record_class is None and row_factory is None:
+            rows_as = session.row_factory
+        else:
+            rows_as = choose_rows(record_class, row_factory)
+        rows = await session.execute(query, args, 1, timeout, False, rows_as)
         return rows[0] if rows else None
 
     async def fetchval(self, query: str, *args: object, column: int | str = 0,
@@ -293,17 +344,23 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
 
     @overload
     async def prepare(self, query: str, *, name: Optional[str] = None,
-                      timeout: Optional[float] = None,
-                      record_class: None = None) -> PreparedStatement[Record]: ...
+                      timeout: Optional[float] = None, record_class: None = None,
+                      row_factory: None = None) -> PreparedStatement[Record]: ...
 
     @overload
     async def prepare(self, query: str, *, name: Optional[str] = None,
-                      timeout: Optional[float] = None,
-                      record_class: type[RecordT]) -> PreparedStatement[RecordT]: ...
+                      timeout: Optional[float] = None, record_class: type[RecordT],
+                      row_factory: None = None) -> PreparedStatement[RecordT]: ...
+
+    @overload
+    async def prepare(self, query: str, *, name: Optional[str] = None,
+                      timeout: Optional[float] = None, record_class: None = None,
+                      row_factory: RowFactory[RowT]) -> PreparedStatement[RowT]: ...
 
     async def prepare(self, query: str, *, name: Optional[str] = None,
                       timeout: Optional[float] = None,
-                      record_class: Optional[type[Record]] = None) -> PreparedStatement[Any]:
+                      record_class: Optional[type[Record]] = None,
+                      row_factory: Optional[RowFactory[Any]] = None) -> PreparedStatement[Any]:
         """Prepare `query` on the server and return a :class:`PreparedStatement`.
 
         Without `name`, a statement already in the connection's statement
@@ -314,10 +371,13 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         PreparedStatement is garbage collected.  With ``statement_cache_size=0``
         and no `name`, the unnamed statement is used and parsed again before
         each run, so no prepared statement stays on the server (what a
-        transaction-mode pooler needs).
+        transaction-mode pooler needs).  `record_class` or `row_factory`
+        (see :meth:`fetch`) is the statement's default for its fetch,
+        fetchrow, fetchmany and cursor.
         """
-        if record_class is not None:
-            check_record_class(record_class)
+        rows_as = self._rows_as(record_class, row_factory)
+        if isinstance(rows_as, type):
+            check_record_class(rows_as)
         session = self._session
         session.check_open()
         timeout = session.resolve_timeout(timeout)
@@ -341,21 +401,27 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
                     query, timeout, name=name, cache=False,
                     named=name is not None or session.statements.cache.max_size > 0, create_now=True)
                 session.statements.hold(state)
-        return PreparedStatement(self, session, query, state, record_class, name is not None)
+        return PreparedStatement(self, session, query, state, rows_as, name is not None)
 
     @overload
     def cursor(self, query: str, *args: object, prefetch: Optional[int] = None,
-               timeout: Optional[float] = None,
-               record_class: None = None) -> CursorFactory[Record]: ...
+               timeout: Optional[float] = None, record_class: None = None,
+               row_factory: None = None) -> CursorFactory[Record]: ...
 
     @overload
     def cursor(self, query: str, *args: object, prefetch: Optional[int] = None,
-               timeout: Optional[float] = None,
-               record_class: type[RecordT]) -> CursorFactory[RecordT]: ...
+               timeout: Optional[float] = None, record_class: type[RecordT],
+               row_factory: None = None) -> CursorFactory[RecordT]: ...
+
+    @overload
+    def cursor(self, query: str, *args: object, prefetch: Optional[int] = None,
+               timeout: Optional[float] = None, record_class: None = None,
+               row_factory: RowFactory[RowT]) -> CursorFactory[RowT]: ...
 
     def cursor(self, query: str, *args: object, prefetch: Optional[int] = None,
                timeout: Optional[float] = None,
-               record_class: Optional[type[Record]] = None) -> CursorFactory[Any]:
+               record_class: Optional[type[Record]] = None,
+               row_factory: Optional[RowFactory[Any]] = None) -> CursorFactory[Any]:
         """A cursor over the rows of `query`: iterate it, or await it for a :class:`Cursor`.
 
         ``async for row in conn.cursor(q)`` fetches `prefetch` rows (default
@@ -363,15 +429,17 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         query returns; ``cur = await conn.cursor(q)`` gives a
         :class:`~mypgdriver.cursor.Cursor` with fetch(n), fetchrow() and
         forward(n).  Cursors are server-side portals and live only inside a
-        transaction.
+        transaction.  `record_class` and `row_factory` as in :meth:`fetch`
+        (a row factory is called once per batch fetched).
         """
         self._session.check_open()
-        if record_class is not None:
-            check_record_class(record_class)
+        rows_as = self._rows_as(record_class, row_factory)
+        if isinstance(rows_as, type):
+            check_record_class(rows_as)
         check_timeout(timeout)
         check_prefetch(prefetch)
         return CursorFactory(self, self._session, query, None, args, prefetch, timeout,
-                             record_class)
+                             rows_as)
 
     def transaction(self, *, isolation: Optional[str] = None, readonly: bool = False,
                     deferrable: bool = False) -> Transaction:

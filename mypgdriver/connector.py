@@ -19,6 +19,7 @@ from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_par
 from mypgdriver.connection import Connection, ConnectionConfig
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, Protocol, check_record_class
 from mypgdriver.protocol.record import Record
+from mypgdriver.rows import RowFactory, choose_rows
 
 
 async def connect(dsn: Optional[str] = None, *,
@@ -36,6 +37,7 @@ async def connect(dsn: Optional[str] = None, *,
                   direct_tls: Optional[bool] = None,
                   connection_class: type[Connection] = Connection,
                   record_class: type[Record] = Record,
+                  row_factory: Optional[RowFactory[Any]] = None,
                   server_settings: Optional[Mapping[str, str]] = None,
                   target_session_attrs: Optional[str] = None,
                   krbsrvname: Optional[str] = None, gsslib: Optional[str] = None,
@@ -108,6 +110,12 @@ async def connect(dsn: Optional[str] = None, *,
       (default 15 KiB); ``0`` for no limit.
     * `record_class`: the class of result rows, :class:`Record` (default)
       or a subclass without ``__new__`` or ``__init__``.
+    * `row_factory` (a mypgdriver addition): the connection's default row
+      factory (:mod:`mypgdriver.rows`, e.g. ``dict_row``), used by fetch,
+      fetchrow, fetchmany, cursor and prepare when a call passes neither
+      ``record_class`` nor ``row_factory``; not with a `record_class`.
+      fetchval and execute are unaffected.  Type checkers still see Record
+      rows for calls that do not pass ``row_factory`` themselves.
     * `connection_class`: the class of the connection returned,
       :class:`Connection` (default) or a subclass.
 
@@ -138,6 +146,10 @@ async def connect(dsn: Optional[str] = None, *,
             f'connection_class is expected to be a subclass of mypgdriver.Connection, '
             f'got {connection_class!r}')
     check_record_class(record_class)
+    if row_factory is not None:
+        if record_class is not Record:
+            raise TypeError('pass record_class or row_factory to connect(), not both')
+        row_factory = choose_rows(None, row_factory)
     # Numbers and booleans given as strings (a URL's query, as SQLAlchemy
     # passes it: ?command_timeout=30) are read as asyncpg reads them.
     timeout = _number_from_text(timeout, float)
@@ -181,6 +193,7 @@ async def connect(dsn: Optional[str] = None, *,
         max_cached_statement_lifetime=max_cached_statement_lifetime,
         max_cacheable_statement_size=max_cacheable_statement_size,
         record_class=record_class,
+        row_factory=row_factory,
         max_pipeline=max_pipeline)
     if loop is None:
         loop = asyncio.get_running_loop()

@@ -9,7 +9,7 @@ import collections
 from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Generator, Generic, Optional
 
 from mypgdriver import exceptions
-from mypgdriver._typing import RecordT
+from mypgdriver._typing import RowT
 from mypgdriver.protocol.rowstream import RowStream
 from mypgdriver.session import RETRYABLE_ERRORS
 
@@ -31,7 +31,7 @@ def check_prefetch(prefetch: object) -> None:
         raise exceptions.InterfaceError('prefetch argument must be greater than zero')
 
 
-class CursorFactory(Generic[RecordT]):
+class CursorFactory(Generic[RowT]):
     """What :meth:`Connection.cursor` returns.
 
     ``async for row in factory`` iterates over all rows, fetching `prefetch`
@@ -41,12 +41,12 @@ class CursorFactory(Generic[RecordT]):
     """
 
     __slots__ = ('_connection', '_session', '_checkout', '_query', '_state', '_args',
-                 '_prefetch', '_timeout', '_record_class')
+                 '_prefetch', '_timeout', '_rows_as')
 
     def __init__(self, connection: Connection, session: Session, query: str,
                  state: Optional[StatementState], args: tuple[object, ...],
                  prefetch: Optional[int], timeout: Optional[float],
-                 record_class: Optional[type[RecordT]]) -> None:
+                 rows_as: Any) -> None:
         self._connection = connection
         self._session = session
         self._checkout = session.checkout
@@ -55,42 +55,42 @@ class CursorFactory(Generic[RecordT]):
         self._args = args
         self._prefetch = prefetch
         self._timeout = timeout
-        self._record_class = record_class
+        self._rows_as = rows_as
 
-    def __aiter__(self) -> AsyncIterator[RecordT]:
+    def __aiter__(self) -> AsyncIterator[RowT]:
         # A RowStream yields the rows of CursorIterator's batches.
         self._session.check_handle(self._checkout, 'CursorFactory', '__aiter__')
         prefetch = DEFAULT_PREFETCH if self._prefetch is None else self._prefetch
         return RowStream(CursorIterator(self._session, self._checkout, self._query, self._state,
-                                        self._args, self._record_class, prefetch,
+                                        self._args, self._rows_as, prefetch,
                                         self._timeout))
 
-    def __await__(self) -> Generator[Any, None, Cursor[RecordT]]:
+    def __await__(self) -> Generator[Any, None, Cursor[RowT]]:
         self._session.check_handle(self._checkout, 'CursorFactory', '__await__')
         if self._prefetch is not None:
             raise exceptions.InterfaceError(
                 'prefetch argument can only be specified for iterable cursor')
-        cursor: Cursor[RecordT] = Cursor(self._session, self._checkout, self._query, self._state, self._args,
-                        self._record_class)
+        cursor: Cursor[RowT] = Cursor(self._session, self._checkout, self._query, self._state, self._args,
+                        self._rows_as)
         return cursor._open(self._timeout).__await__()
 
 
-class BaseCursor(Generic[RecordT]):
+class BaseCursor(Generic[RowT]):
     """What iterating and explicit cursors share: the statement and the portal."""
 
-    __slots__ = ('_session', '_checkout', '_query', '_state', '_args', '_record_class',
+    __slots__ = ('_session', '_checkout', '_query', '_state', '_args', '_rows_as',
                  '_portal', '_exhausted')
     #: The public class named in errors and repr().
     _api_name = 'BaseCursor'
 
     def __init__(self, session: Session, checkout: int, query: str,
                  state: Optional[StatementState], args: tuple[object, ...],
-                 record_class: Optional[type[RecordT]]) -> None:
+                 rows_as: Any) -> None:
         self._session = session
         self._checkout = checkout
         self._query = query
         self._args = args
-        self._record_class = record_class
+        self._rows_as = rows_as
         self._portal: Optional[str] = None
         self._exhausted = False
         self._state: Optional[StatementState] = None
@@ -154,7 +154,7 @@ class BaseCursor(Generic[RecordT]):
                 'cursor cannot be created outside of a transaction')
 
     async def _prepare_and_bind(self, limit: Optional[int], deadline: Optional[float],
-                                method: str) -> list[RecordT]:
+                                method: str) -> list[RowT]:
         """Open the portal (fetching its first `limit` rows; None: bind only), preparing first if needed.
 
         A prepare is a round trip before the Bind: the cursor holds its place
@@ -176,7 +176,7 @@ class BaseCursor(Generic[RecordT]):
                 return []
             return await self._bind_execute(limit, session.time_left(deadline))
 
-    async def _bind_execute(self, limit: int, timeout: Optional[float]) -> list[RecordT]:
+    async def _bind_execute(self, limit: int, timeout: Optional[float]) -> list[RowT]:
         """Open the portal and fetch its first `limit` rows."""
         if self._portal is not None:
             raise exceptions.InterfaceError('cursor already has an open portal')
@@ -184,7 +184,7 @@ class BaseCursor(Generic[RecordT]):
         portal = session.new_portal_name()
         try:
             rows, more = await session.bind_portal(self._prepared(), self._args, portal, limit,
-                                                   timeout, self._record_class)
+                                                   timeout, self._rows_as)
         except RETRYABLE_ERRORS as e:
             # Inside a transaction there is no retry, but the stale cache
             # entries must go so that the next attempt succeeds.
@@ -209,14 +209,14 @@ class BaseCursor(Generic[RecordT]):
         self._portal = portal
         self._exhausted = False
 
-    async def _execute(self, limit: int, timeout: Optional[float]) -> list[RecordT]:
+    async def _execute(self, limit: int, timeout: Optional[float]) -> list[RowT]:
         """Fetch up to `limit` more rows of the open portal."""
         if self._portal is None:
             raise exceptions.InterfaceError('cursor does not have an open portal')
         session = self._session
         try:
             rows, more = await session.execute_portal(self._prepared(), self._portal, limit,
-                                                      timeout, self._record_class)
+                                                      timeout, self._rows_as)
         except exceptions.OutdatedSchemaCacheError as e:
             session.may_retry_after(e, self._query)
             raise
@@ -229,7 +229,7 @@ class BaseCursor(Generic[RecordT]):
             await self._session.close_portal(portal, timeout)
 
 
-class CursorIterator(BaseCursor[RecordT]):
+class CursorIterator(BaseCursor[RowT]):
     """The portal behind ``async for row in conn.cursor(...)``.
 
     Fetches `prefetch` rows per round trip; a RowStream (Cython) hands them
@@ -241,14 +241,14 @@ class CursorIterator(BaseCursor[RecordT]):
 
     def __init__(self, session: Session, checkout: int, query: str,
                  state: Optional[StatementState], args: tuple[object, ...],
-                 record_class: Optional[type[RecordT]], prefetch: int,
+                 rows_as: Any, prefetch: int,
                  timeout: Optional[float]) -> None:
         check_prefetch(prefetch)
-        super().__init__(session, checkout, query, state, args, record_class)
+        super().__init__(session, checkout, query, state, args, rows_as)
         self._prefetch = prefetch
         self._timeout = timeout
 
-    async def next_batch(self) -> list[RecordT]:
+    async def next_batch(self) -> list[RowT]:
         """The next rows ([] at the end); the portal is closed once exhausted.
 
         One deadline for the whole step: the prepare (if needed), the fetch
@@ -270,7 +270,7 @@ class CursorIterator(BaseCursor[RecordT]):
         return rows
 
 
-class Cursor(BaseCursor[RecordT]):
+class Cursor(BaseCursor[RowT]):
     """An open portal into a query's rows (``await conn.cursor(query)``)."""
 
     __slots__ = ('_pending',)
@@ -278,17 +278,17 @@ class Cursor(BaseCursor[RecordT]):
 
     def __init__(self, session: Session, checkout: int, query: str,
                  state: Optional[StatementState], args: tuple[object, ...],
-                 record_class: Optional[type[RecordT]]) -> None:
-        super().__init__(session, checkout, query, state, args, record_class)
-        self._pending: Deque[RecordT] = collections.deque()
+                 rows_as: Any) -> None:
+        super().__init__(session, checkout, query, state, args, rows_as)
+        self._pending: Deque[RowT] = collections.deque()
 
-    async def _open(self, timeout: Optional[float]) -> Cursor[RecordT]:
+    async def _open(self, timeout: Optional[float]) -> Cursor[RowT]:
         session = self._session
         deadline = session.deadline(self._timeout_of(timeout))
         await self._prepare_and_bind(None, deadline, '__await__')
         return self
 
-    async def fetch(self, n: int, *, timeout: Optional[float] = None) -> list[RecordT]:
+    async def fetch(self, n: int, *, timeout: Optional[float] = None) -> list[RowT]:
         """The next `n` rows (fewer at the end, [] when exhausted)."""
         self._check_ready('fetch')
         _check_count(n)
@@ -298,7 +298,7 @@ class Cursor(BaseCursor[RecordT]):
             rows.extend(await self._execute(n - len(rows), timeout))
         return rows
 
-    async def fetchrow(self, *, timeout: Optional[float] = None) -> Optional[RecordT]:
+    async def fetchrow(self, *, timeout: Optional[float] = None) -> Optional[RowT]:
         """The next row, or None when exhausted."""
         self._check_ready('fetchrow')
         timeout = self._timeout_of(timeout)
@@ -324,7 +324,7 @@ class Cursor(BaseCursor[RecordT]):
             skipped += moved
         return skipped
 
-    def _take_pending(self, n: int) -> list[RecordT]:
+    def _take_pending(self, n: int) -> list[RowT]:
         pending = self._pending
         return [pending.popleft() for _ in range(min(n, len(pending)))]
 

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Generic, Optional
+from typing import TYPE_CHECKING, Any, Generic, Optional, overload
 
 from mypgdriver import exceptions
-from mypgdriver._typing import ArgumentRows, RecordT
+from mypgdriver._typing import ArgumentRows, OtherRowT, RowT
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.deadlines import check_timeout
 from mypgdriver.protocol.coreproto import StatusSink
+from mypgdriver.protocol.record import Record
+from mypgdriver.rows import RowFactory, choose_rows
 from mypgdriver.types import Attribute, Type
 
 if TYPE_CHECKING:
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 _KINDS = {'c': 'composite', 'r': 'range', 'm': 'multirange'}
 
 
-class PreparedStatement(Generic[RecordT]):
+class PreparedStatement(Generic[RowT]):
     """A prepared statement (see :meth:`Connection.prepare`).
 
     Running it costs Bind/Execute only.  The server statement stays valid
@@ -31,21 +33,22 @@ class PreparedStatement(Generic[RecordT]):
     to that checkout: after the release, every use raises InterfaceError.
 
     To type checkers it is generic in its row type: ``PreparedStatement[Record]``,
-    or ``PreparedStatement[MyRecord]`` when prepared with ``record_class=MyRecord``.
+    or ``PreparedStatement[MyRecord]`` when prepared with ``record_class=MyRecord``,
+    ``PreparedStatement[dict[str, Any]]`` with ``row_factory=dict_row``.
     """
 
-    __slots__ = ('_connection', '_session', '_checkout', '_query', '_state', '_record_class',
+    __slots__ = ('_connection', '_session', '_checkout', '_query', '_state', '_rows_as',
                  '_status', '_fixed_name', '__weakref__')
 
     def __init__(self, connection: Connection, session: Session, query: str,
-                 state: StatementState, record_class: Optional[type[RecordT]],
+                 state: StatementState, rows_as: Any,
                  fixed_name: bool) -> None:
         self._connection = connection
         self._session = session
         self._checkout = session.checkout
         self._query = query
         self._state = state
-        self._record_class = record_class
+        self._rows_as = rows_as
         self._status = StatusSink()    # the protocol leaves each run's status tag here
         self._fixed_name = fixed_name
         session.statements.attach(state)
@@ -91,20 +94,44 @@ class PreparedStatement(Generic[RecordT]):
 
     # --- running ---
 
-    async def fetch(self, *args: object, timeout: Optional[float] = None) -> list[RecordT]:
-        """Run the statement and return all rows."""
-        return await self._session.run_prepared(self, args, 0, timeout, 'fetch')
+    @overload
+    async def fetch(self, *args: object, timeout: Optional[float] = None,
+                    row_factory: None = None) -> list[RowT]: ...
 
-    async def fetchrow(self, *args: object,
-                       timeout: Optional[float] = None) -> Optional[RecordT]:
-        """Run the statement and return the first row, or None."""
-        rows = await self._session.run_prepared(self, args, 1, timeout, 'fetchrow')
+    @overload
+    async def fetch(self, *args: object, timeout: Optional[float] = None,
+                    row_factory: RowFactory[OtherRowT]) -> list[OtherRowT]: ...
+
+    async def fetch(self, *args: object, timeout: Optional[float] = None,
+                    row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
+        """Run the statement and return all rows.
+
+        `row_factory` (:mod:`mypgdriver.rows`) overrides the statement's
+        rows (prepare()'s `record_class` or `row_factory`) for this call.
+        """
+        rows_as = None if row_factory is None else choose_rows(None, row_factory)
+        return await self._session.run_prepared(self, args, 0, timeout, 'fetch', rows_as)
+
+    @overload
+    async def fetchrow(self, *args: object, timeout: Optional[float] = None,
+                       row_factory: None = None) -> Optional[RowT]: ...
+
+    @overload
+    async def fetchrow(self, *args: object, timeout: Optional[float] = None,
+                       row_factory: RowFactory[OtherRowT]) -> Optional[OtherRowT]: ...
+
+    async def fetchrow(self, *args: object, timeout: Optional[float] = None,
+                       row_factory: Optional[RowFactory[Any]] = None) -> Any:
+        """Run the statement and return the first row, or None (`row_factory` as in fetch())."""
+        rows_as = None if row_factory is None else choose_rows(None, row_factory)
+        rows = await self._session.run_prepared(self, args, 1, timeout, 'fetchrow', rows_as)
         return rows[0] if rows else None
 
     async def fetchval(self, *args: object, column: int | str = 0,
                        timeout: Optional[float] = None) -> Any:
         """Run the statement and return one value of the first row (None if no rows)."""
-        rows = await self._session.run_prepared(self, args, 1, timeout, 'fetchval')
+        # Record rows whatever the statement's row factory: `column` may be a name.
+        rows = await self._session.run_prepared(self, args, 1, timeout, 'fetchval', Record)
         return rows[0][column] if rows else None
 
     async def executemany(self, args: ArgumentRows, *, timeout: Optional[float] = None) -> None:
@@ -116,24 +143,45 @@ class PreparedStatement(Generic[RecordT]):
         await self._session.executemany(self._query, args, timeout, state=self._state,
                                         retry=self._reprepare)
 
+    @overload
     def cursor(self, *args: object, prefetch: Optional[int] = None,
-               timeout: Optional[float] = None) -> CursorFactory[RecordT]:
+               timeout: Optional[float] = None,
+               row_factory: None = None) -> CursorFactory[RowT]: ...
+
+    @overload
+    def cursor(self, *args: object, prefetch: Optional[int] = None,
+               timeout: Optional[float] = None,
+               row_factory: RowFactory[OtherRowT]) -> CursorFactory[OtherRowT]: ...
+
+    def cursor(self, *args: object, prefetch: Optional[int] = None,
+               timeout: Optional[float] = None,
+               row_factory: Optional[RowFactory[Any]] = None) -> CursorFactory[Any]:
         """A cursor over this statement's rows (see :meth:`Connection.cursor`)."""
         self._check_usable('cursor')
         check_timeout(timeout)
         check_prefetch(prefetch)
+        rows_as = self._rows_as if row_factory is None else choose_rows(None, row_factory)
         return CursorFactory(self._connection, self._session, self._query, self._state, args,
-                             prefetch, timeout, self._record_class)
+                             prefetch, timeout, rows_as)
 
-    async def fetchmany(self, args: ArgumentRows, *,
-                        timeout: Optional[float] = None) -> list[RecordT]:
+    @overload
+    async def fetchmany(self, args: ArgumentRows, *, timeout: Optional[float] = None,
+                        row_factory: None = None) -> list[RowT]: ...
+
+    @overload
+    async def fetchmany(self, args: ArgumentRows, *, timeout: Optional[float] = None,
+                        row_factory: RowFactory[OtherRowT]) -> list[OtherRowT]: ...
+
+    async def fetchmany(self, args: ArgumentRows, *, timeout: Optional[float] = None,
+                        row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
         """Run the statement once per argument sequence and return all rows.
 
-        See :meth:`Connection.fetchmany`.
+        See :meth:`Connection.fetchmany`; `row_factory` as in fetch().
         """
         self._check_usable('fetchmany')
+        rows_as = self._rows_as if row_factory is None else choose_rows(None, row_factory)
         return await self._session.executemany(
-            self._query, args, timeout, return_rows=True, record_class=self._record_class,
+            self._query, args, timeout, return_rows=True, rows_as=rows_as,
             state=self._state, retry=self._reprepare)
 
     async def explain(self, *args: object, analyze: bool = False) -> Any:

@@ -153,6 +153,7 @@ class Session:
     """The policy of one connection: every operation goes through it (see the module docstring)."""
 
     __slots__ = ('protocol', 'loop', 'addr', 'params', 'command_timeout', 'record_class',
+                 'row_factory',
                  'statements', 'stmt_cache', 'closes', 'blocks', 'admission', 'codecs', 'query_loggers', 'closed',
                  'checkout', 'facade', 'server_version', 'introspection_query', 'conn_id',
                  'schema_sent', 'current_task', '_portal_ids', '_savepoint_ids', '__weakref__')
@@ -165,6 +166,10 @@ class Session:
         self.params = params
         self.command_timeout: Optional[float] = config.command_timeout
         self.record_class: type[Record] = config.record_class
+        # connect(row_factory=): what the public calls make rows with when
+        # they are given neither record_class nor row_factory (None: Record
+        # rows of record_class).  Internal queries never use it.
+        self.row_factory: Any = config.row_factory
         self.statements = StatementRegistry(
             conn_id, cache_size=config.statement_cache_size,
             max_lifetime=config.max_cached_statement_lifetime,
@@ -335,7 +340,7 @@ class Session:
     # --- running statements ----------------------------------------------------------------------
 
     async def execute(self, query: str, args: Any, limit: int, timeout: Optional[float],
-                      want_status: bool, record_class: Optional[type[Record]],
+                      want_status: bool, rows_as: Any,
                       log: bool = True) -> Any:
         """Run `query` with `args` (extended protocol): rows, or the status tag.
 
@@ -345,15 +350,15 @@ class Session:
         """
         if self.query_loggers and log:
             return await self.logged(
-                self.execute(query, args, limit, timeout, want_status, record_class, False),
+                self.execute(query, args, limit, timeout, want_status, rows_as, False),
                 query, args, timeout)
         if self.closed:
             self.check_open()
         proto = self.protocol
         timeout = self.command_timeout if timeout is None else check_timeout(timeout)
-        if record_class is None:
-            record_class = self.record_class
-        # (bind_execute checks any other record_class before it sends.)
+        if rows_as is None:
+            rows_as = self.record_class
+        # (bind_execute checks any other rows_as before it sends.)
         # The turn step, inline: admission is asked only while a transaction
         # block is open or being cleaned up (its scope is checked) or
         # statements wait for their Close; otherwise bind_execute() says
@@ -364,7 +369,7 @@ class Session:
             await self.admission.sync(timeout)
             self.admission.take_line_now()
             return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                              record_class, True)
+                                              rows_as, True)
         state = self.stmt_cache.get(query)
         # deadlines.deadline(), inline: this is the hot path.
         deadline = None if timeout is None else self.loop.time() + timeout
@@ -373,13 +378,13 @@ class Session:
             # would wrap around past the protocol limit.
             check_argument_count(len(args))
             return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                              record_class, False)
+                                              rows_as, False)
         try:
             # Sent at once if the caller may send now (nobody waiting before
             # it, room in the pipeline, and no DDL called on the connection
             # since the statement was last known good: schema_epoch), else
             # None (execute_declined()).
-            fut = proto.bind_execute(state, args, limit, timeout, want_status, record_class,
+            fut = proto.bind_execute(state, args, limit, timeout, want_status, rows_as,
                                      True)
             if fut is not None:
                 try:
@@ -389,21 +394,21 @@ class Session:
                     raise
         except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
             return await self.recover_in_place(e, query, state, args, limit, deadline,
-                                               want_status, record_class)
+                                               want_status, rows_as)
         return await self.execute_declined(query, state, args, limit, timeout, deadline,
-                                           want_status, record_class)
+                                           want_status, rows_as)
 
     async def execute_declined(self, query: str, state: StatementState, args: Any, limit: int,
                                timeout: Optional[float], deadline: Optional[float],
-                               want_status: int, record_class: Optional[type[Record]]) -> Any:
+                               want_status: int, rows_as: Any) -> Any:
         """execute() when bind_execute() declined to send at once."""
         proto = self.protocol
         if state.schema_epoch != proto.schema_epoch:
             return await self.execute_verified(query, state, args, limit, deadline, want_status,
-                                               record_class, False)
+                                               rows_as, False)
         try:
             fut = await self.bind_after_turn(state, args, limit, timeout, want_status,
-                                             record_class)
+                                             rows_as)
             if fut is not None:
                 try:
                     return await fut
@@ -412,15 +417,15 @@ class Session:
                     raise
         except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
             return await self.recover_in_place(e, query, state, args, limit, deadline,
-                                               want_status, record_class)
+                                               want_status, rows_as)
         # The statement changed meaning while we waited for our turn (see
         # bind_after_turn, which took the line): prepare it again, in our place.
         return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                          record_class, True)
+                                          rows_as, True)
 
     async def recover_in_place(self, error: BaseException, query: str, state: StatementState,
                                args: Any, limit: int, deadline: Optional[float], want_status: int,
-                               record_class: Optional[type[Record]]) -> Any:
+                               rows_as: Any) -> Any:
         """After a cached run failed before it ran: run it again in its place, or raise `error`.
 
         A schema change or a dropped statement (RETRYABLE_ERRORS): prepared
@@ -434,11 +439,11 @@ class Session:
                 raise error
             self.admission.take_line_now()
             return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                              record_class, True, refused=(error, state))
+                                              rows_as, True, refused=(error, state))
         # The one retry after a schema change: prepare afresh and run once more.
         self.retry_in_place(error, query)
         return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                          record_class, True, retried=True)
+                                          rows_as, True, retried=True)
 
     def retry_in_place(self, error: BaseException, query: str, *,
                        described: bool = False) -> None:
@@ -465,7 +470,7 @@ class Session:
             raise error
 
     async def execute_in_line(self, query: str, args: Any, limit: int, deadline: Optional[float],
-                              want_status: int, record_class: Optional[type[Record]], held: bool,
+                              want_status: int, rows_as: Any, held: bool,
                               *, retried: bool = False,
                               refused: Optional[Refusal] = None) -> Any:
         """execute() when the statement must be prepared first: in the caller's place in line.
@@ -498,10 +503,10 @@ class Session:
                     # Cached meanwhile, before DDL called since.
                     self.admission.take_line_now()
                     return await self.execute_verified(query, state, args, limit, deadline,
-                                                       want_status, record_class, True)
+                                                       want_status, rows_as, True)
             try:
                 fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
-                                              want_status, record_class)
+                                              want_status, rows_as)
             except exceptions.DataError as e:
                 if getattr(e, 'severity', None) is not None or refused is not None:
                     raise
@@ -512,7 +517,7 @@ class Session:
                     append_hint(e, in_list_hint(query, args))
                     raise
                 fut = await self.bind_in_line(fresh, args, limit, self.time_left(deadline),
-                                              want_status, record_class)
+                                              want_status, rows_as)
         finally:
             self.admission.leave_line()
         try:
@@ -525,11 +530,11 @@ class Session:
                 raise
             self.retry_in_place(e, query)
             return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                              record_class, True, retried=True)
+                                              rows_as, True, retried=True)
 
     async def execute_verified(self, query: str, state: StatementState, args: Any, limit: int,
                                deadline: Optional[float], want_status: int,
-                               record_class: Optional[type[Record]], held: bool) -> Any:
+                               rows_as: Any, held: bool) -> Any:
         """execute() of a cached statement whose schema may have changed since it was prepared.
 
         A call made after DDL on this connection (protocol.schema_epoch): the run
@@ -546,7 +551,7 @@ class Session:
                          else await self.prepare_state(query, self.time_left(deadline)))
             try:
                 fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
-                                              want_status, record_class)
+                                              want_status, rows_as)
                 # Run after every schema change sent so far.
                 epoch = self.schema_sent
                 result = await self.wait(fut)
@@ -555,7 +560,7 @@ class Session:
                     raise
                 state = await self.prepare_state(query, self.time_left(deadline))
                 result = await self.wait(await self.bind_in_line(
-                    state, args, limit, self.time_left(deadline), want_status, record_class))
+                    state, args, limit, self.time_left(deadline), want_status, rows_as))
             except exceptions.DataError as e:
                 fresh = await self.redescribe_after_refusal(e, state, query, deadline)
                 if fresh is None:
@@ -563,7 +568,7 @@ class Session:
                         append_hint(e, in_list_hint(query, args))
                     raise
                 return await self.wait(await self.bind_in_line(
-                    fresh, args, limit, self.time_left(deadline), want_status, record_class))
+                    fresh, args, limit, self.time_left(deadline), want_status, rows_as))
             state.schema_epoch = epoch
             return result
         finally:
@@ -571,7 +576,7 @@ class Session:
 
     async def bind_in_line(self, state: StatementState, args: Any, limit: int,
                            timeout: Optional[float], want: int,
-                           record_class: Optional[type[Record]],
+                           rows_as: Any,
                            sink: Any = None) -> asyncio.Future[Any]:
         """Send Bind/Execute of `state` for the caller holding the line; its Future."""
         if self.closed:
@@ -580,14 +585,14 @@ class Session:
             self.check_open()
         if self.admission.needs_sync():
             timeout = await self.sync_holding(state, timeout)
-        if record_class is None:
-            record_class = self.record_class
-        return self.protocol.bind_execute(state, args, limit, timeout, want, record_class, False,
+        if rows_as is None:
+            rows_as = self.record_class
+        return self.protocol.bind_execute(state, args, limit, timeout, want, rows_as, False,
                                           sink)
 
     async def bind_after_turn(self, state: StatementState, args: Any, limit: int,
                               timeout: Optional[float], want: int,
-                              record_class: Optional[type[Record]],
+                              rows_as: Any,
                               sink: Any = None) -> Optional[asyncio.Future[Any]]:
         """Wait for the caller's turn (keeping `state` open), then send Bind/Execute; its Future.
 
@@ -596,7 +601,7 @@ class Session:
         """
         timeout = await self.sync_holding(state, timeout)
         if self.admission.holds_line():
-            return self.protocol.bind_execute(state, args, limit, timeout, want, record_class,
+            return self.protocol.bind_execute(state, args, limit, timeout, want, rows_as,
                                               False, sink)
         stale_entry = sink is None and (state.schema_epoch != self.protocol.schema_epoch
                                         or self.statements.cache.get(state.query) is not state)
@@ -609,7 +614,7 @@ class Session:
             # place), prepares it again.
             self.admission.take_line_now()
             return None
-        return self.protocol.bind_execute(state, args, limit, timeout, want, record_class, False,
+        return self.protocol.bind_execute(state, args, limit, timeout, want, rows_as, False,
                                           sink)
 
     async def sync_holding(self, state: StatementState,
@@ -671,7 +676,7 @@ class Session:
         return await self.wait(self.protocol.simple_query(query, timeout, True))
 
     async def run_prepared(self, stmt: PreparedStatement[Any], args: Any, limit: int,
-                           timeout: Optional[float], method: str) -> Any:
+                           timeout: Optional[float], method: str, rows_as: Any = None) -> Any:
         """Run a PreparedStatement's statement: its rows ([] for a command).
 
         The hot path of PreparedStatement.fetch/fetchrow/fetchval, called
@@ -686,31 +691,34 @@ class Session:
         # A lost connection is refused by the protocol itself (the same
         # ConnectionDoesNotExistError), so it is not checked here.
         timeout = self.command_timeout if timeout is None else check_timeout(timeout)
+        if rows_as is None:
+            # The statement's default (prepare(record_class= / row_factory=)).
+            rows_as = stmt._rows_as
+            if rows_as is None:
+                rows_as = self.record_class
         if stmt._checkout != self.checkout or self.closed or state.closed:
             stmt._check_usable(method)
             # Still usable, yet closed: the server dropped it (DISCARD ALL).
             return await self.run_prepared_in_line(stmt, args, limit, self.deadline(timeout),
-                                                   False)
-        record_class = stmt._record_class
-        if record_class is None:
-            record_class = self.record_class
+                                                   False, rows_as)
         if (((self.blocks.active or self.closes) and self.admission.needs_sync())
                 or state.codecs_generation != self.codecs.generation):
             # After the wait for sync(), or type introspection first: in the
             # caller's place in line.
             return await self.run_prepared_in_line(stmt, args, limit, self.deadline(timeout),
-                                                   False)
+                                                   False, rows_as)
         deadline = None if timeout is None else self.loop.time() + timeout   # (inline: hot)
         # The status tag goes to the statement's sink (get_statusmsg()).
         sink = stmt._status
-        fut = proto.bind_execute(state, args, limit, timeout, WANT_ROWS, record_class,
+        fut = proto.bind_execute(state, args, limit, timeout, WANT_ROWS, rows_as,
                                  True, sink)
         if fut is None:
             fut = await self.bind_after_turn(state, args, limit, timeout, WANT_ROWS,
-                                             record_class, sink)
+                                             rows_as, sink)
             if fut is None:
                 # (bind_after_turn took the line.)
-                return await self.run_prepared_in_line(stmt, args, limit, deadline, True)
+                return await self.run_prepared_in_line(stmt, args, limit, deadline, True,
+                                                       rows_as)
         try:
             result = await fut
         except asyncio.CancelledError:
@@ -719,11 +727,11 @@ class Session:
         except RETRYABLE_ERRORS as e:
             self.retry_in_place(e, state.query, described=True)
             return await self.run_prepared_in_line(stmt, args, limit, deadline, True,
-                                                   retry=True)
+                                                   rows_as, retry=True)
         return result
 
     async def run_prepared_in_line(self, stmt: PreparedStatement[Any], args: Any, limit: int,
-                                   deadline: Optional[float], held: bool, *,
+                                   deadline: Optional[float], held: bool, rows_as: Any, *,
                                    retry: bool = False) -> Any:
         """run_prepared() when something must happen first, in the caller's place in line.
 
@@ -740,18 +748,18 @@ class Session:
             elif state.codecs_generation != self.codecs.generation:
                 await self.refresh_codecs(state, self.time_left(deadline))
             fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
-                                          WANT_ROWS, stmt._record_class, stmt._status)
+                                          WANT_ROWS, rows_as, stmt._status)
         finally:
             self.admission.leave_line()
         return await self.wait(fut)
 
     async def run_state(self, state: StatementState, args: Any, limit: int,
-                        timeout: Optional[float], want: int, record_class: Optional[type[Record]],
+                        timeout: Optional[float], want: int, rows_as: Any,
                         sink: Any = None) -> Any:
         """Bind and execute `state` once: rows or tag as `want` says (and the tag to `sink`)."""
         timeout = await self.admission.enter_line(timeout)
         try:
-            fut = await self.bind_in_line(state, args, limit, timeout, want, record_class, sink)
+            fut = await self.bind_in_line(state, args, limit, timeout, want, rows_as, sink)
         finally:
             self.admission.leave_line()
         return await self.wait(fut)
@@ -759,28 +767,28 @@ class Session:
     # --- executemany / fetchmany ---------------------------------------------------------------
 
     async def executemany(self, query: str, args: Any, timeout: Optional[float], *,
-                          return_rows: bool = False, record_class: Optional[type[Record]] = None,
+                          return_rows: bool = False, rows_as: Any = None,
                           state: Optional[StatementState] = None,
                           retry: Optional[Reprepare] = None) -> Any:
         """Run `query` (or the held `state`) once per row of `args`, pipelined and atomic."""
         self.check_open()
         timeout = self.resolve_timeout(timeout)
-        if record_class is None:
-            record_class = self.record_class
-        else:
-            check_record_class(record_class)
+        if rows_as is None:
+            rows_as = self.record_class
+        elif isinstance(rows_as, type):
+            check_record_class(rows_as)     # (a row factory is checked when it is used)
         # In line from the prepare (if any) to the end of the stream, so that
         # neither the prepare nor a retry lets a later call overtake it.
         deadline = self.deadline(timeout)
         await self.admission.enter_line(timeout)
         try:
             return await self._executemany_in_line(query, args, deadline, return_rows,
-                                                   record_class, state, retry)
+                                                   rows_as, state, retry)
         finally:
             self.admission.leave_line()
 
     async def _executemany_in_line(self, query: str, args: Any, deadline: Optional[float],
-                                   return_rows: bool, record_class: Optional[type[Record]],
+                                   return_rows: bool, rows_as: Any,
                                    state: Optional[StatementState],
                                    retry: Optional[Reprepare]) -> Any:
         if state is None:
@@ -795,7 +803,7 @@ class Session:
                 await self.refresh_codecs(state, self.time_left(deadline))
         try:
             return await self._executemany_state(state, args, deadline, return_rows,
-                                                 record_class)
+                                                 rows_as)
         except exceptions.DataError as e:
             # Only a sequence can be sent again: an iterator is partly consumed.
             # (A PreparedStatement's types never change under it: no retry.)
@@ -805,7 +813,7 @@ class Session:
             if fresh is None:
                 raise
             return await self._executemany_state(fresh, args, deadline, return_rows,
-                                                 record_class)
+                                                 rows_as)
         except RETRYABLE_ERRORS as e:
             # Only a sequence can be sent again: an iterator is partly consumed.
             if not isinstance(args, (list, tuple)) or not self.may_retry_after(
@@ -816,10 +824,10 @@ class Session:
             else:
                 state = await self.prepare_state(query, self.time_left(deadline))
             return await self._executemany_state(state, args, deadline, return_rows,
-                                                 record_class)
+                                                 rows_as)
 
     async def _executemany_state(self, state: StatementState, args: Any, deadline: Optional[float],
-                                 return_rows: bool, record_class: Optional[type[Record]]) -> Any:
+                                 return_rows: bool, rows_as: Any) -> Any:
         # A stream fed batch by batch (waiting for the socket to drain in
         # between): it holds the connection alone.
         state.refs += 1
@@ -829,18 +837,18 @@ class Session:
             self.statements.detach(state)
         try:
             return await self._executemany_stream(state, args, timeout, return_rows,
-                                                  record_class)
+                                                  rows_as)
         finally:
             self.admission.release()
 
     async def _executemany_stream(self, state: StatementState, args: Any, timeout: Optional[float],
-                                  return_rows: bool, record_class: Optional[type[Record]]) -> Any:
+                                  return_rows: bool, rows_as: Any) -> Any:
         proto = self.protocol
         # Inside a transaction block, a savepoint (opened only if our side
         # may fail after rows were written) lets a failure of ours undo them
         # without failing the caller's block.
         savepoint = self.new_savepoint_name() if proto.xact_status == 'T' else None
-        fut = proto.executemany_start(state, timeout, return_rows, record_class)
+        fut = proto.executemany_start(state, timeout, return_rows, rows_as)
         proto.begin_stream()
         try:
             if hasattr(args, '__aiter__'):
@@ -1015,26 +1023,26 @@ class Session:
         return f'mypg_savepoint_{next(self._savepoint_ids)}'
 
     async def bind_portal(self, state: StatementState, args: Any, portal: str, limit: int,
-                          timeout: Optional[float], record_class: Optional[type[Record]],
+                          timeout: Optional[float], rows_as: Any,
                           fetch: bool = True) -> Any:
         """Bind `args` to a named portal; with `fetch`, ``(rows, more_remain)`` of its first `limit` rows."""
         proto = self.protocol
-        if record_class is None:
-            record_class = self.record_class
+        if rows_as is None:
+            rows_as = self.record_class
         if fetch:
             return await self.call(lambda left: proto.bind_execute_portal(
-                state, args, portal, limit, left, record_class), timeout)
+                state, args, portal, limit, left, rows_as), timeout)
         await self.call(lambda left: proto.bind_portal(state, args, portal, left), timeout)
 
     async def execute_portal(self, state: StatementState, portal: str, limit: int,
                              timeout: Optional[float],
-                             record_class: Optional[type[Record]]) -> tuple[list[Any], bool]:
+                             rows_as: Any) -> tuple[list[Any], bool]:
         """``(rows, more_remain)``: up to `limit` more rows of an open portal (0: all)."""
         proto = self.protocol
-        if record_class is None:
-            record_class = self.record_class
+        if rows_as is None:
+            rows_as = self.record_class
         return await self.call(lambda left: proto.execute_portal(
-            state, portal, limit, left, record_class), timeout)
+            state, portal, limit, left, rows_as), timeout)
 
     async def close_portal(self, portal: str, timeout: Optional[float]) -> None:
         if self.is_closed():

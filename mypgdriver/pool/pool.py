@@ -51,7 +51,7 @@ from typing import (
 )
 
 from mypgdriver import connector, deadlines, exceptions
-from mypgdriver._typing import ArgumentRows, RecordT
+from mypgdriver._typing import ArgumentRows, RecordT, RowT
 from mypgdriver.connection import Connection
 from mypgdriver.pool.proxy import PoolConnectionProxy
 from mypgdriver.pool.reset import (
@@ -70,6 +70,7 @@ from mypgdriver.pool.slots import (
 )
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
+from mypgdriver.rows import RowFactory, choose_rows
 
 __all__ = ('create_pool', 'Pool', 'PoolAcquireContext')
 
@@ -128,6 +129,7 @@ class Pool:
                  connection_class: Type[Connection] = Connection,
                  record_class: Type[Record] = Record,
                  connect_retry_timeout: float = 10.0,
+                 row_factory: Optional[RowFactory[Any]] = None,
                  **connect_kwargs: Any) -> None:
         if max_size <= 0:
             raise ValueError('max_size is expected to be greater than zero')
@@ -154,6 +156,13 @@ class Pool:
         if not (isinstance(record_class, type) and issubclass(record_class, Record)):
             raise TypeError(f'record_class is expected to be a subclass of '
                             f'mypgdriver.Record, got {record_class!r}')
+        if row_factory is not None:
+            if record_class is not Record:
+                raise TypeError('pass record_class or row_factory to the pool, not both')
+            choose_rows(None, row_factory)      # (refuses what is not callable)
+            # Passed on to connect() only when given: a `connect` callback
+            # written for asyncpg does not know the argument.
+            connect_kwargs['row_factory'] = row_factory
 
         self._loop = loop
         self._init_size = init_size
@@ -920,31 +929,49 @@ class Pool:
 
     @overload
     async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-                    record_class: None = None) -> List[Record]: ...
+                    record_class: None = None, row_factory: None = None) -> List[Record]: ...
 
     @overload
     async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-                    record_class: Type[RecordT]) -> List[RecordT]: ...
+                    record_class: Type[RecordT], row_factory: None = None) -> List[RecordT]: ...
+
+    @overload
+    async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+                    record_class: None = None, row_factory: RowFactory[RowT]) -> List[RowT]: ...
 
     async def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-                    record_class: Optional[Type[Record]] = None) -> List[Any]:
-        """Run a query on a pooled connection and return all rows."""
+                    record_class: Optional[Type[Record]] = None,
+                    row_factory: Optional[RowFactory[Any]] = None) -> List[Any]:
+        """Run a query on a pooled connection and return all rows; see :meth:`Connection.fetch`."""
+        if row_factory is None:
+            return await self._shortcut('fetch', query, *args, timeout=timeout,
+                                        record_class=record_class)
         return await self._shortcut('fetch', query, *args, timeout=timeout,
-                                    record_class=record_class)
+                                    record_class=record_class, row_factory=row_factory)
 
     @overload
     async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                       record_class: None = None) -> Optional[Record]: ...
+                       record_class: None = None, row_factory: None = None) -> Optional[Record]: ...
 
     @overload
     async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                       record_class: Type[RecordT]) -> Optional[RecordT]: ...
+                       record_class: Type[RecordT],
+                       row_factory: None = None) -> Optional[RecordT]: ...
+
+    @overload
+    async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                       record_class: None = None,
+                       row_factory: RowFactory[RowT]) -> Optional[RowT]: ...
 
     async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                       record_class: Optional[Type[Record]] = None) -> Any:
+                       record_class: Optional[Type[Record]] = None,
+                       row_factory: Optional[RowFactory[Any]] = None) -> Any:
         """Run a query on a pooled connection and return its first row (or None)."""
+        if row_factory is None:
+            return await self._shortcut('fetchrow', query, *args, timeout=timeout,
+                                        record_class=record_class)
         return await self._shortcut('fetchrow', query, *args, timeout=timeout,
-                                    record_class=record_class)
+                                    record_class=record_class, row_factory=row_factory)
 
     async def fetchval(self, query: str, *args: object, column: Union[int, str] = 0,
                        timeout: Optional[float] = None) -> Any:
@@ -1054,19 +1081,29 @@ class Pool:
     @overload
     async def fetchmany(self, query: str, args: ArgumentRows, *,
                         timeout: Optional[float] = None,
-                        record_class: None = None) -> List[Record]: ...
+                        record_class: None = None, row_factory: None = None) -> List[Record]: ...
 
     @overload
     async def fetchmany(self, query: str, args: ArgumentRows, *,
                         timeout: Optional[float] = None,
-                        record_class: Type[RecordT]) -> List[RecordT]: ...
+                        record_class: Type[RecordT], row_factory: None = None) -> List[RecordT]: ...
+
+    @overload
+    async def fetchmany(self, query: str, args: ArgumentRows, *,
+                        timeout: Optional[float] = None, record_class: None = None,
+                        row_factory: RowFactory[RowT]) -> List[RowT]: ...
 
     async def fetchmany(self, query: str, args: ArgumentRows, *,
                         timeout: Optional[float] = None,
-                        record_class: Optional[Type[Record]] = None) -> List[Any]:
+                        record_class: Optional[Type[Record]] = None,
+                        row_factory: Optional[RowFactory[Any]] = None) -> List[Any]:
         """Run a query for each argument sequence and return all rows; see ``Connection.fetchmany``."""
         async with self.acquire() as con:
-            return await con.fetchmany(query, args, timeout=timeout, record_class=record_class)
+            if row_factory is None:
+                return await con.fetchmany(query, args, timeout=timeout,
+                                           record_class=record_class)
+            return await cast(Any, con).fetchmany(query, args, timeout=timeout, record_class=record_class,
+                                       row_factory=row_factory)
 
     # The COPY shortcuts spell out Connection's parameters, rather than
     # taking **kwargs, so that type checkers and IDEs know them (a misspelt
@@ -1180,6 +1217,7 @@ def create_pool(dsn: Optional[str] = None, *,
                 connection_class: Type[Connection] = Connection,
                 record_class: Type[Record] = Record,
                 connect_retry_timeout: float = 10.0,
+                row_factory: Optional[RowFactory[Any]] = None,
                 **connect_kwargs: Any) -> Pool:
     """Create a connection pool.
 
@@ -1210,7 +1248,9 @@ def create_pool(dsn: Optional[str] = None, *,
       compatibility: there is no reason to pass it.
     * `connection_class`, `record_class`: passed on to ``connect``.
 
-    mypgdriver only: `connect_retry_timeout` is how long an ``acquire()``
+    mypgdriver only: `row_factory` (:mod:`mypgdriver.rows`) is every
+    connection's default row factory, passed on to ``connect`` (not with a
+    `record_class`).  `connect_retry_timeout` is how long an ``acquire()``
     without a timeout keeps retrying to open a connection while the server is
     unreachable or starting (an ``acquire()`` with a timeout retries within
     it).  ``0`` gives up after the first failure.
@@ -1220,7 +1260,8 @@ def create_pool(dsn: Optional[str] = None, *,
                 max_inactive_connection_lifetime=max_inactive_connection_lifetime,
                 connect=connect, setup=setup, init=init, reset=reset, loop=loop,
                 connection_class=connection_class, record_class=record_class,
-                connect_retry_timeout=connect_retry_timeout, **connect_kwargs)
+                connect_retry_timeout=connect_retry_timeout, row_factory=row_factory,
+                **connect_kwargs)
 
 
 def _opening_timed_out(timeout: Optional[float],

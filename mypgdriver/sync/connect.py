@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import ssl as ssl_module
-from typing import Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from mypgdriver import exceptions
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE
 from mypgdriver.protocol.record import Record
+from mypgdriver.rows import RowFactory
 from mypgdriver.sync.connection import Connection
 from mypgdriver.sync.glue import open_connection
 
@@ -26,6 +27,7 @@ def connect(dsn: Optional[str] = None, *,
             direct_tls: Optional[bool] = None,
             connection_class: type[Connection] = Connection,
             record_class: type[Record] = Record,
+            row_factory: Optional[RowFactory[Any]] = None,
             server_settings: Optional[Mapping[str, str]] = None,
             target_session_attrs: Optional[str] = None,
             krbsrvname: Optional[str] = None, gsslib: Optional[str] = None,
@@ -51,7 +53,8 @@ def connect(dsn: Optional[str] = None, *,
     takes) and `command_timeout` (the default timeout of every call).
     Statements and results: `statement_cache_size`,
     `max_cached_statement_lifetime`, `max_cacheable_statement_size`,
-    `record_class`.  The session: `server_settings`, `max_pipeline`,
+    `record_class`, `row_factory` (the connection's default row factory,
+    :mod:`mypgdriver.rows`).  The session: `server_settings`, `max_pipeline`,
     `min_protocol_version`, `max_protocol_version`; `krbsrvname` and
     `gsslib` are accepted and ignored.  See :func:`mypgdriver.connect` for
     each in detail.
@@ -69,7 +72,7 @@ def connect(dsn: Optional[str] = None, *,
         max_cached_statement_lifetime=max_cached_statement_lifetime,
         max_cacheable_statement_size=max_cacheable_statement_size,
         command_timeout=command_timeout, ssl=ssl, direct_tls=direct_tls,
-        record_class=record_class, server_settings=server_settings,
+        record_class=record_class, row_factory=row_factory, server_settings=server_settings,
         target_session_attrs=target_session_attrs, krbsrvname=krbsrvname, gsslib=gsslib,
         max_pipeline=max_pipeline, min_protocol_version=min_protocol_version,
         max_protocol_version=max_protocol_version)

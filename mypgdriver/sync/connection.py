@@ -31,10 +31,11 @@ from typing import (
 )
 
 from mypgdriver import exceptions
-from mypgdriver._typing import ArgumentRow, RecordT
+from mypgdriver._typing import ArgumentRow, RecordT, RowT
 from mypgdriver.connection import LoggedQuery, PipelineStats
 from mypgdriver.deadlines import check_timeout
 from mypgdriver.protocol.record import Record
+from mypgdriver.rows import RowFactory
 from mypgdriver.server_info import ConnectionSettings, ServerVersion
 from mypgdriver.sync.callbacks import RelayTable, check_plain_callback
 from mypgdriver.sync.cancel import cancel_running_call, shut_down_under_running_call
@@ -161,47 +162,77 @@ class Connection:
 
     @overload
     def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
-                  timeout: Optional[float] = None, record_class: None = None) -> list[Record]: ...
+                  timeout: Optional[float] = None, record_class: None = None,
+                  row_factory: None = None) -> list[Record]: ...
 
     @overload
     def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
                   timeout: Optional[float] = None,
-                  record_class: type[RecordT]) -> list[RecordT]: ...
+                  record_class: type[RecordT], row_factory: None = None) -> list[RecordT]: ...
+
+    @overload
+    def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
+                  timeout: Optional[float] = None, record_class: None = None,
+                  row_factory: RowFactory[RowT]) -> list[RowT]: ...
 
     def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
                   timeout: Optional[float] = None,
-                  record_class: Optional[type[Record]] = None) -> list[Any]:
-        """Run `query` once per argument sequence and return all result rows, in order."""
-        return self._run(self._aconn.fetchmany(query, args, timeout=timeout,
-                                               record_class=record_class))
+                  record_class: Optional[type[Record]] = None,
+                  row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
+        """Run `query` once per argument sequence and return all result rows, in order.
+
+        `record_class` and `row_factory` as in :meth:`fetch`.
+        """
+        # (Typed by the overloads above; the asyncio method checks the pair.)
+        aconn: Any = self._aconn
+        return self._run(aconn.fetchmany(query, args, timeout=timeout,
+                                         record_class=record_class, row_factory=row_factory))
 
     @overload
     def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-              record_class: None = None) -> list[Record]: ...
+              record_class: None = None, row_factory: None = None) -> list[Record]: ...
 
     @overload
     def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-              record_class: type[RecordT]) -> list[RecordT]: ...
+              record_class: type[RecordT], row_factory: None = None) -> list[RecordT]: ...
+
+    @overload
+    def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+              record_class: None = None, row_factory: RowFactory[RowT]) -> list[RowT]: ...
 
     def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-              record_class: Optional[type[Record]] = None) -> list[Any]:
-        """Run a query and return all result rows as a list of :class:`Record`."""
-        return self._run(self._aconn.fetch(query, *args, timeout=timeout,
-                                           record_class=record_class))
+              record_class: Optional[type[Record]] = None,
+              row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
+        """Run a query and return all result rows, as :class:`Record` unless told otherwise.
+
+        `record_class` makes the rows instances of a Record subclass;
+        `row_factory` makes them what a row factory makes
+        (:mod:`mypgdriver.rows`: ``dict_row``, ``class_row(MyDataclass)``...).
+        Pass one or the other, not both.
+        """
+        aconn: Any = self._aconn     # (typed by the overloads above)
+        return self._run(aconn.fetch(query, *args, timeout=timeout,
+                                     record_class=record_class, row_factory=row_factory))
 
     @overload
     def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                 record_class: None = None) -> Optional[Record]: ...
+                 record_class: None = None, row_factory: None = None) -> Optional[Record]: ...
 
     @overload
     def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                 record_class: type[RecordT]) -> Optional[RecordT]: ...
+                 record_class: type[RecordT], row_factory: None = None) -> Optional[RecordT]: ...
+
+    @overload
+    def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                 record_class: None = None, row_factory: RowFactory[RowT]) -> Optional[RowT]: ...
 
     def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                 record_class: Optional[type[Record]] = None) -> Any:
-        """Run a query and return the first row, or None if there are no rows."""
-        return self._run(self._aconn.fetchrow(query, *args, timeout=timeout,
-                                              record_class=record_class))
+                 record_class: Optional[type[Record]] = None,
+                 row_factory: Optional[RowFactory[Any]] = None) -> Any:
+        """Run a query and return the first row, or None (`record_class`, `row_factory`: fetch())."""
+        aconn: Any = self._aconn     # (typed by the overloads above)
+        return self._run(aconn.fetchrow(query, *args, timeout=timeout,
+                                        record_class=record_class, row_factory=row_factory))
 
     def fetchval(self, query: str, *args: object, column: int | str = 0,
                  timeout: Optional[float] = None) -> Any:
@@ -212,43 +243,63 @@ class Connection:
 
     @overload
     def prepare(self, query: str, *, name: Optional[str] = None,
-                timeout: Optional[float] = None,
-                record_class: None = None) -> PreparedStatement[Record]: ...
+                timeout: Optional[float] = None, record_class: None = None,
+                row_factory: None = None) -> PreparedStatement[Record]: ...
 
     @overload
     def prepare(self, query: str, *, name: Optional[str] = None,
-                timeout: Optional[float] = None,
-                record_class: type[RecordT]) -> PreparedStatement[RecordT]: ...
+                timeout: Optional[float] = None, record_class: type[RecordT],
+                row_factory: None = None) -> PreparedStatement[RecordT]: ...
+
+    @overload
+    def prepare(self, query: str, *, name: Optional[str] = None,
+                timeout: Optional[float] = None, record_class: None = None,
+                row_factory: RowFactory[RowT]) -> PreparedStatement[RowT]: ...
 
     def prepare(self, query: str, *, name: Optional[str] = None,
                 timeout: Optional[float] = None,
-                record_class: Optional[type[Record]] = None) -> PreparedStatement[Any]:
-        """Prepare `query` on the server and return a :class:`PreparedStatement`."""
-        return PreparedStatement(self._runner, self._run(self._aconn.prepare(
-            query, name=name, timeout=timeout, record_class=record_class)))
+                record_class: Optional[type[Record]] = None,
+                row_factory: Optional[RowFactory[Any]] = None) -> PreparedStatement[Any]:
+        """Prepare `query` on the server and return a :class:`PreparedStatement`.
+
+        `record_class` or `row_factory` is the statement's default row type.
+        """
+        aconn: Any = self._aconn     # (typed by the overloads above)
+        return PreparedStatement(self._runner, self._run(aconn.prepare(
+            query, name=name, timeout=timeout, record_class=record_class,
+            row_factory=row_factory)))
 
     @overload
     def cursor(self, query: str, *args: object, prefetch: Optional[int] = None,
-               timeout: Optional[float] = None,
-               record_class: None = None) -> CursorFactory[Record]: ...
+               timeout: Optional[float] = None, record_class: None = None,
+               row_factory: None = None) -> CursorFactory[Record]: ...
 
     @overload
     def cursor(self, query: str, *args: object, prefetch: Optional[int] = None,
-               timeout: Optional[float] = None,
-               record_class: type[RecordT]) -> CursorFactory[RecordT]: ...
+               timeout: Optional[float] = None, record_class: type[RecordT],
+               row_factory: None = None) -> CursorFactory[RecordT]: ...
+
+    @overload
+    def cursor(self, query: str, *args: object, prefetch: Optional[int] = None,
+               timeout: Optional[float] = None, record_class: None = None,
+               row_factory: RowFactory[RowT]) -> CursorFactory[RowT]: ...
 
     def cursor(self, query: str, *args: object, prefetch: Optional[int] = None,
                timeout: Optional[float] = None,
-               record_class: Optional[type[Record]] = None) -> CursorFactory[Any]:
+               record_class: Optional[type[Record]] = None,
+               row_factory: Optional[RowFactory[Any]] = None) -> CursorFactory[Any]:
         """A cursor over the rows of `query`: iterate it, or open() it for a :class:`Cursor`.
 
         ``for row in conn.cursor(q, prefetch=100)`` fetches 100 rows (default
         50) per round trip; ``conn.cursor(q).open()`` (``await conn.cursor(q)``
         in asyncio) gives a Cursor with fetch(n), fetchrow() and forward(n).
-        Cursors live only inside a transaction.
+        Cursors live only inside a transaction.  `record_class` and
+        `row_factory` as in :meth:`fetch`.
         """
-        return CursorFactory(self._runner, self._aconn.cursor(
-            query, *args, prefetch=prefetch, timeout=timeout, record_class=record_class))
+        aconn: Any = self._aconn     # (typed by the overloads above)
+        return CursorFactory(self._runner, aconn.cursor(
+            query, *args, prefetch=prefetch, timeout=timeout, record_class=record_class,
+            row_factory=row_factory))
 
     def transaction(self, *, isolation: Optional[str] = None, readonly: bool = False,
                     deferrable: bool = False) -> Transaction:

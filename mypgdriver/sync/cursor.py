@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Generic, Iterator, Optional, cast
 
-from mypgdriver._typing import RecordT
+from mypgdriver._typing import RowT
 from mypgdriver.protocol.rowstream import RowStream
 
 if TYPE_CHECKING:
@@ -24,16 +24,16 @@ if TYPE_CHECKING:
     from mypgdriver.sync.runner import CallRunner
 
 
-class CursorFactory(Generic[RecordT]):
+class CursorFactory(Generic[RowT]):
     """What :meth:`Connection.cursor` returns: iterate it, or open() it for a :class:`Cursor`."""
 
     __slots__ = ('_runner', '_factory')
 
-    def __init__(self, runner: CallRunner, factory: async_cursor.CursorFactory[RecordT]) -> None:
+    def __init__(self, runner: CallRunner, factory: async_cursor.CursorFactory[RowT]) -> None:
         self._runner = runner
         self._factory = factory
 
-    def __iter__(self) -> Iterator[RecordT]:
+    def __iter__(self) -> Iterator[RowT]:
         """All rows, `prefetch` per round trip (inside a transaction)."""
         run = self._runner.run
         # The asyncio iterator is a RowStream over the cursor's batches: the
@@ -45,32 +45,32 @@ class CursorFactory(Generic[RecordT]):
                 return
             yield from rows
 
-    def open(self) -> Cursor[RecordT]:
+    def open(self) -> Cursor[RowT]:
         """Bind the portal and return a :class:`Cursor` (``await conn.cursor(q)`` in asyncio)."""
         return Cursor(self._runner, self._runner.run(_opened(self._factory)))
 
 
-async def _opened(factory: async_cursor.CursorFactory[RecordT]) -> async_cursor.Cursor[RecordT]:
+async def _opened(factory: async_cursor.CursorFactory[RowT]) -> async_cursor.Cursor[RowT]:
     return await factory
 
 
-class Cursor(Generic[RecordT]):
+class Cursor(Generic[RowT]):
     """An open portal into a query's rows (see :meth:`CursorFactory.open`)."""
 
     __slots__ = ('_runner', '_cursor')
 
-    def __init__(self, runner: CallRunner, cursor: async_cursor.Cursor[RecordT]) -> None:
+    def __init__(self, runner: CallRunner, cursor: async_cursor.Cursor[RowT]) -> None:
         self._runner = runner
         self._cursor = cursor
 
     def __repr__(self) -> str:
         return repr(self._cursor)
 
-    def fetch(self, n: int, *, timeout: Optional[float] = None) -> list[RecordT]:
+    def fetch(self, n: int, *, timeout: Optional[float] = None) -> list[RowT]:
         """The next `n` rows (fewer at the end, [] when exhausted)."""
         return self._runner.run(self._cursor.fetch(n, timeout=timeout))
 
-    def fetchrow(self, *, timeout: Optional[float] = None) -> Optional[RecordT]:
+    def fetchrow(self, *, timeout: Optional[float] = None) -> Optional[RowT]:
         """The next row, or None when exhausted."""
         return self._runner.run(self._cursor.fetchrow(timeout=timeout))
 

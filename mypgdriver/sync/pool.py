@@ -41,15 +41,17 @@ from typing import (
     Optional,
     Sequence,
     Union,
+    cast,
     overload,
 )
 
 from mypgdriver import exceptions
-from mypgdriver._typing import ArgumentRow, RecordT
+from mypgdriver._typing import ArgumentRow, RecordT, RowT
 from mypgdriver.pool.proxy import begin_checkout, end_checkout
 from mypgdriver.pool.reset import default_reset, end_open_transaction, in_unknown_state
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
+from mypgdriver.rows import RowFactory, choose_rows
 from mypgdriver.sync.connect import connect as sync_connect
 from mypgdriver.sync.connection import (
     Connection,
@@ -115,6 +117,7 @@ class Pool:
                  reset: Optional[Callable[[Connection], object]] = None,
                  connection_class: type[Connection] = Connection,
                  record_class: type[Record] = Record,
+                 row_factory: Optional[RowFactory[Any]] = None,
                  **connect_kwargs: Any) -> None:
         if max_size <= 0:
             raise ValueError('max_size is expected to be greater than zero')
@@ -133,6 +136,13 @@ class Pool:
         if not (isinstance(record_class, type) and issubclass(record_class, Record)):
             raise TypeError(f'record_class is expected to be a subclass of '
                             f'mypgdriver.Record, got {record_class!r}')
+        if row_factory is not None:
+            if record_class is not Record:
+                raise TypeError('pass record_class or row_factory to the pool, not both')
+            choose_rows(None, row_factory)      # (refuses what is not callable)
+            # Passed on to connect() only when given (a `connect` callback
+            # may not know the argument).
+            connect_kwargs['row_factory'] = row_factory
         self._min_size = min_size
         self._max_size = max_size
         self._max_queries = max_queries
@@ -431,31 +441,47 @@ class Pool:
 
     @overload
     def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-              record_class: None = None) -> list[Record]: ...
+              record_class: None = None, row_factory: None = None) -> list[Record]: ...
 
     @overload
     def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-              record_class: type[RecordT]) -> list[RecordT]: ...
+              record_class: type[RecordT], row_factory: None = None) -> list[RecordT]: ...
+
+    @overload
+    def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
+              record_class: None = None, row_factory: RowFactory[RowT]) -> list[RowT]: ...
 
     def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-              record_class: Optional[type[Record]] = None) -> list[Any]:
+              record_class: Optional[type[Record]] = None,
+              row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
         """Run a query on a pooled connection and return all rows."""
         with self.acquire() as con:
-            return con.fetch(query, *args, timeout=timeout, record_class=record_class)
+            if row_factory is None:
+                return con.fetch(query, *args, timeout=timeout, record_class=record_class)
+            return cast(Any, con).fetch(query, *args, timeout=timeout, record_class=record_class,
+                             row_factory=row_factory)
 
     @overload
     def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                 record_class: None = None) -> Optional[Record]: ...
+                 record_class: None = None, row_factory: None = None) -> Optional[Record]: ...
 
     @overload
     def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                 record_class: type[RecordT]) -> Optional[RecordT]: ...
+                 record_class: type[RecordT], row_factory: None = None) -> Optional[RecordT]: ...
+
+    @overload
+    def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
+                 record_class: None = None, row_factory: RowFactory[RowT]) -> Optional[RowT]: ...
 
     def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                 record_class: Optional[type[Record]] = None) -> Any:
+                 record_class: Optional[type[Record]] = None,
+                 row_factory: Optional[RowFactory[Any]] = None) -> Any:
         """Run a query on a pooled connection and return its first row (or None)."""
         with self.acquire() as con:
-            return con.fetchrow(query, *args, timeout=timeout, record_class=record_class)
+            if row_factory is None:
+                return con.fetchrow(query, *args, timeout=timeout, record_class=record_class)
+            return cast(Any, con).fetchrow(query, *args, timeout=timeout, record_class=record_class,
+                                row_factory=row_factory)
 
     def fetchval(self, query: str, *args: object, column: Union[int, str] = 0,
                  timeout: Optional[float] = None) -> Any:
@@ -465,19 +491,29 @@ class Pool:
 
     @overload
     def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
-                  timeout: Optional[float] = None, record_class: None = None) -> list[Record]: ...
+                  timeout: Optional[float] = None, record_class: None = None,
+                  row_factory: None = None) -> list[Record]: ...
 
     @overload
     def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
                   timeout: Optional[float] = None,
-                  record_class: type[RecordT]) -> list[RecordT]: ...
+                  record_class: type[RecordT], row_factory: None = None) -> list[RecordT]: ...
+
+    @overload
+    def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
+                  timeout: Optional[float] = None, record_class: None = None,
+                  row_factory: RowFactory[RowT]) -> list[RowT]: ...
 
     def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
                   timeout: Optional[float] = None,
-                  record_class: Optional[type[Record]] = None) -> list[Any]:
+                  record_class: Optional[type[Record]] = None,
+                  row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
         """Run a query for each argument sequence and return all rows; see ``Connection.fetchmany``."""
         with self.acquire() as con:
-            return con.fetchmany(query, args, timeout=timeout, record_class=record_class)
+            if row_factory is None:
+                return con.fetchmany(query, args, timeout=timeout, record_class=record_class)
+            return cast(Any, con).fetchmany(query, args, timeout=timeout, record_class=record_class,
+                                 row_factory=row_factory)
 
     def copy_from_table(self, table_name: str, *, output: CopyOutput,
                         columns: Optional[Iterable[str]] = None,
@@ -569,6 +605,7 @@ def create_pool(dsn: Optional[str] = None, *,
                 reset: Optional[Callable[[Connection], object]] = None,
                 connection_class: type[Connection] = Connection,
                 record_class: type[Record] = Record,
+                row_factory: Optional[RowFactory[Any]] = None,
                 **connect_kwargs: Any) -> Pool:
     """Create a thread-safe connection pool, open it, and return it.
 
@@ -596,11 +633,13 @@ def create_pool(dsn: Optional[str] = None, *,
       instead of the default reset (:meth:`Connection.reset` and ``DISCARD
       TEMP``); an open transaction is rolled back first in any case.
     * `connection_class`, `record_class`: passed on to ``connect``.
+    * `row_factory` (:mod:`mypgdriver.rows`): every connection's default row
+      factory, passed on to ``connect`` (not with a `record_class`).
     """
     pool = Pool(dsn, min_size=min_size, max_size=max_size, max_queries=max_queries,
                 max_inactive_connection_lifetime=max_inactive_connection_lifetime,
                 connect=connect, setup=setup, init=init, reset=reset,
                 connection_class=connection_class, record_class=record_class,
-                **connect_kwargs)
+                row_factory=row_factory, **connect_kwargs)
     pool._start()
     return pool

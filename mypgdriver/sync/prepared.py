@@ -1,9 +1,10 @@
 """PreparedStatement of the sync API: the asyncio PreparedStatement, driven by the runner."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Generic, Iterable, Optional, overload
 
-from mypgdriver._typing import ArgumentRow, RecordT
+from mypgdriver._typing import ArgumentRow, OtherRowT, RowT
+from mypgdriver.rows import RowFactory
 from mypgdriver.sync.cursor import CursorFactory
 
 if TYPE_CHECKING:
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from mypgdriver.types import Attribute, Type
 
 
-class PreparedStatement(Generic[RecordT]):
+class PreparedStatement(Generic[RowT]):
     """A prepared statement (see :meth:`Connection.prepare`).
 
     The same object as the asyncio API's
@@ -24,7 +25,7 @@ class PreparedStatement(Generic[RecordT]):
     __slots__ = ('_runner', '_statement')
 
     def __init__(self, runner: CallRunner,
-                 statement: async_prepared.PreparedStatement[RecordT]) -> None:
+                 statement: async_prepared.PreparedStatement[RowT]) -> None:
         self._runner = runner
         self._statement = statement
 
@@ -55,13 +56,33 @@ class PreparedStatement(Generic[RecordT]):
 
     # --- running ---
 
-    def fetch(self, *args: object, timeout: Optional[float] = None) -> list[RecordT]:
-        """Run the statement and return all rows."""
-        return self._runner.run(self._statement.fetch(*args, timeout=timeout))
+    @overload
+    def fetch(self, *args: object, timeout: Optional[float] = None,
+              row_factory: None = None) -> list[RowT]: ...
 
-    def fetchrow(self, *args: object, timeout: Optional[float] = None) -> Optional[RecordT]:
+    @overload
+    def fetch(self, *args: object, timeout: Optional[float] = None,
+              row_factory: RowFactory[OtherRowT]) -> list[OtherRowT]: ...
+
+    def fetch(self, *args: object, timeout: Optional[float] = None,
+              row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
+        """Run the statement and return all rows (`row_factory`: this call's rows)."""
+        return self._runner.run(self._statement.fetch(*args, timeout=timeout,
+                                                      row_factory=row_factory))
+
+    @overload
+    def fetchrow(self, *args: object, timeout: Optional[float] = None,
+                 row_factory: None = None) -> Optional[RowT]: ...
+
+    @overload
+    def fetchrow(self, *args: object, timeout: Optional[float] = None,
+                 row_factory: RowFactory[OtherRowT]) -> Optional[OtherRowT]: ...
+
+    def fetchrow(self, *args: object, timeout: Optional[float] = None,
+                 row_factory: Optional[RowFactory[Any]] = None) -> Any:
         """Run the statement and return the first row, or None."""
-        return self._runner.run(self._statement.fetchrow(*args, timeout=timeout))
+        return self._runner.run(self._statement.fetchrow(*args, timeout=timeout,
+                                                         row_factory=row_factory))
 
     def fetchval(self, *args: object, column: int | str = 0,
                  timeout: Optional[float] = None) -> Any:
@@ -73,16 +94,36 @@ class PreparedStatement(Generic[RecordT]):
         """Run the statement once per argument sequence, pipelined and atomic."""
         self._runner.run(self._statement.executemany(args, timeout=timeout))
 
-    def fetchmany(self, args: Iterable[ArgumentRow], *,
-                  timeout: Optional[float] = None) -> list[RecordT]:
+    @overload
+    def fetchmany(self, args: Iterable[ArgumentRow], *, timeout: Optional[float] = None,
+                  row_factory: None = None) -> list[RowT]: ...
+
+    @overload
+    def fetchmany(self, args: Iterable[ArgumentRow], *, timeout: Optional[float] = None,
+                  row_factory: RowFactory[OtherRowT]) -> list[OtherRowT]: ...
+
+    def fetchmany(self, args: Iterable[ArgumentRow], *, timeout: Optional[float] = None,
+                  row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
         """Run the statement once per argument sequence and return all rows."""
-        return self._runner.run(self._statement.fetchmany(args, timeout=timeout))
+        return self._runner.run(self._statement.fetchmany(args, timeout=timeout,
+                                                          row_factory=row_factory))
+
+    @overload
+    def cursor(self, *args: object, prefetch: Optional[int] = None,
+               timeout: Optional[float] = None,
+               row_factory: None = None) -> CursorFactory[RowT]: ...
+
+    @overload
+    def cursor(self, *args: object, prefetch: Optional[int] = None,
+               timeout: Optional[float] = None,
+               row_factory: RowFactory[OtherRowT]) -> CursorFactory[OtherRowT]: ...
 
     def cursor(self, *args: object, prefetch: Optional[int] = None,
-               timeout: Optional[float] = None) -> CursorFactory[RecordT]:
+               timeout: Optional[float] = None,
+               row_factory: Optional[RowFactory[Any]] = None) -> CursorFactory[Any]:
         """A cursor over this statement's rows (see :meth:`Connection.cursor`)."""
-        return CursorFactory(self._runner,
-                             self._statement.cursor(*args, prefetch=prefetch, timeout=timeout))
+        return CursorFactory(self._runner, self._statement.cursor(
+            *args, prefetch=prefetch, timeout=timeout, row_factory=row_factory))
 
     def explain(self, *args: object, analyze: bool = False) -> Any:
         """The statement's execution plan (``EXPLAIN (FORMAT JSON, VERBOSE)``), parsed.
