@@ -1,0 +1,170 @@
+"""Row factories (mypgdriver.rows) on the blocking API: the asyncio core's, forwarded.
+
+What the factories make is tested in depth in test_rows.py; here, that every
+sync entry point takes them (connect, the pool, each call, prepared
+statements, cursors) and that an error in a maker leaves the connection in
+sync, with no event loop anywhere.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Iterator, Sequence
+
+import pytest
+
+import mypgdriver.sync
+from mypgdriver import Record
+from mypgdriver.exceptions import InterfaceError
+from mypgdriver.rows import (
+    args_row,
+    class_row,
+    dict_row,
+    kwargs_row,
+    namedtuple_row,
+    scalar_row,
+    tuple_row,
+)
+from mypgdriver.sync import Connection
+from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
+from tests.test_sync_connection import dsn, sconn  # noqa: F401  (fixtures)
+
+QUERY = "SELECT 1 AS id, 'one'::text AS name, NULL::int AS missing"
+
+
+@dataclasses.dataclass
+class Item:
+    id: int
+    name: str
+    missing: Any
+
+
+def failing_at(at: int) -> Callable[[Any], Callable[[Sequence[Any]], tuple[Any, ...]]]:
+    """A factory whose maker raises ZeroDivisionError at row `at` (1-based)."""
+    def factory(cursor: Any) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+        made = [0]
+
+        def make_row(values: Sequence[Any]) -> tuple[Any, ...]:
+            made[0] += 1
+            if made[0] == at:
+                raise ZeroDivisionError(f'row {at}')
+            return tuple(values)
+        return make_row
+    return factory
+
+
+def assert_usable(conn: Connection) -> None:
+    assert conn.fetchval('SELECT 41 + 1') == 42
+    assert not conn.is_in_transaction()
+
+
+def test_each_factory_per_call(sconn: Connection) -> None:  # noqa: F811
+    assert sconn.fetch(QUERY, row_factory=tuple_row) == [(1, 'one', None)]
+    assert sconn.fetch(QUERY, row_factory=dict_row) == [{'id': 1, 'name': 'one', 'missing': None}]
+    assert sconn.fetch(QUERY, row_factory=scalar_row) == [1]
+    assert sconn.fetchrow(QUERY, row_factory=namedtuple_row)._fields == ('id', 'name', 'missing')
+    assert sconn.fetchrow(QUERY, row_factory=class_row(Item)) == Item(1, 'one', None)
+    assert sconn.fetch(QUERY, row_factory=args_row(lambda *v: v[::-1])) == [(None, 'one', 1)]
+    assert sconn.fetch(QUERY, row_factory=kwargs_row(lambda **kw: kw['name'])) == ['one']
+    assert sconn.fetchmany('SELECT $1::int AS x', [(1,), (2,)], row_factory=dict_row) == [
+        {'x': 1}, {'x': 2}]
+    assert sconn.fetch('SELECT 1 AS a, 2 AS a', row_factory=dict_row) == [{'a': 2}]
+    assert sconn.fetch('SELECT 1 WHERE false', row_factory=dict_row) == []
+    assert sconn.fetch('DO $$ BEGIN END $$', row_factory=class_row(Item)) == []
+    assert type(sconn.fetchrow(QUERY)) is Record
+
+
+def test_psycopg_style_factory_and_description(sconn: Connection) -> None:  # noqa: F811
+    def names_and_types(cursor: Any) -> Callable[[Sequence[Any]], list[tuple[str, int]]]:
+        pairs = [(c.name, c.type_code) for c in cursor.description]
+        return lambda values: pairs
+    int4 = sconn.fetchval("SELECT oid::int FROM pg_type WHERE typname = 'int4'")
+    text = sconn.fetchval("SELECT oid::int FROM pg_type WHERE typname = 'text'")
+    assert sconn.fetchrow(QUERY, row_factory=names_and_types) == [
+        ('id', int4), ('name', text), ('missing', int4)]
+
+
+def test_row_factory_per_connection(dsn: str, no_event_loop: list[str]) -> None:  # noqa: F811
+    with mypgdriver.sync.connect(dsn, row_factory=dict_row) as conn:
+        assert conn.fetch(QUERY) == [{'id': 1, 'name': 'one', 'missing': None}]
+        assert conn.fetchrow(QUERY, row_factory=tuple_row) == (1, 'one', None)
+        assert conn.fetchval(QUERY, column='name') == 'one'
+        stmt = conn.prepare(QUERY)
+        assert stmt.fetchrow() == {'id': 1, 'name': 'one', 'missing': None}
+        with conn.transaction():
+            assert list(conn.cursor('SELECT generate_series(1, 3) AS n')) == [
+                {'n': 1}, {'n': 2}, {'n': 3}]
+    with pytest.raises(TypeError, match='record_class or row_factory'):
+        mypgdriver.sync.connect(dsn, record_class=type('R', (Record,), {}), row_factory=dict_row)
+
+
+def test_record_class_and_row_factory_together(sconn: Connection) -> None:  # noqa: F811
+    with pytest.raises(TypeError, match='record_class or row_factory'):
+        sconn.fetch(QUERY, record_class=Record, row_factory=dict_row)
+    with pytest.raises(InterfaceError, match='record_class is expected'):
+        sconn.fetch(QUERY, record_class=dict)
+    assert_usable(sconn)
+
+
+def test_prepared_statement_and_cursor(sconn: Connection) -> None:  # noqa: F811
+    stmt = sconn.prepare(QUERY, row_factory=class_row(Item))
+    assert stmt.fetch() == [Item(1, 'one', None)]
+    assert stmt.fetchval() == 1
+    assert stmt.fetch(row_factory=scalar_row) == [1]
+    assert stmt.fetchrow(row_factory=dict_row) == {'id': 1, 'name': 'one', 'missing': None}
+    many = sconn.prepare('SELECT $1::int AS x', row_factory=tuple_row)
+    assert many.fetchmany([(1,), (2,)]) == [(1,), (2,)]
+    assert many.fetchmany([(3,)], row_factory=dict_row) == [{'x': 3}]
+    with sconn.transaction():
+        assert list(stmt.cursor()) == [Item(1, 'one', None)]
+        assert list(stmt.cursor(row_factory=tuple_row)) == [(1, 'one', None)]
+        cur = sconn.cursor('SELECT generate_series(1, 10) AS n', row_factory=scalar_row).open()
+        assert cur.fetch(3) == [1, 2, 3]
+        assert cur.fetchrow() == 4
+        rows = list(sconn.cursor('SELECT generate_series(1, 120) AS n', prefetch=50,
+                                 row_factory=dict_row))
+        assert rows == [{'n': n} for n in range(1, 121)]
+
+
+def test_pool(dsn: str, no_event_loop: list[str]) -> None:  # noqa: F811
+    with mypgdriver.sync.create_pool(dsn, min_size=1, max_size=2, row_factory=dict_row) as pool:
+        assert pool.fetch('SELECT 1 AS a') == [{'a': 1}]
+        assert pool.fetchrow('SELECT 1 AS a', row_factory=tuple_row) == (1,)
+        assert pool.fetchval('SELECT 1 AS a') == 1
+        assert pool.fetchmany('SELECT $1::int AS a', [(1,)], row_factory=scalar_row) == [1]
+        with pool.acquire() as con:
+            assert con.fetch('SELECT 2 AS b') == [{'b': 2}]
+            assert con.fetchrow('SELECT 2 AS b', row_factory=scalar_row) == 2
+    with mypgdriver.sync.create_pool(dsn, min_size=1, max_size=1) as pool:
+        assert type(pool.fetchrow('SELECT 1')) is Record
+        assert pool.fetch('SELECT 1 AS a', row_factory=dict_row) == [{'a': 1}]
+
+
+@pytest.mark.parametrize('at', [1, 777])
+def test_maker_error_propagates_and_connection_stays_in_sync(
+        sconn: Connection, at: int) -> None:  # noqa: F811
+    with pytest.raises(ZeroDivisionError, match=f'row {at}'):
+        sconn.fetch('SELECT generate_series(1, 1000)', row_factory=failing_at(at))
+    assert_usable(sconn)
+    with pytest.raises(ZeroDivisionError):
+        with sconn.transaction():
+            sconn.fetch('SELECT generate_series(1, 10)', row_factory=failing_at(3))
+    assert_usable(sconn)
+
+
+def test_factory_error(sconn: Connection) -> None:  # noqa: F811
+    def failing_factory(cursor: Any) -> Any:
+        raise LookupError('factory')
+    with pytest.raises(LookupError, match='factory'):
+        sconn.fetch('SELECT 1', row_factory=failing_factory)
+    assert_usable(sconn)
+
+
+@pytest.fixture
+def many_columns_query() -> Iterator[str]:
+    yield 'SELECT ' + ', '.join(f'{i} AS c{i}' for i in range(100))
+
+
+def test_many_columns(sconn: Connection, many_columns_query: str) -> None:  # noqa: F811
+    assert sconn.fetchrow(many_columns_query, row_factory=dict_row) == {
+        f'c{i}': i for i in range(100)}
+    assert sconn.fetchrow(many_columns_query, row_factory=tuple_row) == tuple(range(100))
