@@ -276,7 +276,8 @@ def namedtuple_row(cursor: DescribesColumns) -> RowMaker[NamedTuple]:
     A column name that is not a valid field name is changed as psycopg
     does: invalid characters become ``_``, and a leading digit or ``_``
     gets an ``f`` in front (``?column?`` -> ``f_column_``; a keyword such as
-    ``from`` becomes ``from_``).  The classes are cached per list of names.
+    ``from`` becomes ``from_``); a repeated name becomes ``_<position>``
+    (psycopg refuses it).  The classes are cached per list of names.
     """
     columns = _columns(cursor)
     if columns is None:

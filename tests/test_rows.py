@@ -437,3 +437,9 @@ class Point(NamedTuple):
 
 async def test_args_row_with_a_namedtuple(conn: Any) -> None:
     assert await conn.fetch('SELECT 1, 2', row_factory=args_row(Point)) == [Point(1, 2)]
+
+
+async def test_namedtuple_row_with_a_repeated_name(conn: Any) -> None:
+    row = await conn.fetchrow('SELECT 1 AS a, 2 AS a', row_factory=namedtuple_row)
+    assert row._fields == ('a', '_1')
+    assert tuple(row) == (1, 2)
