@@ -443,3 +443,25 @@ async def test_namedtuple_row_with_a_repeated_name(conn: Any) -> None:
     row = await conn.fetchrow('SELECT 1 AS a, 2 AS a', row_factory=namedtuple_row)
     assert row._fields == ('a', '_1')
     assert tuple(row) == (1, 2)
+
+
+async def test_dict_rows_and_the_garbage_collector(conn: Any) -> None:
+    # dict_row's rows are filled in place: one holding a container is
+    # tracked by the garbage collector (as a dict filled by item assignment
+    # is), one of atomic values is not; each row is its own dict.
+    import gc
+    rows = await conn.fetch("SELECT i, 'x' || i AS s, ARRAY[i] AS a, NULL::int AS n "
+                            'FROM generate_series(1, 3) AS i', row_factory=dict_row)
+    assert rows == [{'i': i, 's': f'x{i}', 'a': [i], 'n': None} for i in (1, 2, 3)]
+    assert all(gc.is_tracked(row) for row in rows)
+    rows[0]['i'] = 100
+    rows[0]['extra'] = True
+    assert rows[1] == {'i': 2, 's': 'x2', 'a': [2], 'n': None}
+    plain = await conn.fetch('SELECT i, i::text AS s FROM generate_series(1, 3) AS i',
+                             row_factory=dict_row)
+    assert not any(gc.is_tracked(row) for row in plain)
+    plain[0].clear()
+    assert plain[1:] == [{'i': 2, 's': '2'}, {'i': 3, 's': '3'}]
+    again = await conn.fetch('SELECT i, i::text AS s FROM generate_series(1, 2) AS i',
+                             row_factory=dict_row)
+    assert again == [{'i': 1, 's': '1'}, {'i': 2, 's': '2'}]

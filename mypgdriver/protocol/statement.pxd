@@ -35,6 +35,11 @@ cdef class StatementState:
         # dict_row's starting point: {name: None} per column, copied per row
         # (a copy of a dict of the same keys is one memcpy, no rehashing).
         dict dict_template
+        # Where each column's value lives in a copy of dict_template (byte
+        # offsets from its keys object; see probe_dict_slots), or NULL: then
+        # rows are filled with PyDict_SetItem.
+        Py_ssize_t *dict_offsets
+        bint dict_probed
         # The rows.ResultDescription of the columns (what a row factory is
         # called with), made on first use; None after a new RowDescription.
         public object result_description
@@ -67,11 +72,13 @@ cdef class StatementState:
     cdef list missing_type_oids(self, object registry)
     cdef int resolve_codecs(self, object registry) except -1
     cdef int _build_column_arrays(self) except -1
+    cdef int probe_dict_slots(self) except -1
     cdef int encode_bind(self, WriteBuffer buf, str portal, object args, Py_ssize_t row_index=*) except -1
     cdef object decode_row(self, Frame *frame, type record_class)
     cdef object decode_row_as(self, Frame *frame, int kind, object maker)
     cdef tuple decode_tuple(self, Frame *frame)
     cdef dict decode_dict(self, Frame *frame)
+    cdef dict fill_dict_slowly(self, dict row, Frame *frame)
     cdef object decode_scalar(self, Frame *frame)
     cpdef int encode_copy_records(self, WriteBuffer buf, object records, bint header,
                                   bint trailer, Py_ssize_t base_index=*) except -1
