@@ -195,7 +195,8 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         """
         if not args:
             return await self._session.simple(query, timeout)
-        return await self._session.execute(query, args, 0, timeout, True, None)
+        # Record rows (decoded, then dropped): never a row factory's maker.
+        return await self._session.execute(query, args, 0, timeout, True, Record)
 
     async def executemany(self, command: str, args: ArgumentRows, *,
                           timeout: Optional[float] = None) -> None:
@@ -250,10 +251,9 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
     def _rows_as(self, record_class: Optional[type[Record]],
                  row_factory: Optional[RowFactory[Any]]) -> Any:
         # What the rows of a call are made as: its record_class or
-        # row_factory, else the connection's row_factory (connect()), else
-        # (None) the connection's record_class.
+        # row_factory, else the connection's default (Session.rows_default).
         if record_class is None and row_factory is None:
-            return self._session.row_factory
+            return self._session.rows_default
         return choose_rows(record_class, row_factory)
 
     @overload
@@ -278,12 +278,10 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         (:mod:`mypgdriver.rows`: ``dict_row``, ``tuple_row``,
         ``class_row(MyDataclass)``...).  Pass one or the other, not both.
         """
-        session = self._session
-        if record_class is None and row_factory is None:
-            rows_as = session.row_factory
-        else:
-            rows_as = choose_rows(record_class, row_factory)
-        return await session.execute(query, args, 0, timeout, False, rows_as)
+        # (None: the connection's default, applied by the Session.)
+        return await self._session.execute(
+            query, args, 0, timeout, False,
+            record_class if row_factory is None else choose_rows(record_class, row_factory))
 
     @overload
     async def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
@@ -306,18 +304,16 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
 
         `record_class` and `row_factory` as in :meth:`fetch`.
         """
-        session = self._session
-        if record_class is None and row_factory is None:
-            rows_as = session.row_factory
-        else:
-            rows_as = choose_rows(record_class, row_factory)
-        rows = await session.execute(query, args, 1, timeout, False, rows_as)
+        rows = await self._session.execute(
+            query, args, 1, timeout, False,
+            record_class if row_factory is None else choose_rows(record_class, row_factory))
         return rows[0] if rows else None
 
     async def fetchval(self, query: str, *args: object, column: int | str = 0,
                        timeout: Optional[float] = None) -> Any:
         """Run a query and return one value of the first row (None if no rows)."""
-        rows = await self._session.execute(query, args, 1, timeout, False, None)
+        # Record rows whatever the connection's row factory: `column` may be a name.
+        rows = await self._session.execute(query, args, 1, timeout, False, Record)
         if not rows:
             return None
         return rows[0][column]

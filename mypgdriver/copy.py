@@ -27,6 +27,7 @@ from typing import (
 from mypgdriver import exceptions, waits
 from mypgdriver._typing import ArgumentRows
 from mypgdriver.protocol.buffer import WriteBuffer
+from mypgdriver.protocol.record import Record
 from mypgdriver.sql import quote_ident, quote_literal, substitute_parameters
 
 if TYPE_CHECKING:
@@ -464,7 +465,7 @@ class CopyMixin:
                 'SELECT t.oid, n.nspname, t.typname FROM pg_catalog.pg_type t '
                 'JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace '
                 'WHERE t.oid = ANY($1::oid[])', (missing,), 0,
-                session.time_left(deadline), False, None, False)
+                session.time_left(deadline), False, Record, False)
             for oid, schema, name in rows:
                 names[oid] = quote_ident(schema) + '.' + quote_ident(name)
         type_names = [names[oid] for oid in oids]
@@ -473,7 +474,7 @@ class CopyMixin:
         select = ', '.join(f'pg_catalog.quote_literal(${i}::{name}::text)'
                            for i, name in enumerate(type_names, 1))
         rows = await session.execute(f'SELECT {select}', args, 1,
-                                     session.time_left(deadline), False, None, False)
+                                     session.time_left(deadline), False, Record, False)
         literals = [f'({"NULL" if lit is None else lit}::{name})'
                     for lit, name in zip(rows[0], type_names)]
         scs = session.protocol.get_server_parameters().get('standard_conforming_strings', 'on')

@@ -351,23 +351,43 @@ def kwargs_row(func: Callable[..., T]) -> RowFactory[T]:
 
 # --- for the connection API ---------------------------------------------------------------------------
 
+class FactoryCall:
+    """A row factory that the decode loop does not build itself, as the protocol receives it.
+
+    What travels down from a call to the protocol is a Record class, one
+    of tuple_row, dict_row and scalar_row, or this wrapper around any
+    other factory: so a function passed as ``record_class`` is still
+    refused as a record_class (InterfaceError), and a factory that is a
+    class is not taken for one.
+    """
+
+    __slots__ = ('factory',)
+
+    def __init__(self, factory: Callable[[Any], Any]) -> None:
+        self.factory = factory
+
+    def __repr__(self) -> str:
+        return f'<FactoryCall {self.factory!r}>'
+
+
+_BUILT_IN_C = (tuple_row, dict_row, scalar_row)
+
+
 def choose_rows(record_class: Optional[type[Any]], row_factory: Optional[Any]) -> Any:
     """What a call's rows are made as: its record_class or its row_factory (not both).
 
-    The value travels down to the protocol (row_kind_of in protocol.pyx),
-    which tells a Record subclass from a factory by its being a class; a
-    factory that is a class (a callable class of factories) is wrapped so
-    that it is not taken for a record_class.
+    The value travels down to the protocol (row_kind_of in protocol.pyx):
+    a Record class, a factory the decode loop builds itself, or a
+    :class:`FactoryCall`.
     """
     if row_factory is None:
-        if record_class is not None and not isinstance(record_class, type):
-            from mypgdriver.protocol.protocol import check_record_class
-            check_record_class(record_class)   # (raises InterfaceError, as before)
         return record_class
     if record_class is not None:
         raise TypeError('pass record_class or row_factory, not both')
+    if row_factory in _BUILT_IN_C:
+        return row_factory
+    if isinstance(row_factory, FactoryCall):
+        return row_factory
     if not callable(row_factory):
         raise TypeError(f'row_factory must be callable, not {type(row_factory).__name__}')
-    if isinstance(row_factory, type):
-        return functools.partial(row_factory)
-    return row_factory
+    return FactoryCall(row_factory)

@@ -153,7 +153,7 @@ class Session:
     """The policy of one connection: every operation goes through it (see the module docstring)."""
 
     __slots__ = ('protocol', 'loop', 'addr', 'params', 'command_timeout', 'record_class',
-                 'row_factory',
+                 'rows_default',
                  'statements', 'stmt_cache', 'closes', 'blocks', 'admission', 'codecs', 'query_loggers', 'closed',
                  'checkout', 'facade', 'server_version', 'introspection_query', 'conn_id',
                  'schema_sent', 'current_task', '_portal_ids', '_savepoint_ids', '__weakref__')
@@ -166,10 +166,12 @@ class Session:
         self.params = params
         self.command_timeout: Optional[float] = config.command_timeout
         self.record_class: type[Record] = config.record_class
-        # connect(row_factory=): what the public calls make rows with when
-        # they are given neither record_class nor row_factory (None: Record
-        # rows of record_class).  Internal queries never use it.
-        self.row_factory: Any = config.row_factory
+        # What rows are made as when a call passes None (rows_as): the
+        # connection's row_factory (connect(row_factory=)) if it has one,
+        # else its record_class.  Calls that need Records whatever the
+        # default (execute, fetchval, the driver's own queries) pass Record.
+        self.rows_default: Any = (config.record_class if config.row_factory is None
+                                  else config.row_factory)
         self.statements = StatementRegistry(
             conn_id, cache_size=config.statement_cache_size,
             max_lifetime=config.max_cached_statement_lifetime,
@@ -357,7 +359,7 @@ class Session:
         proto = self.protocol
         timeout = self.command_timeout if timeout is None else check_timeout(timeout)
         if rows_as is None:
-            rows_as = self.record_class
+            rows_as = self.rows_default
         # (bind_execute checks any other rows_as before it sends.)
         # The turn step, inline: admission is asked only while a transaction
         # block is open or being cleaned up (its scope is checked) or
@@ -586,7 +588,7 @@ class Session:
         if self.admission.needs_sync():
             timeout = await self.sync_holding(state, timeout)
         if rows_as is None:
-            rows_as = self.record_class
+            rows_as = self.rows_default
         return self.protocol.bind_execute(state, args, limit, timeout, want, rows_as, False,
                                           sink)
 
@@ -695,7 +697,7 @@ class Session:
             # The statement's default (prepare(record_class= / row_factory=)).
             rows_as = stmt._rows_as
             if rows_as is None:
-                rows_as = self.record_class
+                rows_as = self.rows_default
         if stmt._checkout != self.checkout or self.closed or state.closed:
             stmt._check_usable(method)
             # Still usable, yet closed: the server dropped it (DISCARD ALL).
@@ -774,7 +776,7 @@ class Session:
         self.check_open()
         timeout = self.resolve_timeout(timeout)
         if rows_as is None:
-            rows_as = self.record_class
+            rows_as = self.rows_default
         elif isinstance(rows_as, type):
             check_record_class(rows_as)     # (a row factory is checked when it is used)
         # In line from the prepare (if any) to the end of the stream, so that
@@ -1028,7 +1030,7 @@ class Session:
         """Bind `args` to a named portal; with `fetch`, ``(rows, more_remain)`` of its first `limit` rows."""
         proto = self.protocol
         if rows_as is None:
-            rows_as = self.record_class
+            rows_as = self.rows_default
         if fetch:
             return await self.call(lambda left: proto.bind_execute_portal(
                 state, args, portal, limit, left, rows_as), timeout)
@@ -1040,7 +1042,7 @@ class Session:
         """``(rows, more_remain)``: up to `limit` more rows of an open portal (0: all)."""
         proto = self.protocol
         if rows_as is None:
-            rows_as = self.record_class
+            rows_as = self.rows_default
         return await self.call(lambda left: proto.execute_portal(
             state, portal, limit, left, rows_as), timeout)
 

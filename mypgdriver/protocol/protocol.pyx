@@ -26,7 +26,7 @@ from mypgdriver.protocol.buffer cimport READ_BUFFER_KEEP, ReadBuffer, WriteBuffe
 
 from mypgdriver import deadlines, exceptions, waits
 from mypgdriver.protocol.record import Record
-from mypgdriver.rows import ResultDescription, dict_row, scalar_row, tuple_row
+from mypgdriver.rows import FactoryCall, ResultDescription, dict_row, scalar_row, tuple_row
 
 
 cdef enum OpKind:
@@ -952,7 +952,14 @@ cdef class BaseProtocol(CoreProtocol):
         op.status_sink = sink
         op.statement = st
         op.collecting_rows = True
-        set_row_shape(op, record_class, kind, maker)
+        # set_row_shape(), inline: this is the hot path (a recycled or new
+        # op's row_maker is None already).
+        op.row_kind = kind
+        if kind == ROW_RECORD:
+            op.record_class = record_class if record_class is not None else Record
+        else:
+            op.record_class = Record
+            op.row_maker = maker
         op.carries_parse = st.parse_pending
         # Encoding may raise DataError: that happens before anything is
         # written, and nothing was queued.
@@ -1208,9 +1215,10 @@ cdef int row_kind_of(StatementState st, object rows_as) except -1:
     """How the rows of `st` are made for `rows_as`: a Record subclass or a row factory.
 
     `rows_as` is what the Session passes down: the record_class or the
-    row_factory of the call (or of the connection).  tuple_row, dict_row and
-    scalar_row are recognised by identity and built by the decode loop
-    itself; any other factory gets ROW_MAKER (see make_row_maker).
+    row_factory of the call (or of the connection), as rows.choose_rows()
+    made it.  tuple_row, dict_row and scalar_row are recognised by identity
+    and built by the decode loop itself; any other factory comes wrapped in
+    a rows.FactoryCall and gets ROW_MAKER (see make_row_maker).
     """
     if rows_as is dict_row:
         return ROW_DICT
@@ -1221,17 +1229,14 @@ cdef int row_kind_of(StatementState st, object rows_as) except -1:
             raise exceptions.InterfaceError(
                 'scalar_row needs a result with at least one column')
         return ROW_SCALAR
-    if isinstance(rows_as, type):
-        # A class is a record_class (mypgdriver.rows wraps a class given
-        # as row_factory, see rows.as_row_factory).
-        check_record_class(rows_as)
-        return ROW_RECORD
-    if not callable(rows_as):
-        raise TypeError(f'row_factory must be callable, not {type(rows_as).__name__}')
-    return ROW_MAKER
+    if type(rows_as) is FactoryCall:
+        return ROW_MAKER
+    # Anything else is a record_class: a subclass of Record, or an error.
+    check_record_class(rows_as)
+    return ROW_RECORD
 
 
-cdef object make_row_maker(StatementState st, object factory):
+cdef object make_row_maker(StatementState st, object call):
     """Call a row factory with the description of `st`'s result: its row maker.
 
     Once per result, before the operation is sent, so an error in the
@@ -1245,6 +1250,7 @@ cdef object make_row_maker(StatementState st, object factory):
         description = ResultDescription.from_statement(
             st.column_names, st.column_oids, st.column_sizes, st.column_typmods)
         st.result_description = description
+    factory = (<object>call).factory
     maker = factory(description)
     if not callable(maker):
         raise TypeError(
