@@ -53,11 +53,15 @@ DEFAULT_WORKLOADS = "batch,copyfrom,oneplusone,generate_series"
 #: (no event loop), or psycopg2's cursor (execute + fetchall, as its users
 #: write it; libpq's instructions are the client's too) for comparison.
 CALLS = ("stmt", "conn", "pipeline", "sync", "psycopg2")
+#: --row-factory: what conn.fetch makes its rows as (conn, pipeline and sync
+#: calls): "record" passes nothing (the default, and all an older tree knows),
+#: the others pass that factory of mypgdriver.rows.
+ROW_FACTORIES = ("record", "tuple_row", "dict_row", "scalar_row", "namedtuple_row")
 PIPELINE_TASKS = 100
 
 
 def run_client(root: str, workload_name: str, queries: int, params: dict[str, Any],
-               call: str = "stmt") -> None:
+               call: str = "stmt", row_factory: str = "record") -> None:
     """Run `queries` iterations of a workload through `root`'s mypgdriver."""
     # The tree's own packages must win over whatever sits beside this file.
     sys.path[0:1] = [root]
@@ -70,8 +74,12 @@ def run_client(root: str, workload_name: str, queries: int, params: dict[str, An
     if not Path(mypgdriver.__file__).resolve().is_relative_to(Path(root).resolve()):
         raise SystemExit(f"imported {mypgdriver.__file__}, not the tree {root}")
     workload = BY_NAME[workload_name]
+    kwargs: dict[str, Any] = {}
+    if row_factory != "record":
+        import mypgdriver.rows
+        kwargs["row_factory"] = getattr(mypgdriver.rows, row_factory)
     if call in ("sync", "psycopg2"):
-        run_sync_client(workload, queries, params, call)
+        run_sync_client(workload, queries, params, call, kwargs)
         return
 
     async def main() -> None:
@@ -83,7 +91,7 @@ def run_client(root: str, workload_name: str, queries: int, params: dict[str, An
             close = conn.close
 
             async def run() -> None:
-                await conn.fetch(workload.sql, *workload.args)
+                await conn.fetch(workload.sql, *workload.args, **kwargs)
         tasks = PIPELINE_TASKS if call == "pipeline" else 1
 
         async def loop(n: int) -> None:
@@ -96,7 +104,8 @@ def run_client(root: str, workload_name: str, queries: int, params: dict[str, An
     uvloop.run(main())
 
 
-def run_sync_client(workload: Any, queries: int, params: dict[str, Any], call: str) -> None:
+def run_sync_client(workload: Any, queries: int, params: dict[str, Any], call: str,
+                    kwargs: dict[str, Any]) -> None:
     """The blocking clients: mypgdriver.sync's conn.fetch, or psycopg2's cursor."""
     if call == "sync":
         import mypgdriver.sync
@@ -104,7 +113,7 @@ def run_sync_client(workload: Any, queries: int, params: dict[str, Any], call: s
         conn = mypgdriver.sync.connect(**params)
 
         def run() -> None:
-            conn.fetch(workload.sql, *workload.args)
+            conn.fetch(workload.sql, *workload.args, **kwargs)
     else:
         import psycopg2
 
@@ -138,14 +147,14 @@ def callgrind_total(path: Path) -> int:
 
 
 def measure(tree: Path, workload: str, queries: int, params: dict[str, Any], out: Path,
-            call: str = "stmt") -> int:
+            call: str = "stmt", row_factory: str = "record") -> int:
     """Instructions of one client process running `queries` iterations."""
     env = dict(os.environ, PYTHONHASHSEED="0")
     cmd = [
         "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
         sys.executable, str(Path(__file__).resolve()), "--client",
         "--root", str(tree), "--workload", workload, "--queries", str(queries),
-        "--params", json.dumps(params), "--call", call,
+        "--params", json.dumps(params), "--call", call, "--row-factory", row_factory,
     ]
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -154,14 +163,17 @@ def measure(tree: Path, workload: str, queries: int, params: dict[str, Any], out
 
 
 def per_query(trees: list[Path], workloads: list[str], queries: int, repeat: int,
-              keep: Path | None, call: str = "stmt") -> dict[str, dict[Path, list[float]]]:
-    """Instructions per query for each workload and tree, one value per repeat."""
+              keep: Path | None, call: str = "stmt",
+              row_factories: list[str] | None = None) -> dict[str, dict[int, list[float]]]:
+    """Instructions per query for each workload and tree (by position), one value per repeat."""
     from bench.server import BenchServer
     from bench.workloads import BY_NAME
 
+    factories = row_factories or ["record"] * len(trees)
     server = BenchServer.start()
     scratch = Path(tempfile.mkdtemp(prefix="callgrind_probe_"))
-    results: dict[str, dict[Path, list[float]]] = {w: {t: [] for t in trees} for w in workloads}
+    results: dict[str, dict[int, list[float]]] = {
+        w: {i: [] for i in range(len(trees))} for w in workloads}
     try:
         for name in workloads:
             w = BY_NAME[name]
@@ -173,9 +185,10 @@ def per_query(trees: list[Path], workloads: list[str], queries: int, repeat: int
                         for sql in w.teardown + w.setup:
                             server.psql(sql)
                         out = (keep or scratch) / f"{name}.tree{index}.r{round_no}.n{n}.out"
-                        totals.append(measure(tree, name, n, server.params, out, call))
+                        totals.append(measure(tree, name, n, server.params, out, call,
+                                              factories[index]))
                     value = (totals[1] - totals[0]) / queries
-                    results[name][tree].append(value)
+                    results[name][index].append(value)
                     print(f"{name:16} tree{index} round {round_no}: {value:,.0f} instructions/query",
                           file=sys.stderr, flush=True)
             for sql in w.teardown:
@@ -186,18 +199,20 @@ def per_query(trees: list[Path], workloads: list[str], queries: int, repeat: int
     return results
 
 
-def print_table(trees: list[Path], results: dict[str, dict[Path, list[float]]]) -> None:
+def print_table(trees: list[Path], results: dict[str, dict[int, list[float]]],
+                factories: list[str] | None = None) -> None:
     """A Markdown table: median per tree, and the last tree against the first."""
     header = ["workload"] + [f"tree{i}" for i in range(len(trees))] + ["delta"]
     print("| " + " | ".join(header) + " |")
     print("| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |")
     for name, by_tree in results.items():
-        medians = [statistics.median(by_tree[t]) for t in trees]
+        medians = [statistics.median(by_tree[i]) for i in range(len(trees))]
         delta = (medians[-1] - medians[0]) / medians[0] * 100
         cells = [f"{m:,.0f}" for m in medians] + [f"{delta:+.1f}%"]
         print(f"| {name} | " + " | ".join(cells) + " |")
     for i, tree in enumerate(trees):
-        print(f"\ntree{i}: {tree}", end="")
+        rows = f" ({factories[i]})" if factories and factories[i] != "record" else ""
+        print(f"\ntree{i}: {tree}{rows}", end="")
     print()
 
 
@@ -267,6 +282,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="stmt: a PreparedStatement's fetch, as the benchmark; conn: "
                              "conn.fetch (statement cache); pipeline: 100 tasks on one "
                              "connection calling conn.fetch (per loop of all 100)")
+    parser.add_argument("--row-factory", default="record",
+                        help="conn/pipeline/sync calls: record (default) or a factory of "
+                             "mypgdriver.rows (tuple_row, dict_row, ...); a comma-separated "
+                             "list gives one per --tree, in order (the same tree may be "
+                             "given twice to compare two factories)")
     # The measured client process (started by this script under valgrind).
     parser.add_argument("--client", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--root", help=argparse.SUPPRESS)
@@ -275,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.client:
-        run_client(args.root, args.workload, args.queries, json.loads(args.params), args.call)
+        run_client(args.root, args.workload, args.queries, json.loads(args.params), args.call,
+                   args.row_factory)
         return 0
     workloads = args.workloads.split(",")
     if args.annotate_diff:
@@ -287,8 +308,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     trees = [t.resolve() for t in args.tree]
-    results = per_query(trees, workloads, args.queries, args.repeat, args.keep, args.call)
-    print_table(trees, results)
+    factories = args.row_factory.split(",")
+    if len(factories) == 1:
+        factories *= len(trees)
+    if len(factories) != len(trees) or not set(factories) <= set(ROW_FACTORIES):
+        parser.error(f"--row-factory: one of {', '.join(ROW_FACTORIES)}, or one per --tree")
+    results = per_query(trees, workloads, args.queries, args.repeat, args.keep, args.call,
+                        factories)
+    print_table(trees, results, factories)
     return 0
 
 
