@@ -109,8 +109,10 @@ class PreparedStatement(Generic[RowT]):
         `row_factory` (:mod:`mypgdriver.rows`) overrides the statement's
         rows (prepare()'s `record_class` or `row_factory`) for this call.
         """
-        rows_as = None if row_factory is None else choose_rows(None, row_factory)
-        return await self._session.run_prepared(self, args, 0, timeout, 'fetch', rows_as)
+        if row_factory is None:
+            return await self._session.run_prepared(self, args, 0, timeout, 'fetch')
+        return await self._session.run_prepared(self, args, 0, timeout, 'fetch',
+                                                choose_rows(None, row_factory))
 
     @overload
     async def fetchrow(self, *args: object, timeout: Optional[float] = None,
@@ -123,8 +125,11 @@ class PreparedStatement(Generic[RowT]):
     async def fetchrow(self, *args: object, timeout: Optional[float] = None,
                        row_factory: Optional[RowFactory[Any]] = None) -> Any:
         """Run the statement and return the first row, or None (`row_factory` as in fetch())."""
-        rows_as = None if row_factory is None else choose_rows(None, row_factory)
-        rows = await self._session.run_prepared(self, args, 1, timeout, 'fetchrow', rows_as)
+        if row_factory is None:
+            rows = await self._session.run_prepared(self, args, 1, timeout, 'fetchrow')
+        else:
+            rows = await self._session.run_prepared(self, args, 1, timeout, 'fetchrow',
+                                                    choose_rows(None, row_factory))
         return rows[0] if rows else None
 
     async def fetchval(self, *args: object, column: int | str = 0,

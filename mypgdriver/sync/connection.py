@@ -210,6 +210,11 @@ class Connection:
         (:mod:`mypgdriver.rows`: ``dict_row``, ``class_row(MyDataclass)``...).
         Pass one or the other, not both.
         """
+        if row_factory is None:
+            # The call of before row factories: a keyword argument more
+            # costs its matching on every call (callgrind: +3% on SELECT 1+1).
+            return self._run(self._aconn.fetch(query, *args, timeout=timeout,
+                                               record_class=record_class))
         aconn: Any = self._aconn     # (typed by the overloads above)
         return self._run(aconn.fetch(query, *args, timeout=timeout,
                                      record_class=record_class, row_factory=row_factory))
@@ -230,6 +235,9 @@ class Connection:
                  record_class: Optional[type[Record]] = None,
                  row_factory: Optional[RowFactory[Any]] = None) -> Any:
         """Run a query and return the first row, or None (`record_class`, `row_factory`: fetch())."""
+        if row_factory is None:
+            return self._run(self._aconn.fetchrow(query, *args, timeout=timeout,
+                                                  record_class=record_class))
         aconn: Any = self._aconn     # (typed by the overloads above)
         return self._run(aconn.fetchrow(query, *args, timeout=timeout,
                                         record_class=record_class, row_factory=row_factory))

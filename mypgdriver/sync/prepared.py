@@ -67,6 +67,8 @@ class PreparedStatement(Generic[RowT]):
     def fetch(self, *args: object, timeout: Optional[float] = None,
               row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
         """Run the statement and return all rows (`row_factory`: this call's rows)."""
+        if row_factory is None:
+            return self._runner.run(self._statement.fetch(*args, timeout=timeout))
         return self._runner.run(self._statement.fetch(*args, timeout=timeout,
                                                       row_factory=row_factory))
 
@@ -81,6 +83,8 @@ class PreparedStatement(Generic[RowT]):
     def fetchrow(self, *args: object, timeout: Optional[float] = None,
                  row_factory: Optional[RowFactory[Any]] = None) -> Any:
         """Run the statement and return the first row, or None."""
+        if row_factory is None:
+            return self._runner.run(self._statement.fetchrow(*args, timeout=timeout))
         return self._runner.run(self._statement.fetchrow(*args, timeout=timeout,
                                                          row_factory=row_factory))
 
