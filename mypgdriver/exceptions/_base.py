@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import pep249
+
 __all__ = (
     'PostgresMessage',
     'PostgresError',
@@ -125,8 +127,11 @@ class PostgresMessage:
             state['query'] = query
 
 
-class PostgresError(PostgresMessage, Exception):
-    """Base class of every error reported by the PostgreSQL server."""
+class PostgresError(PostgresMessage, pep249.DatabaseError):
+    """Base class of every error reported by the PostgreSQL server.
+
+    Also the DB-API's ``DatabaseError`` (see :mod:`mypgdriver.exceptions.pep249`).
+    """
 
     def __str__(self) -> str:
         text = self.args[0] if self.args else (self.message or '')
@@ -188,8 +193,12 @@ class InterfaceMessage:
         return _with_detail_and_hint(str(text), self.detail, self.hint)
 
 
-class InterfaceError(InterfaceMessage, Exception):
-    """An error caused by improper use of the driver's API."""
+class InterfaceError(InterfaceMessage, pep249.InterfaceError):
+    """An error caused by improper use of the driver's API.
+
+    Also the DB-API's ``InterfaceError`` (another class, of
+    :mod:`mypgdriver.exceptions.pep249`).
+    """
 
     def __init__(self, msg: str, *, detail: str | None = None,
                  hint: str | None = None) -> None:
@@ -223,8 +232,12 @@ class UnsupportedServerFeatureError(InterfaceError):
     """The requested feature is not supported by the PostgreSQL server."""
 
 
-class InternalClientError(Exception):
-    """An unexpected client-side failure not classified otherwise."""
+class InternalClientError(pep249.InterfaceError):
+    """An unexpected client-side failure not classified otherwise.
+
+    A DB-API ``InterfaceError`` (:mod:`mypgdriver.exceptions.pep249`), not
+    mypgdriver's (asyncpg's) ``InterfaceError``.
+    """
 
 
 class ProtocolError(InternalClientError):
