@@ -9,6 +9,7 @@ from mypgdriver._typing import ArgumentRows, RecordT
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.deadlines import check_timeout
 from mypgdriver.protocol.coreproto import StatusSink
+from mypgdriver.protocol.protocol import ROWS_PER_STATEMENT
 from mypgdriver.types import Attribute, Type
 
 if TYPE_CHECKING:
@@ -135,6 +136,18 @@ class PreparedStatement(Generic[RecordT]):
         return await self._session.executemany(
             self._query, args, timeout, return_rows=True, record_class=self._record_class,
             state=self._state, retry=self._reprepare)
+
+    async def _fetch_each(self, args: ArgumentRows, *,
+                          timeout: Optional[float] = None) -> list[tuple[list[RecordT], str]]:
+        """fetchmany() with the rows and status tag of each run apart, in order.
+
+        mypgdriver.dbapi's executemany() (its rowcount, and nextset() with
+        returning=True): one pipeline, atomic, as fetchmany().
+        """
+        self._check_usable('executemany')
+        return await self._session.executemany(
+            self._query, args, timeout, return_rows=ROWS_PER_STATEMENT,
+            record_class=self._record_class, state=self._state, retry=self._reprepare)
 
     async def explain(self, *args: object, analyze: bool = False) -> Any:
         """The statement's execution plan (``EXPLAIN (FORMAT JSON, VERBOSE)``), parsed.

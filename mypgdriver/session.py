@@ -759,7 +759,7 @@ class Session:
     # --- executemany / fetchmany ---------------------------------------------------------------
 
     async def executemany(self, query: str, args: Any, timeout: Optional[float], *,
-                          return_rows: bool = False, record_class: Optional[type[Record]] = None,
+                          return_rows: int = False, record_class: Optional[type[Record]] = None,
                           state: Optional[StatementState] = None,
                           retry: Optional[Reprepare] = None) -> Any:
         """Run `query` (or the held `state`) once per row of `args`, pipelined and atomic."""
@@ -780,7 +780,7 @@ class Session:
             self.admission.leave_line()
 
     async def _executemany_in_line(self, query: str, args: Any, deadline: Optional[float],
-                                   return_rows: bool, record_class: Optional[type[Record]],
+                                   return_rows: int, record_class: Optional[type[Record]],
                                    state: Optional[StatementState],
                                    retry: Optional[Reprepare]) -> Any:
         if state is None:
@@ -819,7 +819,7 @@ class Session:
                                                  record_class)
 
     async def _executemany_state(self, state: StatementState, args: Any, deadline: Optional[float],
-                                 return_rows: bool, record_class: Optional[type[Record]]) -> Any:
+                                 return_rows: int, record_class: Optional[type[Record]]) -> Any:
         # A stream fed batch by batch (waiting for the socket to drain in
         # between): it holds the connection alone.
         state.refs += 1
@@ -834,7 +834,7 @@ class Session:
             self.admission.release()
 
     async def _executemany_stream(self, state: StatementState, args: Any, timeout: Optional[float],
-                                  return_rows: bool, record_class: Optional[type[Record]]) -> Any:
+                                  return_rows: int, record_class: Optional[type[Record]]) -> Any:
         proto = self.protocol
         # Inside a transaction block, a savepoint (opened only if our side
         # may fail after rows were written) lets a failure of ours undo them
