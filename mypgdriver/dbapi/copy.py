@@ -54,8 +54,9 @@ class Copy:
     the ``with`` block ends, or fails on the server, copying nothing, if
     the block raises.  For ``COPY ... TO STDOUT``: iterate for blocks of
     data (bytes), read() one block, or rows() for the rows of the text
-    format as tuples of strings (None for NULL); leaving the block early
-    cancels the rest on the server.
+    format as tuples of strings (None for NULL); leaving the block before
+    the end cancels the rest on the server (inside a transaction, the
+    transaction then fails: roll it back).
     """
 
     __slots__ = ('_cursor', '_statement', '_direction', '_future', '_pending', '_pending_size',
