@@ -75,7 +75,7 @@ def test_large_copy_in_and_out_is_not_buffered(conn: Connection):
         assert cur.rowcount == rows
         count = 0
         with cur.copy('COPY dbapi_c (id, name) TO STDOUT') as copy:
-            for row in copy.rows():
+            for _row in copy.rows():
                 count += 1
         _, peak_out = tracemalloc.get_traced_memory()
     finally:

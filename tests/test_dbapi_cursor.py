@@ -358,3 +358,24 @@ def test_parameters_in_set_hint_set_config(conn: Connection):
         conn.execute('CREATE TEMP TABLE dbapi_p (a int DEFAULT %s)', (5,))
     assert 'quote_literal' in str(info.value)
     assert conn.execute('SELECT 1').fetchone() == (1,)
+
+
+def test_typed_example_application_runs(dsn: str, no_event_loop: list[str],  # noqa: F811
+                                        capsys: pytest.CaptureFixture[str]):
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent / 'typing' / 'dbapi_app.py'
+    spec = importlib.util.spec_from_file_location('dbapi_app', path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(dsn)
+    out = [line for line in capsys.readouterr().out.splitlines()
+           if not line.startswith('DETAIL:')]
+    assert out[0].startswith('duplicate: duplicate key value violates unique constraint')
+    assert out[1:3] == ["{'id': 1, 'name': 'bolt', 'quantity': 10}",
+                        "{'id': 2, 'name': 'nut', 'quantity': 5}"]
+    assert out[3] == '2 SELECT 2'
+    assert out[4:6] == ["('bolt',)", "('nut',)"]
+    assert out[6:] == ['bolt', 'nut']

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from mypgdriver import paramstyle
-from mypgdriver.exceptions.pep249 import InterfaceError, ProgrammingError
 from mypgdriver.exceptions import QueryParameterError
+from mypgdriver.exceptions.pep249 import InterfaceError, ProgrammingError
 from mypgdriver.paramstyle import NAMED, PYFORMAT, convert
 
 

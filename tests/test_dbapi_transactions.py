@@ -131,7 +131,7 @@ def test_transaction_block_commits_or_rolls_back(conn: Connection, other: Connec
     with pytest.raises(ZeroDivisionError):
         with conn.transaction():
             conn.execute('INSERT INTO dbapi_x VALUES (2)')
-            1 / 0
+            raise ZeroDivisionError
     assert ids(other) == [1]
     assert not conn.sync_connection.is_in_transaction()
 

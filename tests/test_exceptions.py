@@ -11,12 +11,12 @@ import sys
 import pytest
 
 import mypgdriver.exceptions as exc
-from mypgdriver.exceptions import pep249
 from mypgdriver.exceptions import (
     ERROR_CLASSES,
     WARNING_CLASSES,
     make_server_error,
     make_server_message,
+    pep249,
 )
 
 ERRCODES = pathlib.Path('/usr/share/postgresql/15/errcodes.txt')

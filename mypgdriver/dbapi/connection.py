@@ -12,7 +12,7 @@ import contextlib
 import enum
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Iterator, Optional, Union, overload
 
 from mypgdriver import sync
 from mypgdriver.dbapi.cursor import Column, Cursor, Params, RowFactory, tuple_row
@@ -21,6 +21,7 @@ from mypgdriver.sql import quote_ident
 from mypgdriver.sync.connection import async_connection, call_runner
 
 if TYPE_CHECKING:
+    from mypgdriver.dbapi.server_cursor import ServerCursor
     from mypgdriver.prepared import PreparedStatement
     from mypgdriver.protocol.record import Record
 
@@ -204,6 +205,14 @@ class Connection:
         return version.major * 10000 + (version.micro if version.major < 10 else version.minor)
 
     # --- cursors --------------------------------------------------------------------------
+
+    @overload
+    def cursor(self, name: None = None, *, row_factory: Optional[RowFactory] = None,
+               scrollable: None = None, withhold: bool = False) -> Cursor: ...
+
+    @overload
+    def cursor(self, name: str, *, row_factory: Optional[RowFactory] = None,
+               scrollable: Optional[bool] = None, withhold: bool = False) -> ServerCursor: ...
 
     def cursor(self, name: Optional[str] = None, *, row_factory: Optional[RowFactory] = None,
                scrollable: Optional[bool] = None, withhold: bool = False) -> Cursor:

@@ -18,6 +18,7 @@ from typing import (
     Iterator,
     Mapping,
     NamedTuple,
+    NoReturn,
     Optional,
     Sequence,
     Union,
@@ -400,45 +401,37 @@ class Cursor:
 
     def fetchone(self) -> Any:
         """The next row of the current result, or None at its end."""
-        rows = self._rows
-        if rows is None:
-            self._no_result()
+        rows = self._current_rows()
         pos = self._pos
-        if pos < len(rows):     # type: ignore[arg-type]
+        if pos < len(rows):
             self._pos = pos + 1
-            return self._maker(rows[pos])   # type: ignore[index]
+            return self._maker(rows[pos])
         return None
 
     def fetchmany(self, size: Optional[int] = None) -> list[Any]:
         """The next `size` rows (default: :attr:`arraysize`); fewer at the end."""
-        rows = self._rows
-        if rows is None:
-            self._no_result()
+        rows = self._current_rows()
         if size is None:
             size = self.arraysize
         pos = self._pos
-        end = min(pos + size, len(rows))   # type: ignore[arg-type]
+        end = min(pos + size, len(rows))
         self._pos = end
-        return list(map(self._maker, rows[pos:end]))   # type: ignore[index]
+        return list(map(self._maker, rows[pos:end]))
 
     def fetchall(self) -> list[Any]:
         """All the remaining rows of the current result."""
-        rows = self._rows
-        if rows is None:
-            self._no_result()
+        rows = self._current_rows()
         pos = self._pos
-        self._pos = len(rows)   # type: ignore[arg-type]
-        return list(map(self._maker, rows[pos:] if pos else rows))   # type: ignore[index]
+        self._pos = len(rows)
+        return list(map(self._maker, rows[pos:] if pos else rows))
 
     def __iter__(self) -> Iterator[Any]:
-        rows = self._rows
-        if rows is None:
-            self._no_result()
+        rows = self._current_rows()
         maker = self._maker
-        while self._pos < len(rows):   # type: ignore[arg-type]
+        while self._pos < len(rows):
             pos = self._pos
             self._pos = pos + 1
-            yield maker(rows[pos])   # type: ignore[index]
+            yield maker(rows[pos])
 
     def scroll(self, value: int, mode: str = 'relative') -> None:
         """Move the position in the current result (client-side: within the fetched rows).
@@ -447,23 +440,27 @@ class Cursor:
         the first row).  Moving out of the result raises IndexError and
         leaves the position as it was.
         """
-        rows = self._rows
-        if rows is None:
-            self._no_result()
+        rows = self._current_rows()
         if mode == 'relative':
             target = self._pos + value
         elif mode == 'absolute':
             target = value
         else:
             raise ValueError(f"mode must be 'relative' or 'absolute', not {mode!r}")
-        if not 0 <= target <= len(rows):   # type: ignore[arg-type]
+        if not 0 <= target <= len(rows):
             raise IndexError(f'position {target} is out of the result '
-                             f'(0 to {len(rows)})')   # type: ignore[arg-type]
+                             f'(0 to {len(rows)})')
         self._pos = target
 
     # --- internals ------------------------------------------------------------------------
 
-    def _no_result(self) -> None:
+    def _current_rows(self) -> list[Any]:
+        rows = self._rows
+        if rows is None:
+            self._no_result()
+        return rows
+
+    def _no_result(self) -> NoReturn:
         if self._closed:
             raise pep249.InterfaceError('the cursor is closed')
         raise pep249.ProgrammingError(
