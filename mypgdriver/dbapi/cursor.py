@@ -160,7 +160,7 @@ class Cursor:
         self._pos = 0
         self._maker: RowMaker = tuple
         self._description: Optional[tuple[Column, ...]] = None
-        self._rowcount = -1
+        self._rowcount: Optional[int] = -1
         self._status: Optional[str] = None
         self._query: Optional[str] = None
         self._closed = False
@@ -206,7 +206,11 @@ class Cursor:
         Taken from the command tag: SELECT, INSERT, UPDATE, DELETE, MERGE,
         COPY, FETCH and MOVE; after executemany(), the sum over the runs.
         """
-        return self._rowcount
+        count = self._rowcount
+        if count is None:
+            # Parsed from the tag when asked for: most code never looks.
+            count = self._rowcount = rowcount_of(self._status)
+        return count
 
     @property
     def statusmessage(self) -> Optional[str]:
@@ -496,7 +500,7 @@ class Cursor:
         self._pos = 0
         self._description = result.description
         self._status = result.status
-        self._rowcount = rowcount_of(result.status)
+        self._rowcount = None
         if result.rows is not None:
             factory = self.row_factory_
             self._maker = tuple if factory is tuple_row else factory(self)
