@@ -30,6 +30,7 @@ from mypgdriver.type_codecs import TypeCodecsMixin
 if TYPE_CHECKING:
     from mypgdriver.connect_params import ConnectParams
     from mypgdriver.protocol.protocol import Protocol
+    from mypgdriver.types import JsonCodec
 
 __all__ = ('Connection', 'ConnectionConfig', 'LoggedQuery', 'PipelineStats')
 
@@ -55,15 +56,18 @@ class ConnectionConfig:
     """Per-connection options from connect() that are not about where to connect."""
 
     __slots__ = ('command_timeout', 'statement_cache_size', 'max_cached_statement_lifetime',
-                 'max_cacheable_statement_size', 'record_class', 'max_pipeline')
+                 'max_cacheable_statement_size', 'record_class', 'max_pipeline', 'json')
 
     def __init__(self, *, command_timeout: Optional[float] = None,
                  statement_cache_size: int = 100,
                  max_cached_statement_lifetime: float = 300.0,
                  max_cacheable_statement_size: int = 15 * 1024,
                  record_class: type[Record] = Record,
-                 max_pipeline: int = DEFAULT_MAX_PIPELINE) -> None:
+                 max_pipeline: int = DEFAULT_MAX_PIPELINE,
+                 json: Optional[JsonCodec] = None) -> None:
         self.max_pipeline = max_pipeline
+        # connect(json=...): json and jsonb as Python objects (None: as str).
+        self.json = json
         self.command_timeout = command_timeout
         self.statement_cache_size = statement_cache_size
         self.max_cached_statement_lifetime = max_cached_statement_lifetime

@@ -19,6 +19,7 @@ from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_par
 from mypgdriver.connection import Connection, ConnectionConfig
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, Protocol, check_record_class
 from mypgdriver.protocol.record import Record
+from mypgdriver.types import JsonCodec
 
 
 async def connect(dsn: Optional[str] = None, *,
@@ -41,7 +42,8 @@ async def connect(dsn: Optional[str] = None, *,
                   krbsrvname: Optional[str] = None, gsslib: Optional[str] = None,
                   max_pipeline: int = DEFAULT_MAX_PIPELINE,
                   min_protocol_version: Optional[str] = None,
-                  max_protocol_version: Optional[str] = None) -> Connection:
+                  max_protocol_version: Optional[str] = None,
+                  json: Union[bool, JsonCodec] = False) -> Connection:
     """Open a connection to a PostgreSQL server and return a :class:`Connection`.
 
     Arguments follow asyncpg's :func:`asyncpg.connect`; every one after `dsn`
@@ -108,6 +110,16 @@ async def connect(dsn: Optional[str] = None, *,
       (default 15 KiB); ``0`` for no limit.
     * `record_class`: the class of result rows, :class:`Record` (default)
       or a subclass without ``__new__`` or ``__init__``.
+    * `json` (a mypgdriver addition): ``True`` to have ``json`` and
+      ``jsonb`` values decoded with :func:`json.loads` and arguments
+      encoded with :func:`json.dumps` (dicts, lists, numbers, booleans;
+      a :class:`str` or :class:`bytes` argument is taken as JSON text
+      already and sent as it is), also inside arrays, composites and
+      domains; a :class:`~mypgdriver.types.JsonCodec` for other functions
+      (orjson's, or :func:`json.loads` with ``parse_float=Decimal``).
+      ``False`` (default): values are :class:`str` both ways, as in
+      asyncpg.  A codec set later with :meth:`Connection.set_type_codec`
+      wins over it.  See :ref:`json-values`.
     * `connection_class`: the class of the connection returned,
       :class:`Connection` (default) or a subclass.
 
@@ -138,6 +150,7 @@ async def connect(dsn: Optional[str] = None, *,
             f'connection_class is expected to be a subclass of mypgdriver.Connection, '
             f'got {connection_class!r}')
     check_record_class(record_class)
+    json_codec = resolve_json_option(json)
     # Numbers and booleans given as strings (a URL's query, as SQLAlchemy
     # passes it: ?command_timeout=30) are read as asyncpg reads them.
     timeout = _number_from_text(timeout, float)
@@ -181,10 +194,24 @@ async def connect(dsn: Optional[str] = None, *,
         max_cached_statement_lifetime=max_cached_statement_lifetime,
         max_cacheable_statement_size=max_cacheable_statement_size,
         record_class=record_class,
-        max_pipeline=max_pipeline)
+        max_pipeline=max_pipeline,
+        json=json_codec)
     if loop is None:
         loop = asyncio.get_running_loop()
     return await _connect_any_host(loop, params, config, connection_class, timeout)
+
+
+def resolve_json_option(json: Any) -> Optional[JsonCodec]:
+    """The JsonCodec that connect(json=...) asks for, or None for json values as str."""
+    json = _bool_from_text(json)
+    if isinstance(json, JsonCodec):
+        return json
+    if json is True:
+        return JsonCodec()
+    if json is False or json is None:
+        return None
+    raise exceptions.ClientConfigurationError(
+        f'json must be True, False or a mypgdriver.types.JsonCodec, got {json!r}')
 
 
 def _number_from_text(value: Any, kind: Callable[[str], Any]) -> Any:

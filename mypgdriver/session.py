@@ -173,7 +173,7 @@ class Session:
         # change), read on the hot paths without a second attribute lookup.
         self.stmt_cache = self.statements.cache
         self.closes = self.statements.to_close
-        self.codecs = CodecRegistry()
+        self.codecs = CodecRegistry(config.json)
         self.query_loggers: list[Callable[[LoggedQuery], Any]] = []
         self.closed = False
         # Pool checkouts: a handle remembers the value at its creation and

@@ -70,6 +70,7 @@ from mypgdriver.pool.slots import (
 )
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
+from mypgdriver.types import JsonCodec
 
 __all__ = ('create_pool', 'Pool', 'PoolAcquireContext')
 
@@ -128,6 +129,7 @@ class Pool:
                  connection_class: Type[Connection] = Connection,
                  record_class: Type[Record] = Record,
                  connect_retry_timeout: float = 10.0,
+                 json: Union[bool, JsonCodec] = False,
                  **connect_kwargs: Any) -> None:
         if max_size <= 0:
             raise ValueError('max_size is expected to be greater than zero')
@@ -170,6 +172,9 @@ class Pool:
         self._reset = reset
         self._connection_class = connection_class
         self._record_class = record_class
+        # json=: given to every connection the pool opens (unless its
+        # connect arguments name one), checked once here.
+        self._json = connector.resolve_json_option(json)
         # Shortcut methods that the connection class overrides: they run on
         # a connection of their own (see _shortcut).
         self._overridden_shortcuts = overridden_shortcuts(connection_class)
@@ -480,7 +485,8 @@ class Pool:
         try:
             con = await connect(self._connect_dsn, loop=self._loop,
                                 connection_class=self._connection_class,
-                                record_class=self._record_class, **self._connect_kwargs)
+                                record_class=self._record_class,
+                                **with_json(self._connect_kwargs, self._json))
             if not isinstance(con, self._connection_class):
                 bad = type(con)
                 con_close = getattr(con, 'close', None)
@@ -1180,6 +1186,7 @@ def create_pool(dsn: Optional[str] = None, *,
                 connection_class: Type[Connection] = Connection,
                 record_class: Type[Record] = Record,
                 connect_retry_timeout: float = 10.0,
+                json: Union[bool, JsonCodec] = False,
                 **connect_kwargs: Any) -> Pool:
     """Create a connection pool.
 
@@ -1213,14 +1220,19 @@ def create_pool(dsn: Optional[str] = None, *,
     mypgdriver only: `connect_retry_timeout` is how long an ``acquire()``
     without a timeout keeps retrying to open a connection while the server is
     unreachable or starting (an ``acquire()`` with a timeout retries within
-    it).  ``0`` gives up after the first failure.
+    it).  ``0`` gives up after the first failure.  `json` (``True`` or a
+    :class:`~mypgdriver.types.JsonCodec`) is passed on to ``connect`` for
+    every connection the pool opens, also later ones and those opened after
+    :meth:`Pool.set_connect_args` (unless its arguments name a `json` of
+    their own): ``json`` and ``jsonb`` values as Python objects (see
+    :func:`mypgdriver.connect`).  A pool's reset leaves it in place.
     """
     return Pool(dsn, init_size=init_size, min_size=min_size, max_size=max_size,
                 max_queries=max_queries,
                 max_inactive_connection_lifetime=max_inactive_connection_lifetime,
                 connect=connect, setup=setup, init=init, reset=reset, loop=loop,
                 connection_class=connection_class, record_class=record_class,
-                connect_retry_timeout=connect_retry_timeout, **connect_kwargs)
+                connect_retry_timeout=connect_retry_timeout, json=json, **connect_kwargs)
 
 
 def _opening_timed_out(timeout: Optional[float],
@@ -1235,3 +1247,14 @@ def _opening_timed_out(timeout: Optional[float],
     if error is not None:
         message += f'; last error: {str(error) or type(error).__name__}'
     return asyncio.TimeoutError(message)
+
+
+def with_json(connect_kwargs: dict[str, Any], json: Optional[JsonCodec]) -> dict[str, Any]:
+    """A pool's connect arguments with its `json` added (unless they name one themselves).
+
+    Added only when set, so that a pool without it calls a `connect`
+    callback exactly as before.
+    """
+    if json is None or 'json' in connect_kwargs:
+        return connect_kwargs
+    return {**connect_kwargs, 'json': json}

@@ -46,6 +46,8 @@ from typing import (
 
 from mypgdriver import exceptions
 from mypgdriver._typing import ArgumentRow, RecordT
+from mypgdriver.connector import resolve_json_option
+from mypgdriver.pool.pool import with_json
 from mypgdriver.pool.proxy import begin_checkout, end_checkout
 from mypgdriver.pool.reset import default_reset, end_open_transaction, in_unknown_state
 from mypgdriver.pool.stats import PoolCounters, PoolStats
@@ -69,6 +71,7 @@ from mypgdriver.sync.poolcore import (
     PoolEntry,
 )
 from mypgdriver.sync.pooled import PoolConnectionProxy
+from mypgdriver.types import JsonCodec
 
 __all__ = ('Pool', 'create_pool', 'PoolConnectionProxy')
 
@@ -115,6 +118,7 @@ class Pool:
                  reset: Optional[Callable[[Connection], object]] = None,
                  connection_class: type[Connection] = Connection,
                  record_class: type[Record] = Record,
+                 json: Union[bool, JsonCodec] = False,
                  **connect_kwargs: Any) -> None:
         if max_size <= 0:
             raise ValueError('max_size is expected to be greater than zero')
@@ -143,6 +147,8 @@ class Pool:
         self._reset = reset
         self._connection_class = connection_class
         self._record_class = record_class
+        # json=: given to every connection the pool opens (see with_json()).
+        self._json = resolve_json_option(json)
 
         self._counters = PoolCounters()
         # The slots, idle connections and waiting acquires (compiled: Ctrl-C safe).
@@ -259,7 +265,7 @@ class Pool:
     def _open_connection(self, dsn: Optional[str], kwargs: dict[str, Any]) -> Connection:
         connect = self._connect_fn if self._connect_fn is not None else sync_connect
         con = connect(dsn, connection_class=self._connection_class,
-                      record_class=self._record_class, **kwargs)
+                      record_class=self._record_class, **with_json(kwargs, self._json))
         if not isinstance(con, self._connection_class):
             bad = type(con)
             con_close = getattr(con, 'close', None)
@@ -569,6 +575,7 @@ def create_pool(dsn: Optional[str] = None, *,
                 reset: Optional[Callable[[Connection], object]] = None,
                 connection_class: type[Connection] = Connection,
                 record_class: type[Record] = Record,
+                json: Union[bool, JsonCodec] = False,
                 **connect_kwargs: Any) -> Pool:
     """Create a thread-safe connection pool, open it, and return it.
 
@@ -596,11 +603,15 @@ def create_pool(dsn: Optional[str] = None, *,
       instead of the default reset (:meth:`Connection.reset` and ``DISCARD
       TEMP``); an open transaction is rolled back first in any case.
     * `connection_class`, `record_class`: passed on to ``connect``.
+    * `json`: ``True`` or a :class:`~mypgdriver.types.JsonCodec`, passed on
+      to ``connect`` for every connection the pool opens, also later ones
+      and those opened after :meth:`Pool.set_connect_args` (unless its
+      arguments name a `json` of their own); a reset leaves it in place.
     """
     pool = Pool(dsn, min_size=min_size, max_size=max_size, max_queries=max_queries,
                 max_inactive_connection_lifetime=max_inactive_connection_lifetime,
                 connect=connect, setup=setup, init=init, reset=reset,
                 connection_class=connection_class, record_class=record_class,
-                **connect_kwargs)
+                json=json, **connect_kwargs)
     pool._start()
     return pool
