@@ -390,6 +390,7 @@ async def test_a_pool_gives_the_opt_in_to_every_connection(
     async with mypgdriver.create_pool(**connect_kwargs, min_size=1, max_size=2,
                                       json=True) as pool:
         async with pool.acquire() as first, pool.acquire() as second:
+            old_pids = {first.get_server_pid(), second.get_server_pid()}
             # the second was opened on demand
             assert await first.fetchval("SELECT $1::jsonb", {'a': 1}) == {'a': 1}
             assert await second.fetchval("SELECT '[2]'::json") == [2]
@@ -404,6 +405,7 @@ async def test_a_pool_gives_the_opt_in_to_every_connection(
         pool.set_connect_args(**connect_kwargs)
         await pool.expire_connections()
         async with pool.acquire() as fresh:
+            assert fresh.get_server_pid() not in old_pids
             assert await fresh.fetchval("SELECT '[5]'::jsonb") == [5]
 
 
