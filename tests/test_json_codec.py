@@ -147,6 +147,11 @@ async def test_arrays_decode_and_encode_their_elements(jconn: Any, typename: str
         '[{"a": 1},null,5,true]')
     assert await jconn.fetchval(f"SELECT $1::{typename}[]",
                                 [[{'x': 1}], [{'y': 2}]]) == [[{'x': 1}], [{'y': 2}]]
+    with pytest.raises(exceptions.DataError, match=r'\$1'):
+        await jconn.fetchval(f"SELECT $1::{typename}[]", [[1, 2], [3]])
+    # a JSON array as an element: its text
+    assert await jconn.fetchval(f"SELECT $1::{typename}[]", [json.dumps([1, 2]), {}]) == [
+        [1, 2], {}]
 
 
 async def test_composite_and_domain_fields(jconn: Any) -> None:
