@@ -368,6 +368,18 @@ async def test_an_empty_jsonb_value_is_a_protocol_error(connect_kwargs: dict[str
             await asyncio.wait_for(conn.close(), 5)
 
 
+async def test_prepared_statements_cursors_and_schema_reloads(jconn: Any) -> None:
+    stmt = await jconn.prepare("SELECT $1::jsonb AS doc")
+    assert [(t.name, t.kind) for t in stmt.get_parameters()] == [('jsonb', 'scalar')]
+    assert await stmt.fetchval({'p': 1}) == {'p': 1}
+    async with jconn.transaction():
+        got = [r['v'] async for r in jconn.cursor(
+            "SELECT jsonb_build_object('i', i) AS v FROM generate_series(1, 3) i", prefetch=2)]
+    assert got == [{'i': 1}, {'i': 2}, {'i': 3}]
+    await jconn.reload_schema_state()
+    assert await jconn.fetchval("SELECT '[1]'::jsonb") == [1]
+
+
 # --- set_type_codec() wins --------------------------------------------------------
 
 

@@ -122,7 +122,8 @@ cdef int write_dumped(Codec codec, WriteBuffer buf, object value, int version) e
     cdef object document
     if isinstance(value, (str, bytes)):
         # Already JSON text: sent as it is, as without the opt-in (a str
-        # is never serialized again: see docs/guide/types.rst, "json").
+        # is never serialized again: docs/guide/types.rst, "JSON as Python
+        # objects", says why).
         document = value
     else:
         document = codec.py_encoder(value)
