@@ -162,6 +162,9 @@ async def test_composite_and_domain_fields(jconn: Any) -> None:
         got = await jconn.fetchval(
             """SELECT ROW(1, '{"a": 1}', '[2]')::docs""")
         assert tuple(got) == (1, {'a': 1}, [2])
+        # anonymous records too
+        got = await jconn.fetchval("""SELECT ROW('{"a": 1}'::jsonb, '[1]'::json, 2)""")
+        assert tuple(got) == ({'a': 1}, [1], 2)
         await jconn.execute("INSERT INTO docs SELECT ($1::docs).*", (2, {'x': 'y'}, [3, 4]))
         assert await jconn.fetchrow("SELECT j::text, b::text FROM docs") == (
             '{"x": "y"}', '[3, 4]')
