@@ -247,6 +247,60 @@ async def test_option_values(connect_kwargs: dict[str, Any]) -> None:
         await conn.close()
 
 
+# --- json=True: the standard library's scanner and encoder, called directly ---------
+
+
+#: Values whose json.dumps() text the server's json type keeps as it is.
+STDLIB_SAMPLES = [
+    NESTED, [], {}, [[[]]], 0, -1, 2**70, 1.5, -0.0, 1e300, 5e-324, True, False,
+    ['\u00e9\n\t"\\', '\ud83d\ude00', '\x01'], {'k' * 300: list(range(300))},
+    {'1': 'int keys', 'nested': [{'a': None}]},
+]
+
+
+async def test_json_true_writes_what_json_dumps_writes(jconn: Any) -> None:
+    # json keeps the text it was given: what was sent is what json.dumps() makes
+    for value in STDLIB_SAMPLES + [{1: 'int key'}, (1, 2)]:
+        assert await jconn.fetchval("SELECT $1::json::text", value) == json.dumps(value), value
+    import enum
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+    assert await jconn.fetchval("SELECT $1::json::text", {'level': Level.HIGH}) == (
+        json.dumps({'level': Level.HIGH}))
+
+
+async def test_json_true_reads_what_json_loads_reads(jconn: Any) -> None:
+    for value in STDLIB_SAMPLES:
+        text = json.dumps(value)
+        assert await jconn.fetchval("SELECT $1::text::json", text) == json.loads(text)
+        # jsonb has its own text (numbers as numeric: 1e300 is an integer)
+        decoded, server_text = await jconn.fetchrow(
+            "SELECT $1::text::jsonb, $1::text::jsonb::text", text)
+        assert decoded == json.loads(server_text)
+    # json keeps whitespace around the value: read by json.loads itself
+    for text in ['  {"a": 1}', '[1]\n', '\t\r\n"x" ', ' 5 ']:
+        assert await jconn.fetchval("SELECT $1::text::json", text) == json.loads(text)
+    # and its errors are json.loads' (a number past the int digit limit)
+    digits = '9' * 5000
+    with pytest.raises(ValueError) as expected:
+        json.loads(digits)
+    with pytest.raises(type(expected.value), match='Exceeds the limit'):
+        await jconn.fetchval("SELECT $1::text::json", digits)
+    assert await jconn.fetchval("SELECT $1::text::json", '[7]') == [7]
+
+
+async def test_a_failed_dumps_leaves_no_circular_reference_markers(jconn: Any) -> None:
+    # The encoder remembers the containers it is inside; when it fails
+    # halfway, they must be forgotten, or encoding them again would be
+    # refused as a circular reference.
+    value: list[Any] = [[{1}]]
+    with pytest.raises(exceptions.DataError, match='set is not JSON serializable'):
+        await jconn.fetchval("SELECT $1::jsonb", value)
+    value[0][0] = 1
+    assert await jconn.fetchval("SELECT $1::jsonb", value) == [[1]]
+
+
 # --- errors -----------------------------------------------------------------------
 
 
