@@ -565,8 +565,14 @@ class JsonCodec:
       text, as :class:`str` or as UTF-8 :class:`bytes` (orjson's).
     * `loads_bytes`: hand `loads` the text as :class:`bytes` (UTF-8) instead
       of :class:`str`, which saves decoding it for libraries that parse
-      bytes themselves (orjson, msgspec).  The standard library's
-      :func:`json.loads` takes either, but is faster with :class:`str`.
+      bytes themselves (orjson, msgspec).
+
+    With the standard library's own :func:`json.loads` and
+    :func:`json.dumps` (the defaults), the driver calls the C scanner and
+    encoder behind them directly (same settings, same results, without
+    their Python layers; `loads_bytes` does not matter then).  Wrap them
+    (``functools.partial(json.loads, parse_float=Decimal)``) to have them
+    called as they are.
 
     An exception raised by `dumps` fails the call with
     :exc:`~mypgdriver.exceptions.DataError` naming the argument; one raised

@@ -286,7 +286,8 @@ def make_json_codecs(loads, dumps, bint loads_bytes):
     for c in (json_codec, jsonb_codec):
         (<Codec>c).py_decoder = loads
         (<Codec>c).py_encoder = dumps
-        # Shared: a connection encodes one value at a time.
+        # Shared by the two codecs: a registry serves one connection, which
+        # encodes one value at a time (the encoder's markers are state).
         (<Codec>c).extra = stdlib
     return {114: json_codec, 3802: jsonb_codec}
 
