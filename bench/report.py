@@ -403,11 +403,11 @@ def pool_markdown(pool: dict[str, Any], chart: str | None = None) -> list[str]:
         "small queries (lookups, a short range, a count, a one-row update) and gives it",
         "back; all users run on one event loop. mypgdriver-connect has no pool: it opens",
         f"a connection per {pool['settings']['connect_per']}."
-        + (" psqlpy-pool opens its connections on demand (no minimum size): the warm-up"
-           " fills it." if any(r["contender"] == "psqlpy-pool" for r in pool["results"])
-           else "")
         + (" A/A is asyncpg's pool measured a second time." if control else ""),
     ]
+    if any(r["contender"] == "psqlpy-pool" for r in pool["results"]):
+        intro += ["psqlpy-pool opens its connections on demand (psqlpy's pool has no minimum",
+                  "size): the warm-up fills it."]
     return _pool_tables(pool["results"], POOL, "Pool scenario", intro, chart)
 
 

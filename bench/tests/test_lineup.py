@@ -220,3 +220,14 @@ def test_the_charts_leave_the_dict_rows_out(monkeypatch):
     report.figures(_report(RESULTS))
     assert {r["driver"] for r in drawn[0]} == {
         "asyncpg", "mypgdriver", "psycopg", "mypgdriver-dbapi", "psqlpy", AA}
+
+
+def test_the_pool_tables_say_psqlpys_pool_fills_during_the_warm_up():
+    cell = {"users": 10, "contender": "psqlpy-pool", "requests": 500, "errors": 0,
+            "requests_per_s": 500.0, "latency_p50_ms": 1.0, "latency_p95_ms": 2.0,
+            "latency_p99_ms": 3.0, "cpu_per_request_us": 900.0, "driver_version": "0.13.1"}
+    pool = {"settings": pool_scenario.settings([10], 10, "query", 0.3, 1.0), "results": [cell]}
+    text = "\n".join(report.pool_markdown(pool))
+    assert ("psqlpy-pool opens its connections on demand (psqlpy's pool has no minimum\n"
+            "size): the warm-up fills it.") in text
+    assert "| 10 | psqlpy-pool | 500 |" in squeeze(text)
