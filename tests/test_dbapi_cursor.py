@@ -301,6 +301,10 @@ def test_errors_are_pep249_classes_and_the_connection_stays_usable(conn: Connect
     with pytest.raises(dbapi.IntegrityError) as info:
         cur.execute('INSERT INTO dbapi_t VALUES (%s, %s, %s)', (1, 'a', 1))
     assert type(info.value) is mypgdriver.UniqueViolationError
+    # psycopg's names for the fields, for code moving from it
+    assert info.value.pgcode == info.value.diag.sqlstate == '23505'
+    assert info.value.diag.constraint_name == info.value.constraint_name == 'dbapi_t_pkey'
+    assert info.value.diag.message_detail == 'Key (id)=(1) already exists.'
     with pytest.raises(dbapi.InternalError):      # 25P02: the transaction failed
         cur.execute('SELECT 1')
     conn.rollback()

@@ -529,3 +529,32 @@ def test_pep249_hierarchy_is_the_peps():
     for name in ('DataError', 'OperationalError', 'IntegrityError', 'InternalError',
                  'ProgrammingError', 'NotSupportedError'):
         assert getattr(pep249, name).__bases__ == (pep249.DatabaseError,), name
+
+
+# --- psycopg's names for the fields ----------------------------------------------------
+
+def test_diag_pgcode_and_pgerror_give_the_fields_under_psycopg_names() -> None:
+    from mypgdriver.exceptions import UniqueViolationError, make_server_error
+
+    fields = {'S': 'ERROR', 'V': 'ERROR', 'C': '23505',
+              'M': 'duplicate key value violates unique constraint "t_pkey"',
+              'D': 'Key (id)=(1) already exists.', 's': 'public', 't': 't', 'n': 't_pkey',
+              'P': '8', 'W': 'SQL function', 'F': 'nbtinsert.c', 'L': '666',
+              'R': '_bt_check_unique'}
+    exc = make_server_error(fields, 'INSERT INTO t VALUES (1)')
+    assert type(exc) is UniqueViolationError
+    assert exc.pgcode == '23505'
+    assert exc.pgerror == ('ERROR:  duplicate key value violates unique constraint "t_pkey"\n'
+                           'DETAIL:  Key (id)=(1) already exists.')
+    diag = exc.diag
+    assert (diag.sqlstate, diag.severity, diag.severity_nonlocalized) == ('23505', 'ERROR', 'ERROR')
+    assert diag.message_primary == 'duplicate key value violates unique constraint "t_pkey"'
+    assert diag.message_detail == 'Key (id)=(1) already exists.'
+    assert diag.message_hint is None
+    assert (diag.schema_name, diag.table_name, diag.constraint_name) == ('public', 't', 't_pkey')
+    assert (diag.column_name, diag.datatype_name) == (None, None)
+    assert (diag.statement_position, diag.context) == ('8', 'SQL function')
+    assert (diag.source_file, diag.source_line, diag.source_function) == (
+        'nbtinsert.c', '666', '_bt_check_unique')
+    with pytest.raises(AttributeError):
+        diag.not_a_field  # noqa: B018
