@@ -14,7 +14,7 @@ import socket
 import ssl
 from typing import Any, Awaitable, Callable, Mapping, Optional, Sequence, Union
 
-from mypgdriver import deadlines, exceptions, tls, waits
+from mypgdriver import deadlines, exceptions, tls, tracing, waits
 from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params
 from mypgdriver.connection import Connection, ConnectionConfig
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, Protocol, check_record_class
@@ -198,6 +198,12 @@ async def connect(dsn: Optional[str] = None, *,
         json=json_codec)
     if loop is None:
         loop = asyncio.get_running_loop()
+    # Whether the application set a tracer or meter provider since the last
+    # connect (not asked per operation: see mypgdriver/tracing.py).
+    tracing.refresh()
+    if tracing.TELEMETRY.live:
+        return await tracing.traced_connect(
+            _connect_any_host(loop, params, config, connection_class, timeout), params)
     return await _connect_any_host(loop, params, config, connection_class, timeout)
 
 
@@ -278,7 +284,7 @@ async def _connect_any_host(loop, params: ConnectParams, config, connection_clas
                 # not leaked.)
                 conn = await deadlines.within(
                     loop, _connect_host(loop, hostspec, params, config, connection_class),
-                    remaining, _terminate_late, what=f'connection to {_describe(hostspec)}')
+                    remaining, _terminate_late, what=f'connection to {describe_host(hostspec)}')
             except (OSError, asyncio.TimeoutError, exceptions.ConnectionDoesNotExistError,
                     exceptions.ProtocolError, exceptions.UnsupportedServerFeatureError) as e:
                 # (UnsupportedServerFeatureError: below min_protocol_version.)
@@ -311,11 +317,11 @@ async def _connect_any_host(loop, params: ConnectParams, config, connection_clas
                 raise err   # ours (deadlines.within): it names the host and the time
             # The operating system's (ETIMEDOUT), which names neither.
             raise asyncio.TimeoutError(
-                f'connection to {_describe(hostspec)} timed out: {err}') from err
+                f'connection to {describe_host(hostspec)} timed out: {err}') from err
         # One host: the original error, as asyncpg lets it through (e.g.
         # ConnectionRefusedError, ssl.SSLCertVerificationError).
         raise err
-    lines = '\n'.join(f'  {_describe(h)}: {type(e).__name__}: {e}' for h, e in failures)
+    lines = '\n'.join(f'  {describe_host(h)}: {type(e).__name__}: {e}' for h, e in failures)
     last = failures[-1][1]
     if all(isinstance(e, asyncio.TimeoutError) for _, e in failures):
         raise asyncio.TimeoutError(f'timed out connecting to every host:\n{lines}') from last
@@ -360,7 +366,8 @@ class ConnectionFailure(exceptions.ConnectionFailureError, OSError):
     """The connection could not be established (network error on every host)."""
 
 
-def _describe(hostspec: HostSpec) -> str:
+def describe_host(hostspec: HostSpec) -> str:
+    """How a connection's address is shown: ``host:port``, or the socket's path."""
     if hostspec.is_unix_socket:
         return hostspec.socket_path.replace('\0', '@')
     host = f'[{hostspec.host}]' if ':' in hostspec.host else hostspec.host
@@ -380,14 +387,14 @@ def _with_server_question(error: OSError, hostspec: HostSpec) -> Optional[OSErro
         if not isinstance(error, (FileNotFoundError, ConnectionRefusedError)):
             return None
         question = (f'is the server running locally and accepting connections on socket '
-                    f'"{_describe(hostspec)}"?')
+                    f'"{describe_host(hostspec)}"?')
     else:
         # asyncio's words for a failed connect() (an unreachable network,
         # too), as against a failed DNS lookup or TLS handshake.
         if not (isinstance(error, ConnectionRefusedError)
                 or 'Connect call failed' in str(error)):
             return None
-        question = (f'is the server running on {_describe(hostspec)} and accepting TCP/IP '
+        question = (f'is the server running on {describe_host(hostspec)} and accepting TCP/IP '
                     f'connections?')
     try:
         if error.errno is not None:
@@ -579,7 +586,7 @@ async def _startup(loop, hostspec, params, config, connection_class, startup,
         progress.authenticated = proto.authenticated
         transport.abort()
         raise
-    conn = connection_class(proto, transport, loop, _describe(hostspec), config, params)
+    conn = connection_class(proto, transport, loop, describe_host(hostspec), config, params)
     proto.cancel_request = lambda: _send_cancel_request(loop, hostspec, params, proto)
     return conn
 

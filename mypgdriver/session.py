@@ -53,7 +53,7 @@ import time
 import warnings
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, NamedTuple, Optional
 
-from mypgdriver import deadlines, exceptions, waits
+from mypgdriver import deadlines, exceptions, tracing, waits
 from mypgdriver.admission import Admission
 from mypgdriver.block_owner import BlockOwner
 from mypgdriver.codecs import introspection
@@ -70,6 +70,7 @@ from mypgdriver.protocol.statement import (
 )
 from mypgdriver.sql import is_plain_read
 from mypgdriver.statement_registry import STATEMENT_PREFIX, StatementRegistry
+from mypgdriver.tracing import TELEMETRY
 
 if TYPE_CHECKING:
     from mypgdriver.prepared import PreparedStatement
@@ -155,7 +156,8 @@ class Session:
     __slots__ = ('protocol', 'loop', 'addr', 'params', 'command_timeout', 'record_class',
                  'statements', 'stmt_cache', 'closes', 'blocks', 'admission', 'codecs', 'query_loggers', 'closed',
                  'checkout', 'facade', 'server_version', 'introspection_query', 'conn_id',
-                 'schema_sent', 'current_task', '_portal_ids', '_savepoint_ids', '__weakref__')
+                 'schema_sent', 'current_task', '_portal_ids', '_savepoint_ids', '_trace_attributes',
+                 '__weakref__')
 
     def __init__(self, protocol: Any, loop: Any, addr: Any, params: Any, config: Any,
                  conn_id: int, server_version: Any) -> None:
@@ -194,6 +196,8 @@ class Session:
         # (StatementState.schema_epoch).
         self.schema_sent = 0
         self._portal_ids = itertools.count(1)
+        # The attributes of every span of this connection (trace_attributes()).
+        self._trace_attributes: Optional[dict[str, Any]] = None
         self._savepoint_ids = itertools.count(1)
         # Who "the caller" is (the line holder, the transaction block's
         # owner): the current asyncio task, or the caller that a glue driving
@@ -343,8 +347,8 @@ class Session:
         logging and schema-change recovery live in other methods, so this one
         only pays for a few attribute checks.
         """
-        if self.query_loggers and log:
-            return await self.logged(
+        if (self.query_loggers or TELEMETRY.live) and log:
+            return await self.observed(
                 self.execute(query, args, limit, timeout, want_status, record_class, False),
                 query, args, timeout)
         if self.closed:
@@ -630,8 +634,8 @@ class Session:
 
     async def simple(self, query: str, timeout: Optional[float], log: bool = True) -> str:
         """Run `query` with the simple query protocol (several statements allowed); the last tag."""
-        if self.query_loggers and log:
-            return await self.logged(self.simple(query, timeout, False), query, (), timeout)
+        if (self.query_loggers or TELEMETRY.live) and log:
+            return await self.observed(self.simple(query, timeout, False), query, (), timeout)
         self.check_open()
         timeout = self.resolve_timeout(timeout)
         if _CHANGES_SCHEMA(query):
@@ -671,7 +675,7 @@ class Session:
         return await self.wait(self.protocol.simple_query(query, timeout, True))
 
     async def run_prepared(self, stmt: PreparedStatement[Any], args: Any, limit: int,
-                           timeout: Optional[float], method: str) -> Any:
+                           timeout: Optional[float], method: str, observed: bool = False) -> Any:
         """Run a PreparedStatement's statement: its rows ([] for a command).
 
         The hot path of PreparedStatement.fetch/fetchrow/fetchval, called
@@ -680,7 +684,12 @@ class Session:
         reason (see execute()).  Waiting for sync, codec refreshes and the
         retry after a schema change (run_prepared_in_line()) are the exceptions.
         The run's status tag is recorded on `stmt` (get_statusmsg()).
+        `observed`: the call is already inside its span (see tracing).
         """
+        if TELEMETRY.live and not observed:
+            return await tracing.traced(
+                self.run_prepared(stmt, args, limit, timeout, method, True),
+                self.trace_attributes(), stmt._state.query)
         state = stmt._state
         proto = self.protocol
         # A lost connection is refused by the protocol itself (the same
@@ -763,6 +772,18 @@ class Session:
                           state: Optional[StatementState] = None,
                           retry: Optional[Reprepare] = None) -> Any:
         """Run `query` (or the held `state`) once per row of `args`, pipelined and atomic."""
+        if TELEMETRY.live:
+            rows = tracing.RowCounter(args)
+            return await tracing.traced(
+                self._executemany(query, rows.rows, timeout, return_rows, record_class, state,
+                                  retry),
+                self.trace_attributes(), query, batch_size=rows.count)
+        return await self._executemany(query, args, timeout, return_rows, record_class, state,
+                                       retry)
+
+    async def _executemany(self, query: str, args: Any, timeout: Optional[float],
+                           return_rows: bool, record_class: Optional[type[Record]],
+                           state: Optional[StatementState], retry: Optional[Reprepare]) -> Any:
         self.check_open()
         timeout = self.resolve_timeout(timeout)
         if record_class is None:
@@ -1022,9 +1043,15 @@ class Session:
         if record_class is None:
             record_class = self.record_class
         if fetch:
-            return await self.call(lambda left: proto.bind_execute_portal(
+            operation = self.call(lambda left: proto.bind_execute_portal(
                 state, args, portal, limit, left, record_class), timeout)
-        await self.call(lambda left: proto.bind_portal(state, args, portal, left), timeout)
+        else:
+            operation = self.call(lambda left: proto.bind_portal(state, args, portal, left),
+                                  timeout)
+        if TELEMETRY.live:
+            operation = tracing.traced(operation, self.trace_attributes(), state.query)
+        result = await operation
+        return result if fetch else None
 
     async def execute_portal(self, state: StatementState, portal: str, limit: int,
                              timeout: Optional[float],
@@ -1033,8 +1060,11 @@ class Session:
         proto = self.protocol
         if record_class is None:
             record_class = self.record_class
-        return await self.call(lambda left: proto.execute_portal(
+        operation = self.call(lambda left: proto.execute_portal(
             state, portal, limit, left, record_class), timeout)
+        if TELEMETRY.live:
+            operation = tracing.traced(operation, self.trace_attributes(), state.query)
+        return await operation
 
     async def close_portal(self, portal: str, timeout: Optional[float]) -> None:
         if self.is_closed():
@@ -1249,7 +1279,30 @@ class Session:
         self.codecs.clear_introspected()
         self.statements.cache.clear()
 
-    # --- query logging -----------------------------------------------------------------------------
+    # --- query logging and tracing ---------------------------------------------------------------
+
+    def observed(self, operation: Awaitable[Any], query: str, args: Any,
+                 timeout: Optional[float]) -> Awaitable[Any]:
+        """`operation` as the query loggers and tracing want it (each may be off).
+
+        Called only once either is on (the hot paths check
+        ``self.query_loggers or TELEMETRY.live`` first): reported to the
+        query loggers (logged()), inside its span (tracing.traced()).
+        """
+        if self.query_loggers:
+            operation = self.logged(operation, query, args, timeout)
+        if TELEMETRY.live:
+            operation = tracing.traced(operation, self.trace_attributes(), query)
+        return operation
+
+    def trace_attributes(self) -> dict[str, Any]:
+        """The attributes every span of this connection has (made at its first span)."""
+        attributes = self._trace_attributes
+        if attributes is None:
+            attributes = self._trace_attributes = tracing.connection_attributes(
+                self.params, self.addr)
+        return attributes
+
 
     async def logged(self, operation: Awaitable[Any], query: str, args: Any,
                      timeout: Optional[float]) -> Any:

@@ -50,7 +50,7 @@ from typing import (
     overload,
 )
 
-from mypgdriver import connector, deadlines, exceptions
+from mypgdriver import connector, deadlines, exceptions, tracing
 from mypgdriver._typing import ArgumentRows, RecordT
 from mypgdriver.connection import Connection
 from mypgdriver.pool.proxy import PoolConnectionProxy
@@ -71,6 +71,7 @@ from mypgdriver.pool.slots import (
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
 from mypgdriver.types import JsonCodec
+from mypgdriver.tracing import TELEMETRY
 
 __all__ = ('create_pool', 'Pool', 'PoolAcquireContext')
 
@@ -199,6 +200,8 @@ class Pool:
         self._drained: Optional[asyncio.Future] = None  # set when _slots drops to 0 on close
         self._close_tasks: Set[asyncio.Task] = set()
         self._counters = PoolCounters()
+        # db.client.connection.pool.name (tracing.name_pool(), once tracing is live).
+        self._otel_pool_name: Optional[str] = None
 
     def __repr__(self) -> str:
         state = ('closed' if self._closed else 'closing' if self._closing
@@ -238,6 +241,9 @@ class Pool:
         finally:
             self._initializing = False
         self._initialized = True
+        if TELEMETRY.live:
+            # Reported in the connection metrics from now on.
+            tracing.name_pool(self, self._connect_dsn, self._connect_kwargs)
         self._schedule_refill()
         self._idle_check_handle = self._loop.call_later(_IDLE_CHECK_INTERVAL, self._check_idle)
         return self
@@ -337,7 +343,13 @@ class Pool:
         """
         return PoolAcquireContext(self, timeout)
 
-    async def _acquire(self, timeout: Optional[float]) -> PoolConnectionProxy:
+    async def _acquire(self, timeout: Optional[float],
+                       observed: bool = False) -> PoolConnectionProxy:
+        if TELEMETRY.live and not observed:
+            # In its span (`observed`: already inside it).
+            return await tracing.traced_acquire(
+                self._acquire(timeout, True),
+                tracing.name_pool(self, self._connect_dsn, self._connect_kwargs))
         self._check_open()
         loop = self._loop
         assert loop is not None

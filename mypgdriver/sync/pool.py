@@ -44,7 +44,7 @@ from typing import (
     overload,
 )
 
-from mypgdriver import exceptions
+from mypgdriver import exceptions, tracing
 from mypgdriver._typing import ArgumentRow, RecordT
 from mypgdriver.connector import resolve_json_option
 from mypgdriver.pool.pool import with_json
@@ -72,6 +72,7 @@ from mypgdriver.sync.poolcore import (
 )
 from mypgdriver.sync.pooled import PoolConnectionProxy
 from mypgdriver.types import JsonCodec
+from mypgdriver.tracing import TELEMETRY
 
 __all__ = ('Pool', 'create_pool', 'PoolConnectionProxy')
 
@@ -157,6 +158,8 @@ class Pool:
                               max_inactive=max_inactive_connection_lifetime,
                               connect_dsn=dsn, connect_kwargs=connect_kwargs)
         self._thread: Optional[threading.Thread] = None
+        # db.client.connection.pool.name (tracing.name_pool(), once tracing is live).
+        self._otel_pool_name: Optional[str] = None
 
     def __repr__(self) -> str:
         core = self._core
@@ -183,6 +186,9 @@ class Pool:
         except BaseException:
             self.terminate()
             raise
+        if TELEMETRY.live:
+            # Reported in the connection metrics from now on.
+            tracing.name_pool(self, self._core.connect_dsn, self._core.connect_kwargs)
         self._thread = threading.Thread(target=self._maintain, daemon=True,
                                         name=f'mypgdriver.sync.Pool-{id(self):#x}')
         self._thread.start()
@@ -251,6 +257,11 @@ class Pool:
         :exc:`TimeoutError` (:exc:`asyncio.TimeoutError`) is raised, saying
         how many connections were in use and how many other threads waited.
         """
+        if TELEMETRY.live:
+            core = self._core
+            return tracing.run_acquire(
+                lambda: core.acquire(timeout),
+                tracing.name_pool(self, core.connect_dsn, core.connect_kwargs))
         return self._core.acquire(timeout)
 
     # --- hooks of the core (poolcore.pyx): the Python steps of a checkout ---
