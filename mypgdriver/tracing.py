@@ -129,8 +129,8 @@ def refresh() -> None:
     """
     if _otel_trace is None or TELEMETRY.mode != 'auto':
         return
-    tracer_provider = _otel_trace.get_tracer_provider()
-    meter_provider = _otel_metrics.get_meter_provider()
+    tracer_provider: Any = _otel_trace.get_tracer_provider()
+    meter_provider: Any = _otel_metrics.get_meter_provider()
     if not _is_set(tracer_provider):
         tracer_provider = None
     if not _is_set(meter_provider):
@@ -146,7 +146,7 @@ def _is_set(provider: Any) -> bool:
     # The API's stand-ins: ProxyTracerProvider / NoOpTracerProvider, and the
     # metrics equivalents (the proxy class is private: matched by name).
     name = type(provider).__name__
-    return not (name.startswith(('Proxy', '_Proxy', 'NoOp', '_NoOp', 'DefaultMeterProvider')))
+    return not name.startswith(('Proxy', '_Proxy', 'NoOp', '_NoOp'))
 
 
 def _use(tracer_provider: Any, meter_provider: Any) -> None:
