@@ -13,7 +13,7 @@ import itertools
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, overload
 
-from mypgdriver import deadlines, waits
+from mypgdriver import deadlines, tracing, waits
 from mypgdriver._typing import ArgumentRows, RecordT
 from mypgdriver.copy import CopyMixin
 from mypgdriver.cursor import CursorFactory, check_prefetch
@@ -24,6 +24,7 @@ from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, check_record_clas
 from mypgdriver.protocol.record import Record
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
 from mypgdriver.session import LoggedQuery, Session, warn_unclosed
+from mypgdriver.tracing import TELEMETRY
 from mypgdriver.transaction import Transaction
 from mypgdriver.type_codecs import TypeCodecsMixin
 
@@ -322,6 +323,16 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         """
         if record_class is not None:
             check_record_class(record_class)
+        if TELEMETRY.live:
+            summary = tracing.summarize(query)
+            return await tracing.traced(
+                self._prepare(query, name, timeout, record_class),
+                self._session.trace_attributes(), query, operation_name='PREPARE',
+                summary=f'PREPARE {summary}' if summary else 'PREPARE')
+        return await self._prepare(query, name, timeout, record_class)
+
+    async def _prepare(self, query: str, name: Optional[str], timeout: Optional[float],
+                       record_class: Optional[type[Record]]) -> PreparedStatement[Any]:
         session = self._session
         session.check_open()
         timeout = session.resolve_timeout(timeout)

@@ -112,8 +112,9 @@ def test_sync_executemany_batch_and_prepared(sconn: Any, otel: Telemetry) -> Non
     sconn.executemany('INSERT INTO traced_sync_batch VALUES ($1)', [(1,), (2,)])
     stmt = sconn.prepare('SELECT count(*) FROM traced_sync_batch')
     assert stmt.fetchval() == 2
-    batch, prepared = otel.spans()
+    batch, prepare, prepared = otel.spans()
     assert batch.name == 'BATCH INSERT traced_sync_batch'
+    assert prepare.name == 'PREPARE SELECT traced_sync_batch'
     assert batch.attributes['db.operation.batch.size'] == 2
     assert prepared.name == 'SELECT traced_sync_batch'
 

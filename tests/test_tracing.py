@@ -106,7 +106,7 @@ async def test_argument_values_are_never_in_the_span(conn, otel):
     await stmt.fetchval(secret)
     await conn.executemany('SELECT $1::text', [(secret,), (secret,)])
     spans = otel.spans()
-    assert len(spans) == 4
+    assert len(spans) == 5
     for span in spans:
         assert all(secret not in str(value) for value in span.attributes.values())
         assert secret not in span.name
@@ -249,9 +249,12 @@ async def test_prepared_statement_cursor_and_copy_have_spans(conn, otel, tmp_pat
         assert [r['id'] for r in await cur.fetch(2)] == [1, 2]
     spans = otel.spans()
     names = [s.name for s in spans]
-    assert names == ['SELECT traced_copy', 'COPY traced_copy', 'COPY traced_copy',
-                     'COPY SELECT traced_copy', 'BEGIN', 'SELECT traced_copy',
-                     'SELECT traced_copy', 'COMMIT']
+    assert names == ['PREPARE SELECT traced_copy', 'SELECT traced_copy', 'COPY traced_copy',
+                     'COPY traced_copy', 'COPY SELECT traced_copy', 'BEGIN',
+                     'SELECT traced_copy', 'SELECT traced_copy', 'COMMIT']
+    prepare = spans.pop(0)
+    assert prepare.attributes['db.operation.name'] == 'PREPARE'
+    assert prepare.attributes['db.query.text'] == 'SELECT id FROM traced_copy WHERE id > $1'
     copy = spans[1]
     assert copy.attributes['db.operation.name'] == 'COPY'
     assert copy.attributes['db.collection.name'] == 'traced_copy'
