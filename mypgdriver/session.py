@@ -17,7 +17,11 @@ operation may run and how it ends.  Its jobs have owners of their own:
 
 The Session itself keeps whether the connection (and a pool checkout's
 handles) may be used, the statement-running paths, the schema-change retry
-policy, the cleanup of an interrupted transaction block, and query logging.
+policy, the cleanup of an interrupted transaction block, and query logging
+and tracing: the statement-running entry points (execute(), simple(),
+run_prepared(), executemany(), the portal calls) wrap the call in its span
+(mypgdriver/tracing.py) once ``TELEMETRY.live`` says tracing is on, the one
+flag the hot paths read for it.
 
 Every public call follows one template (call()):
 

@@ -25,7 +25,6 @@ connection each have their own.
 """
 from __future__ import annotations
 
-import inspect
 import re
 import time
 import weakref
@@ -218,14 +217,17 @@ def _host_of(params: ConnectParams, addr: Any) -> Any:
 
 # --- the summary of a query (the span's name) ----------------------------------------------
 
-# Comments, literals, quoted names, words and the punctuation that matters.
-_TOKENS = re.compile(r"""
+# Comments, literals, quoted names, words and the punctuation that matters
+# (compiled at the first summary: an application that does not trace does
+# not pay for it at import).
+_TOKENS_PATTERN = (r"""
     (?P<skip>--[^\n]*|/\*.*?\*/|\s+)
   | (?P<literal>[EeBbXxUu]?'(?:[^']|'')*'|\$(?P<tag>[A-Za-z_]\w*)?\$.*?\$(?P=tag)?\$|\$\d+|\d[\w.]*)
   | (?P<name>(?:"(?:[^"]|"")*"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:"(?:[^"]|"")*"|[A-Za-z_][\w$]*))*)
   | (?P<punct>[(),;])
   | (?P<other>.)
-""", re.VERBOSE | re.DOTALL)
+""")
+_tokens: Any = None
 
 # Words that start an operation in the summary: anywhere (subqueries, CTEs,
 # INSERT ... SELECT), or only at the start of a statement.
@@ -281,13 +283,16 @@ def summarize(query: str) -> str:
 
 
 def _summarize(query: str) -> str:
+    global _tokens
+    if _tokens is None:
+        _tokens = re.compile(_TOKENS_PATTERN, re.VERBOSE | re.DOTALL)
     parts: list[str] = []
     length = 0
     expect = False          # the next name is a target
     from_depth = -1         # the parenthesis depth of the FROM list we are in (-1: none)
     depth = 0
     previous = ''           # the previous word (upper case) or punctuation; '' at the start
-    for match in _TOKENS.finditer(query):
+    for match in _tokens.finditer(query):
         kind = match.lastgroup
         if kind == 'skip':
             continue
@@ -557,6 +562,8 @@ def name_pool(pool: Any, dsn: Optional[str], connect_kwargs: dict[str, Any]) -> 
     name = pool._otel_pool_name
     if name is not None:
         return cast(str, name)
+    import inspect
+
     from mypgdriver.connect_params import parse_connect_params
     wanted = inspect.signature(parse_connect_params).parameters
     try:
