@@ -18,7 +18,16 @@ from . import (
     report,
     sync_pool_scenario,
 )
-from .contenders import PIPELINE, POOL, POOL_SHORTCUTS, POOLER, SYNC_POOL
+from .contenders import (
+    DICT_ROWS,
+    DICT_ROWS_SCENARIO,
+    DICT_ROWS_WORKLOAD,
+    PIPELINE,
+    POOL,
+    POOL_SHORTCUTS,
+    POOLER,
+    SYNC_POOL,
+)
 from .runner import (
     SCENARIOS,
     MemoryProbe,
@@ -84,6 +93,8 @@ def parser() -> argparse.ArgumentParser:
                    help=f"comma-separated (default: {','.join(ALL_DRIVERS)})")
     p.add_argument("--workloads", type=_names(ALL_WORKLOADS), default=ALL_WORKLOADS,
                    help=f"comma-separated (default: {','.join(ALL_WORKLOADS)}); "
+                        f"'{DICT_ROWS_SCENARIO}' is each driver's dict rows on "
+                        f"{DICT_ROWS_WORKLOAD} (in its cells, a table of its own), "
                         f"{' and '.join(pipeline_scenario.NAMES)} are the pipeline scenario "
                         f"({pipeline_scenario.TASKS} tasks on one connection), "
                         f"'{pool_scenario.NAME}' the in-app pool scenario, "
@@ -193,6 +204,8 @@ def _list() -> None:
     print("workloads:")
     for w in WORKLOADS:
         print(f"  {w.name:<20} {w.description}")
+    print(f"  {DICT_ROWS_SCENARIO:<20} dict rows on {DICT_ROWS_WORKLOAD}, run in its cells: "
+          f"{', '.join(DICT_ROWS.contenders)}")
     pipeline_contenders = ", ".join(PIPELINE.contenders)
     for variant in pipeline_scenario.VARIANTS.values():
         print(f"  {variant.name:<20} pipeline scenario: {variant.description}; "
@@ -226,11 +239,16 @@ def describe_plan(cells: list, options: Options) -> str:
     pooler = [c for c in cells if isinstance(c, PoolerCell)]
     probes = [c for c in cells if isinstance(c, MemoryProbe)]
     parts = []
+    dict_rows = [c for c in throughput if c.label in DICT_ROWS.contenders]
+    throughput = [c for c in throughput if c.label not in DICT_ROWS.contenders]
     if throughput:
         parts.append(f"{len(throughput)} cells: {len(options.workloads)} workloads x concurrency "
                      f"{','.join(map(str, options.concurrency))} x "
                      f"{len(set(c.label for c in throughput))} drivers"
                      + (f" x {options.rounds} rounds" if options.rounds > 1 else ""))
+    if dict_rows:
+        parts.append(f"dict rows: {len(dict_rows)} {DICT_ROWS_WORKLOAD} cells "
+                     f"({len(set(c.label for c in dict_rows))} contenders)")
     if pipeline:
         parts.append(f"pipeline scenario: {len(pipeline)} cells "
                      f"({len(set(c.variant for c in pipeline))} variants x "

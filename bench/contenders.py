@@ -6,7 +6,9 @@ blocking API, ...), the pipeline scenario ways of sharing a connection
 ("mypgdriver-1conn", "asyncpg-pool10", ...), the pool scenario pools
 ("asyncpg-pool", ...), the sync pool scenario thread-safe pools
 ("psycopg-sync-pool", ...), the pooler scenario each driver's
-pooler-safe configuration ("asyncpg-nocache", "mypgdriver-cache", ...).  A
+pooler-safe configuration ("asyncpg-nocache", "mypgdriver-cache", ...), the
+dict-row cells each driver's dict rows on pg_type ("mypgdriver-dict",
+"psycopg-dict", ...).  A
 `Lineup` holds one part's names: the contenders in table order, the baseline
 every ratio is taken against, and the label of the A/A control (the baseline
 measured a second time in the same run, so that the noise shows next to the
@@ -68,8 +70,12 @@ class Lineup:
 
 
 OURS_SYNC = "mypgdriver-sync"  # mypgdriver's blocking API (mypgdriver.sync), a driver of its own
+# mypgdriver's DB-API module (mypgdriver.dbapi) on the blocking API, used as
+# psycopg2 code uses psycopg2: a driver of its own, as the sync API is.
+OURS_DBAPI = "mypgdriver-dbapi"
 
-PYTHON_DRIVERS = ("asyncpg", "mypgdriver", OURS_SYNC, "psycopg", "psycopg-async", "psycopg2")
+PYTHON_DRIVERS = ("asyncpg", "mypgdriver", OURS_SYNC, OURS_DBAPI, "psycopg", "psycopg-async",
+                  "psycopg2", "psqlpy")
 
 THROUGHPUT = Lineup(
     contenders=(*PYTHON_DRIVERS, "pgbench"),
@@ -77,6 +83,29 @@ THROUGHPUT = Lineup(
     control="asyncpg (A/A)",
     drivers={name: name for name in (*PYTHON_DRIVERS, "pgbench")},
 )
+
+# Dict rows on pg_type: each driver's dict rows, run in the pg_type cells
+# next to the drivers' own rows (bench/drivers: DICT_ROW_DRIVERS), reported
+# in a table of their own.  psycopg's dict_row is the baseline: the row
+# factory mypgdriver.rows follows.
+# No A/A control of its own: the pg_type cells' (asyncpg measured twice) is
+# the noise of these cells too.
+DICT_ROWS = Lineup(
+    contenders=("psycopg-dict", "mypgdriver-dict", "mypgdriver-sync-dict", "psycopg-async-dict",
+                "psycopg2-dict", "psqlpy-dict"),
+    baseline="psycopg-dict",
+    control="psycopg-dict (A/A)",  # not run (see above)
+    drivers={
+        "psycopg-dict": "psycopg",
+        "mypgdriver-dict": "mypgdriver",
+        "mypgdriver-sync-dict": OURS_SYNC,
+        "psycopg-async-dict": "psycopg-async",
+        "psycopg2-dict": "psycopg2",
+        "psqlpy-dict": "psqlpy",
+    },
+)
+DICT_ROWS_WORKLOAD = "pg_type"  # the one workload the dict-row contenders run
+DICT_ROWS_SCENARIO = "dict_rows"  # their name in --workloads / --skip
 
 PIPELINE = Lineup(
     contenders=("asyncpg-pool10", "mypgdriver-1conn", "asyncpg-pool1", "psycopg-1conn",
@@ -103,7 +132,8 @@ PIPELINE_SYNC_CEILING = "pgbench-pipeline-sync"  # a Sync per statement: mypgdri
 PIPELINE_OURS = "mypgdriver-1conn"  # the contender the pipeline summary line compares
 
 POOL = Lineup(
-    contenders=("asyncpg-pool", "mypgdriver-pool", "mypgdriver-connect", "psycopg-pool"),
+    contenders=("asyncpg-pool", "mypgdriver-pool", "mypgdriver-connect", "psycopg-pool",
+                "psqlpy-pool"),
     baseline="asyncpg-pool",
     control="asyncpg-pool (A/A)",
     drivers={
@@ -112,6 +142,7 @@ POOL = Lineup(
         "mypgdriver-connect": "mypgdriver",
         # psycopg_pool's AsyncConnectionPool runs psycopg 3's async connections.
         "psycopg-pool": "psycopg-async",
+        "psqlpy-pool": "psqlpy",  # psqlpy's own ConnectionPool
     },
     version_names={"psycopg-pool": "psycopg_pool"},
 )
@@ -158,7 +189,7 @@ POOLER = Lineup(
 POOLER_OURS = "mypgdriver-cache"  # the contender the pooler summary line compares
 POOLER_REFERENCE = "pgbench-prepared"  # the C client, drawn as a line in the chart
 
-LINEUPS = (THROUGHPUT, PIPELINE, POOL, POOL_SHORTCUTS, SYNC_POOL, POOLER)
+LINEUPS = (THROUGHPUT, DICT_ROWS, PIPELINE, POOL, POOL_SHORTCUTS, SYNC_POOL, POOLER)
 
 
 def is_control(label: str) -> bool:

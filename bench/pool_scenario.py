@@ -10,7 +10,12 @@ A ramp of concurrent users (10, 50, 100 by default) runs on one event loop
   (``--connect-per request`` opens one per request instead);
 * ``asyncpg-pool``: asyncpg's pool;
 * ``psycopg-pool``: psycopg_pool's AsyncConnectionPool (autocommit, binary
-  results, so that each query is a statement of its own as with the others).
+  results, so that each query is a statement of its own as with the others);
+* ``psqlpy-pool``: psqlpy's ConnectionPool (``max_db_pool_size`` of the pool
+  size; psqlpy has no minimum size and opens connections on demand, so the
+  warm-up fills it), ``async with pool.acquire() as conn:`` and
+  ``fetch_row`` / ``fetch`` / ``fetch_val`` / ``execute``, statements
+  prepared and cached per connection (its default), rows read as tuples.
 
 One more level, ``pool_shortcuts`` (200 users, a pool of 4), runs the same
 requests through the pool's shortcut methods instead: each query is one
@@ -270,6 +275,43 @@ class PsycopgPool:
         await self.pool.close()
 
 
+class PsqlpyPool:
+    name = "psqlpy-pool"
+    package = "psqlpy"
+
+    def __init__(self, params: Dict[str, Any], size: int) -> None:
+        self.params, self.size = params, size
+
+    def version(self) -> str:
+        from importlib.metadata import version
+
+        return version(self.package)
+
+    async def open(self) -> None:
+        import psqlpy
+
+        from .drivers.psqlpy_driver import connect_keywords
+
+        self.pool = psqlpy.ConnectionPool(**connect_keywords(self.params),
+                                          max_db_pool_size=self.size)
+
+    async def request(self, plan: Plan) -> None:
+        async with self.pool.acquire() as con:
+            for kind, args in plan:
+                sql, params = QUERY_KINDS[kind][1], list(args)
+                if kind == "lookup":
+                    (await con.fetch_row(sql, params)).result(as_tuple=True)
+                elif kind == "range":
+                    (await con.fetch(sql, params)).result(as_tuple=True)
+                elif kind == "count":
+                    await con.fetch_val(sql, params)
+                else:
+                    await con.execute(sql, params)
+
+    async def close(self) -> None:
+        self.pool.close()
+
+
 async def run_asyncpg_style(con: Any, plan: Plan) -> None:
     """One request's queries with asyncpg's API (mypgdriver and asyncpg alike).
 
@@ -296,6 +338,8 @@ def open_contender(name: str, params: Dict[str, Any], pool_size: int, per: str) 
         return AsyncpgPool(params, pool_size)
     if name == "psycopg-pool":
         return PsycopgPool(params, pool_size)
+    if name == "psqlpy-pool":
+        return PsqlpyPool(params, pool_size)
     if name == "mypgdriver-connect":
         return MypgdriverConnect(params, per)
     if name == "mypgdriver-shortcuts":
@@ -532,15 +576,18 @@ def wait_for_other_sessions(psql: Callable[[str], str], timeout: float = 10.0) -
 # --- command line (the scenario on its own) ---------------------------------------------
 
 
-VERSIONED_MODULES = ("mypgdriver", "asyncpg", "psycopg", "psycopg_pool", "uvloop")
+VERSIONED_MODULES = ("mypgdriver", "asyncpg", "psycopg", "psycopg_pool", "psqlpy", "uvloop")
 
 
 def versions() -> Dict[str, str]:
     """module -> version of what the standalone run used ("not available" if missing)."""
+    from importlib.metadata import version
+
     found = {}
     for module in VERSIONED_MODULES:
         try:
-            found[module] = __import__(module).__version__
+            found[module] = str(getattr(__import__(module), "__version__", None)
+                                or version(module))  # psqlpy has no __version__
         except Exception:  # noqa: BLE001 - absent or broken: say so in the report
             found[module] = "not available"
     return found

@@ -12,7 +12,15 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-from .contenders import PIPELINE, POOL, POOL_SHORTCUTS, POOLER, SYNC_POOL, THROUGHPUT
+from .contenders import (
+    DICT_ROWS,
+    PIPELINE,
+    POOL,
+    POOL_SHORTCUTS,
+    POOLER,
+    SYNC_POOL,
+    THROUGHPUT,
+)
 
 
 def checkout_state(root: Path) -> dict[str, Any]:
@@ -43,7 +51,8 @@ def machine_info(server_description: str, results: Iterable[dict[str, Any]],
                  pooler: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
     """The machine: CPU, Python, server and each driver's version and event loop.
 
-    Versions come from throughput cells and memory probes (by driver), from
+    Versions come from throughput cells and memory probes (by driver; a
+    dict-row cell by the driver it belongs to), from
     pool cells (by the package providing the pool: psycopg_pool) and from
     pipeline cells (by the driver each contender belongs to; under its own
     name for a contender run by another program, the pgbench 17+ of
@@ -53,8 +62,10 @@ def machine_info(server_description: str, results: Iterable[dict[str, Any]],
     loops: dict[str, str] = {}
     for r in [*results, *memory_probes]:
         if "driver_version" in r and r["driver"] != THROUGHPUT.control:
-            versions.setdefault(r["driver"], r["driver_version"])
-            loops.setdefault(r["driver"], r.get("event_loop", ""))
+            # A dict-row cell's version is its driver's (psycopg-dict: psycopg).
+            driver = DICT_ROWS.drivers.get(r["driver"], r["driver"])
+            versions.setdefault(driver, r["driver_version"])
+            loops.setdefault(driver, r.get("event_loop", ""))
     for lineup, cells in ((PIPELINE, pipeline), (POOLER, pooler)):
         for r in cells:
             driver = lineup.drivers.get(r["contender"])

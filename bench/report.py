@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from .contenders import (
+    DICT_ROWS,
+    DICT_ROWS_WORKLOAD,
     LINEUPS,
     OURS,
     PIPELINE,
@@ -102,6 +104,28 @@ def _groups(results: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, di
 def _labels(results: list[dict[str, Any]]) -> list[str]:
     """Driver labels in table order (contenders.THROUGHPUT), without the A/A control."""
     return THROUGHPUT.order([r["driver"] for r in results])
+
+
+def split_dict_rows(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
+                                                             list[dict[str, Any]]]:
+    """(the drivers' cells, the dict-row cells): the latter have a table of their own."""
+    dict_rows = [r for r in results if r["driver"] in DICT_ROWS.contenders]
+    return [r for r in results if r["driver"] not in DICT_ROWS.contenders], dict_rows
+
+
+def _skipped(results: list[dict[str, Any]], key: str) -> dict[str, str]:
+    """Contender label -> why it was not run, for cells skipped as a whole (the first reason)."""
+    skipped: dict[str, str] = {}
+    for r in results:
+        if r.get("skipped"):
+            skipped.setdefault(r[key], r["error"].removeprefix("skipped: "))
+    return skipped
+
+
+def _not_run_lines(results: list[dict[str, Any]], key: str = "driver") -> list[str]:
+    """One line per skipped contender, with the reason its table cells clip."""
+    return [f"- {label} was not run: {_clip(why, 4 * ERROR_WIDTH)}."
+            for label, why in _skipped(results, key).items()]
 
 
 def _cell(r: dict[str, Any] | None, metric: str, fmt: Callable[[float], str],
@@ -210,6 +234,7 @@ def markdown(report: dict[str, Any]) -> str:
     drivers = ", ".join(f"{d} {v}" for d, v in m["drivers"].items()) or "none measured"
     loops = ", ".join(f"{d}: {loop}" for d, loop in m["event_loops"].items())
     kind = report.get("run", "full")
+    results, dict_rows = split_dict_rows(results)
     lines = [
         f"# mypgdriver benchmark{f' ({kind} run)' if kind != 'full' else ''}, "
         f"{report['started']}",
@@ -219,7 +244,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"- {m['python']}; {m['server']}",
         f"- Drivers: {drivers}" + (f"; async event loop: {loops}" if loops else ""),
     ]
-    if results:
+    if results or dict_rows:
         lines.append(
             f"- Cells: {s['warmup']:g} s warm-up, then {s['duration']:g} s measured"
             + (f", in {s['rounds']} rounds interleaving the drivers (rows/s and CPU over all "
@@ -250,6 +275,7 @@ def markdown(report: dict[str, Any]) -> str:
             "ratio moves from 1.00 by noise alone.",
             "",
             *_matrix(results, "rows_per_s", si, with_ratio=True),
+            *(["", *not_run] if (not_run := _not_run_lines(results)) else []),
             "",
             "## Client CPU µs per query (lower is better)",
             "",
@@ -258,6 +284,8 @@ def markdown(report: dict[str, Any]) -> str:
             "## Details",
             *_details(results),
         ]
+    if dict_rows:
+        lines += ["", *dict_rows_markdown(dict_rows, results)]
     if "pipeline" in report:
         lines += ["", *pipeline_markdown(report["pipeline"],
                                          PIPELINE_CHART if PIPELINE_CHART in charts else None)]
@@ -275,6 +303,71 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["", *memory_markdown(report["memory"],
                                        MEMORY_CHART if MEMORY_CHART in charts else None)]
     return "\n".join(lines) + "\n"
+
+
+# -- dict rows on pg_type --------------------------------------------------------------
+
+
+def dict_rows_markdown(dict_rows: list[dict[str, Any]],
+                       results: list[dict[str, Any]]) -> list[str]:
+    """The dict-row cells' tables: rows/s against psycopg's dict_row and each driver's own rows.
+
+    `results` are the drivers' cells of the same run: the pg_type cell of
+    the driver each dict-row contender belongs to (its Records or tuples)
+    and asyncpg's A/A control, the noise of these cells too.
+    """
+    base_name = DICT_ROWS.baseline
+    labels = DICT_ROWS.order([r["driver"] for r in dict_rows])
+    by_level = {c: by_driver for (w, c), by_driver in _groups(dict_rows).items()}
+    drivers = {c: by_driver for (w, c), by_driver in _groups(results).items()
+               if w == DICT_ROWS_WORKLOAD}
+    rows = []
+    for concurrency, by_name in by_level.items():
+        base = by_name.get(base_name, {}).get("rows_per_s")
+        rows.append([str(concurrency),
+                     *(_cell(by_name.get(label), "rows_per_s", si, base, label == base_name)
+                       for label in labels)])
+    header = ["c", *labels]
+    lines = [
+        f"## Dict rows on {DICT_ROWS_WORKLOAD}: rows/s (ratio to {base_name}; higher is better)",
+        "",
+        "Each driver's rows as dicts (column name -> value) in the pg_type cells of the",
+        "same rounds: mypgdriver's `row_factory=mypgdriver.rows.dict_row` (asyncio and",
+        "sync), psycopg's `row_factory=dict_row` (sync and async), psycopg2's",
+        "`RealDictCursor` and psqlpy's `result()`; the same calls as each driver's own",
+        "cells otherwise. \"vs own rows\" compares with the driver's own cell (Records or",
+        "tuples) on pg_type.",
+        "",
+        *table(header, rows, [True] * len(header)),
+    ]
+    aa = [f"c={c} {_ratio(by.get(THROUGHPUT.control, {}).get('rows_per_s'), base)}"
+          for c, by in drivers.items()
+          if (base := by.get(THROUGHPUT.baseline, {}).get("rows_per_s"))
+          and THROUGHPUT.control in by]
+    if aa:
+        lines += ["", f"A/A ({THROUGHPUT.baseline} measured twice in these rounds): "
+                      f"{', '.join(aa)}."]
+    header = ["contender", "c", "rows/s", f"vs {base_name}", "vs own rows", "own rows",
+              "p50 ms", "p99 ms", "CPU µs/query"]
+    rows = []
+    for concurrency, by_name in by_level.items():
+        base = by_name.get(base_name, {}).get("rows_per_s")
+        for label in labels:
+            r = by_name.get(label)
+            if r is None:
+                continue
+            if "error" in r:
+                rows.append([label, str(concurrency), _na(r)])
+                continue
+            own_label = DICT_ROWS.drivers[label]
+            own = drivers.get(concurrency, {}).get(own_label, {}).get("rows_per_s")
+            rows.append([label, str(concurrency), si(r["rows_per_s"]),
+                         _ratio(r["rows_per_s"], base), _ratio(r["rows_per_s"], own),
+                         own_label, _fixed(r.get("latency_p50_ms"), 3),
+                         _fixed(r.get("latency_p99_ms"), 3), _fixed(r.get("cpu_per_query_us"), 1)])
+    lines += ["", *table(header, rows, [False, True, True, True, True, False, True, True, True])]
+    not_run = _not_run_lines(dict_rows)
+    return lines + (["", *not_run] if not_run else [])
 
 
 # -- the pool scenario -----------------------------------------------------------------
@@ -312,6 +405,9 @@ def pool_markdown(pool: dict[str, Any], chart: str | None = None) -> list[str]:
         f"a connection per {pool['settings']['connect_per']}."
         + (" A/A is asyncpg's pool measured a second time." if control else ""),
     ]
+    if any(r["contender"] == "psqlpy-pool" for r in pool["results"]):
+        intro += ["psqlpy-pool opens its connections on demand (psqlpy's pool has no minimum",
+                  "size): the warm-up fills it."]
     return _pool_tables(pool["results"], POOL, "Pool scenario", intro, chart)
 
 
@@ -344,13 +440,10 @@ def sync_pool_markdown(section: dict[str, Any], chart: str | None = None) -> lis
         "all of the same size."
         + (" A/A is psycopg_pool's measured a second time." if control else ""),
     ]
-    skipped = {r["contender"]: r["error"].removeprefix("skipped: ")
-               for r in results if r.get("skipped")}
     lines = _pool_tables(results, SYNC_POOL, "Sync pool scenario", intro, chart,
                          base_text="psycopg_pool's pool")
-    for label, why in skipped.items():
-        lines += ["", f"{label} was not run: {_clip(why, 4 * ERROR_WIDTH)}."]
-    return lines
+    not_run = _not_run_lines(results, "contender")
+    return lines + (["", *not_run] if not_run else [])
 
 
 def _pool_tables(results: list[dict[str, Any]], lineup: Lineup, name: str, intro: list[str],
@@ -716,6 +809,10 @@ DRIVER_SHADES: dict[str, tuple[str, ...]] = {
     "psycopg": ("#d62728", "#ff9896", "#7a1516"),  # reds
     "psycopg-async": ("#9467bd", "#c5b0d5", "#4a2d69"),  # purples
     "psycopg2": ("#8c564b", "#c49c94"),  # browns
+    # mypgdriver's DB-API module: a driver of its own on the blocking API,
+    # a light teal (not a green that would read as the asyncio API).
+    "mypgdriver-dbapi": ("#80cdc1",),
+    "psqlpy": ("#e6ab02", "#f7dc6f"),  # golds
     "pgbench": ("#e377c2", "#7b4173", "#f7b6d2", "#a55194"),  # pinks
 }
 DRIVER_COLOURS: dict[str, str] = {driver: shades[0] for driver, shades in DRIVER_SHADES.items()}
@@ -1062,7 +1159,7 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
 
     Raises ImportError when matplotlib is missing.
     """
-    drawn = dict(throughput_figures(report["results"]))
+    drawn = dict(throughput_figures(split_dict_rows(report["results"])[0]))
     if "pipeline" in report:
         fig = pipeline_figure(report["pipeline"])
         if fig is not None:

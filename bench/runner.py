@@ -19,7 +19,7 @@ from . import (
     pooler_scenario,
     sync_pool_scenario,
 )
-from .contenders import THROUGHPUT
+from .contenders import DICT_ROWS, DICT_ROWS_SCENARIO, DICT_ROWS_WORKLOAD, THROUGHPUT
 from .server import REPO_ROOT, BenchServer
 from .stats import combine_rounds
 from .workloads import BY_NAME, Workload
@@ -147,8 +147,9 @@ def _variant_cells(cell_type: type[VariantCell], scenario: Any, options: Options
             for r in range(1, rounds + 1)
             for contender, label in contenders]
 
-# Scenarios that are not throughput cells, selectable by name like workloads.
-SCENARIOS = (*pipeline_scenario.NAMES, pool_scenario.NAME, pool_scenario.SHORTCUTS_NAME,
+# Scenarios that are not throughput cells, selectable by name like workloads
+# (the dict-row cells are throughput cells of pg_type, in their own table).
+SCENARIOS = (DICT_ROWS_SCENARIO, *pipeline_scenario.NAMES, pool_scenario.NAME, pool_scenario.SHORTCUTS_NAME,
              sync_pool_scenario.NAME, *pooler_scenario.NAMES, memory.NAME)
 
 # Seconds a memory probe is expected to take, for the time-left estimate
@@ -182,7 +183,8 @@ def plan(options: Options) -> list[Job]:
     """The cells to run, in order.
 
     For each workload and concurrency, in each round: asyncpg first (the
-    baseline), the others, then asyncpg again as the A/A control, so the
+    baseline), the others (on pg_type, then the dict-row contenders of the
+    chosen drivers, psycopg's first), then asyncpg again as the A/A control, so the
     control also sees whatever drift happened while the others ran. Rounds
     interleave the drivers (all of round 1, then all of round 2, ...) rather
     than measuring one driver's rounds back to back. Then the pipeline
@@ -196,12 +198,25 @@ def plan(options: Options) -> list[Job]:
     order = sorted(options.drivers, key=lambda d: d != THROUGHPUT.baseline)
     cells: list[Job] = []
     rounds = options.rounds
-    for workload in options.workloads:
+    # The dict-row contenders of the chosen drivers run in pg_type's rounds,
+    # after the drivers and before the A/A control; alone when pg_type is
+    # not chosen.
+    dict_rows = (DICT_ROWS.run_order(options.drivers, aa_control=False)
+                 if DICT_ROWS_SCENARIO in options.scenarios else [])
+    workloads = list(options.workloads)
+    if dict_rows and DICT_ROWS_WORKLOAD not in workloads:
+        workloads.insert(0, DICT_ROWS_WORKLOAD)
+    for workload in workloads:
+        throughput = workload in options.workloads
+        extra = dict_rows if workload == DICT_ROWS_WORKLOAD else []
         for concurrency in options.concurrency:
             for r in range(1, rounds + 1):
-                for driver in order:
-                    cells.append(Cell(workload, concurrency, driver, driver, r, rounds))
-                if options.aa_control and THROUGHPUT.baseline in options.drivers:
+                if throughput:
+                    for driver in order:
+                        cells.append(Cell(workload, concurrency, driver, driver, r, rounds))
+                cells += [Cell(workload, concurrency, contender, label, r, rounds)
+                          for contender, label in extra]
+                if throughput and options.aa_control and THROUGHPUT.baseline in options.drivers:
                     cells.append(Cell(workload, concurrency, THROUGHPUT.baseline,
                                       THROUGHPUT.control, r, rounds))
     cells += _variant_cells(PipelineCell, pipeline_scenario, options, rounds)

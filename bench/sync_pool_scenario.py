@@ -44,6 +44,7 @@ from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from .contenders import SYNC_POOL
+from .drivers.base import SKIPPED, ContenderUnavailable
 from .pool_scenario import (
     DEFAULT_POOL_SIZE,
     EXTENSION_STEP,
@@ -60,13 +61,9 @@ from .stats import percentiles
 
 NAME = "sync_pool"
 DEFAULT_LEVELS = (10, 50)
-# The contenders' names, baseline and A/A label: contenders.SYNC_POOL.
-SKIPPED = "skipped: "  # how a contender that cannot run here starts its error
-
-
-class ContenderUnavailable(Exception):
-    """The contender cannot run with what is installed (its cell says why, the run goes on)."""
-
+# The contenders' names, baseline and A/A label: contenders.SYNC_POOL.  A
+# contender that cannot run here raises ContenderUnavailable; its cell's
+# error then starts with SKIPPED, as a throughput cell's does.
 
 def contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, str]]:
     """(contender, label) pairs to run at each level, psycopg_pool's first and last (A/A)."""

@@ -37,6 +37,7 @@ from . import (
     pooler_scenario,
     sync_pool_scenario,
 )
+from .drivers.base import SKIPPED, ContenderUnavailable
 from .stats import cell_result
 from .workloads import BY_NAME
 
@@ -332,13 +333,24 @@ def run(spec: dict[str, Any], result: dict[str, Any]) -> None:
         raise ValueError(f"unknown scenario {scenario!r}")
 
 
-def main() -> None:
-    spec = json.loads(sys.stdin.read())
+def run_to_result(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run `spec` and return its result; a failure is a result with `error` set.
+
+    A contender that cannot run here (ContenderUnavailable) is not a
+    failure of it: its result says "skipped: <why>" and `skipped: True`.
+    """
     result: dict[str, Any] = {}
     try:
         run(spec, result)
+    except ContenderUnavailable as exc:
+        result.update(error=f"{SKIPPED}{exc}", skipped=True)
     except BaseException as exc:  # noqa: BLE001 - every failure becomes an n/a cell
         result["error"] = describe_error(exc)
+    return result
+
+
+def main() -> None:
+    result = run_to_result(json.loads(sys.stdin.read()))
     sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
     # A driver may leave non-daemon threads or a wedged loop behind; the

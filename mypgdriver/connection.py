@@ -13,7 +13,7 @@ import itertools
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, overload
 
-from mypgdriver import deadlines, waits
+from mypgdriver import deadlines, tracing, waits
 from mypgdriver._typing import ArgumentRows, RecordT, RowT
 from mypgdriver.copy import CopyMixin
 from mypgdriver.cursor import CursorFactory, check_prefetch
@@ -25,12 +25,14 @@ from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
 from mypgdriver.session import LoggedQuery, Session, warn_unclosed
+from mypgdriver.tracing import TELEMETRY
 from mypgdriver.transaction import Transaction
 from mypgdriver.type_codecs import TypeCodecsMixin
 
 if TYPE_CHECKING:
     from mypgdriver.connect_params import ConnectParams
     from mypgdriver.protocol.protocol import Protocol
+    from mypgdriver.types import JsonCodec
 
 __all__ = ('Connection', 'ConnectionConfig', 'LoggedQuery', 'PipelineStats')
 
@@ -56,7 +58,8 @@ class ConnectionConfig:
     """Per-connection options from connect() that are not about where to connect."""
 
     __slots__ = ('command_timeout', 'statement_cache_size', 'max_cached_statement_lifetime',
-                 'max_cacheable_statement_size', 'record_class', 'row_factory', 'max_pipeline')
+                 'max_cacheable_statement_size', 'record_class', 'row_factory', 'max_pipeline',
+                 'json')
 
     def __init__(self, *, command_timeout: Optional[float] = None,
                  statement_cache_size: int = 100,
@@ -64,8 +67,11 @@ class ConnectionConfig:
                  max_cacheable_statement_size: int = 15 * 1024,
                  record_class: type[Record] = Record,
                  row_factory: Optional[RowFactory[Any]] = None,
-                 max_pipeline: int = DEFAULT_MAX_PIPELINE) -> None:
+                 max_pipeline: int = DEFAULT_MAX_PIPELINE,
+                 json: Optional[JsonCodec] = None) -> None:
         self.max_pipeline = max_pipeline
+        # connect(json=...): json and jsonb as Python objects (None: as str).
+        self.json = json
         self.command_timeout = command_timeout
         self.statement_cache_size = statement_cache_size
         self.max_cached_statement_lifetime = max_cached_statement_lifetime
@@ -374,6 +380,16 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         rows_as = self._rows_as(record_class, row_factory)
         if isinstance(rows_as, type):
             check_record_class(rows_as)
+        if TELEMETRY.live:
+            summary = tracing.summarize(query)
+            return await tracing.traced(
+                self._prepare(query, name, timeout, rows_as),
+                self._session.trace_attributes(), query, operation_name='PREPARE',
+                summary=f'PREPARE {summary}' if summary else 'PREPARE')
+        return await self._prepare(query, name, timeout, rows_as)
+
+    async def _prepare(self, query: str, name: Optional[str], timeout: Optional[float],
+                       rows_as: Any) -> PreparedStatement[Any]:
         session = self._session
         session.check_open()
         timeout = session.resolve_timeout(timeout)

@@ -14,12 +14,13 @@ import socket
 import ssl
 from typing import Any, Awaitable, Callable, Mapping, Optional, Sequence, Union
 
-from mypgdriver import deadlines, exceptions, tls, waits
+from mypgdriver import deadlines, exceptions, tls, tracing, waits
 from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params
 from mypgdriver.connection import Connection, ConnectionConfig
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, Protocol, check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
+from mypgdriver.types import JsonCodec
 
 
 async def connect(dsn: Optional[str] = None, *,
@@ -43,7 +44,8 @@ async def connect(dsn: Optional[str] = None, *,
                   krbsrvname: Optional[str] = None, gsslib: Optional[str] = None,
                   max_pipeline: int = DEFAULT_MAX_PIPELINE,
                   min_protocol_version: Optional[str] = None,
-                  max_protocol_version: Optional[str] = None) -> Connection:
+                  max_protocol_version: Optional[str] = None,
+                  json: Union[bool, JsonCodec] = False) -> Connection:
     """Open a connection to a PostgreSQL server and return a :class:`Connection`.
 
     Arguments follow asyncpg's :func:`asyncpg.connect`; every one after `dsn`
@@ -116,6 +118,16 @@ async def connect(dsn: Optional[str] = None, *,
       ``record_class`` nor ``row_factory``; not with a `record_class`.
       fetchval and execute are unaffected.  Type checkers still see Record
       rows for calls that do not pass ``row_factory`` themselves.
+    * `json` (a mypgdriver addition): ``True`` to have ``json`` and
+      ``jsonb`` values decoded with :func:`json.loads` and arguments
+      encoded with :func:`json.dumps` (dicts, lists, numbers, booleans;
+      a :class:`str` or :class:`bytes` argument is taken as JSON text
+      already and sent as it is), also inside arrays, composites and
+      domains; a :class:`~mypgdriver.types.JsonCodec` for other functions
+      (orjson's, or :func:`json.loads` with ``parse_float=Decimal``).
+      ``False`` (default): values are :class:`str` both ways, as in
+      asyncpg.  A codec set later with :meth:`Connection.set_type_codec`
+      wins over it.  See :ref:`json-values`.
     * `connection_class`: the class of the connection returned,
       :class:`Connection` (default) or a subclass.
 
@@ -150,6 +162,7 @@ async def connect(dsn: Optional[str] = None, *,
         if record_class is not Record:
             raise TypeError('pass record_class or row_factory to connect(), not both')
         row_factory = choose_rows(None, row_factory)
+    json_codec = resolve_json_option(json)
     # Numbers and booleans given as strings (a URL's query, as SQLAlchemy
     # passes it: ?command_timeout=30) are read as asyncpg reads them.
     timeout = _number_from_text(timeout, float)
@@ -194,10 +207,30 @@ async def connect(dsn: Optional[str] = None, *,
         max_cacheable_statement_size=max_cacheable_statement_size,
         record_class=record_class,
         row_factory=row_factory,
-        max_pipeline=max_pipeline)
+        max_pipeline=max_pipeline,
+        json=json_codec)
     if loop is None:
         loop = asyncio.get_running_loop()
+    # Whether the application set a tracer or meter provider since the last
+    # connect (not asked per operation: see mypgdriver/tracing.py).
+    tracing.refresh()
+    if tracing.TELEMETRY.live:
+        return await tracing.traced_connect(
+            _connect_any_host(loop, params, config, connection_class, timeout), params)
     return await _connect_any_host(loop, params, config, connection_class, timeout)
+
+
+def resolve_json_option(json: Any) -> Optional[JsonCodec]:
+    """The JsonCodec that connect(json=...) asks for, or None for json values as str."""
+    json = _bool_from_text(json)
+    if isinstance(json, JsonCodec):
+        return json
+    if json is True:
+        return JsonCodec()
+    if json is False or json is None:
+        return None
+    raise exceptions.ClientConfigurationError(
+        f'json must be True, False or a mypgdriver.types.JsonCodec, got {json!r}')
 
 
 def _number_from_text(value: Any, kind: Callable[[str], Any]) -> Any:
@@ -264,7 +297,7 @@ async def _connect_any_host(loop, params: ConnectParams, config, connection_clas
                 # not leaked.)
                 conn = await deadlines.within(
                     loop, _connect_host(loop, hostspec, params, config, connection_class),
-                    remaining, _terminate_late, what=f'connection to {_describe(hostspec)}')
+                    remaining, _terminate_late, what=f'connection to {describe_host(hostspec)}')
             except (OSError, asyncio.TimeoutError, exceptions.ConnectionDoesNotExistError,
                     exceptions.ProtocolError, exceptions.UnsupportedServerFeatureError) as e:
                 # (UnsupportedServerFeatureError: below min_protocol_version.)
@@ -297,11 +330,11 @@ async def _connect_any_host(loop, params: ConnectParams, config, connection_clas
                 raise err   # ours (deadlines.within): it names the host and the time
             # The operating system's (ETIMEDOUT), which names neither.
             raise asyncio.TimeoutError(
-                f'connection to {_describe(hostspec)} timed out: {err}') from err
+                f'connection to {describe_host(hostspec)} timed out: {err}') from err
         # One host: the original error, as asyncpg lets it through (e.g.
         # ConnectionRefusedError, ssl.SSLCertVerificationError).
         raise err
-    lines = '\n'.join(f'  {_describe(h)}: {type(e).__name__}: {e}' for h, e in failures)
+    lines = '\n'.join(f'  {describe_host(h)}: {type(e).__name__}: {e}' for h, e in failures)
     last = failures[-1][1]
     if all(isinstance(e, asyncio.TimeoutError) for _, e in failures):
         raise asyncio.TimeoutError(f'timed out connecting to every host:\n{lines}') from last
@@ -346,7 +379,8 @@ class ConnectionFailure(exceptions.ConnectionFailureError, OSError):
     """The connection could not be established (network error on every host)."""
 
 
-def _describe(hostspec: HostSpec) -> str:
+def describe_host(hostspec: HostSpec) -> str:
+    """How a connection's address is shown: ``host:port``, or the socket's path."""
     if hostspec.is_unix_socket:
         return hostspec.socket_path.replace('\0', '@')
     host = f'[{hostspec.host}]' if ':' in hostspec.host else hostspec.host
@@ -366,14 +400,14 @@ def _with_server_question(error: OSError, hostspec: HostSpec) -> Optional[OSErro
         if not isinstance(error, (FileNotFoundError, ConnectionRefusedError)):
             return None
         question = (f'is the server running locally and accepting connections on socket '
-                    f'"{_describe(hostspec)}"?')
+                    f'"{describe_host(hostspec)}"?')
     else:
         # asyncio's words for a failed connect() (an unreachable network,
         # too), as against a failed DNS lookup or TLS handshake.
         if not (isinstance(error, ConnectionRefusedError)
                 or 'Connect call failed' in str(error)):
             return None
-        question = (f'is the server running on {_describe(hostspec)} and accepting TCP/IP '
+        question = (f'is the server running on {describe_host(hostspec)} and accepting TCP/IP '
                     f'connections?')
     try:
         if error.errno is not None:
@@ -565,7 +599,7 @@ async def _startup(loop, hostspec, params, config, connection_class, startup,
         progress.authenticated = proto.authenticated
         transport.abort()
         raise
-    conn = connection_class(proto, transport, loop, _describe(hostspec), config, params)
+    conn = connection_class(proto, transport, loop, describe_host(hostspec), config, params)
     proto.cancel_request = lambda: _send_cancel_request(loop, hostspec, params, proto)
     return conn
 

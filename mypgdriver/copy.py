@@ -24,11 +24,12 @@ from typing import (
     Union,
 )
 
-from mypgdriver import exceptions, waits
+from mypgdriver import exceptions, tracing, waits
 from mypgdriver._typing import ArgumentRows
 from mypgdriver.protocol.buffer import WriteBuffer
 from mypgdriver.protocol.record import Record
 from mypgdriver.sql import quote_ident, quote_literal, substitute_parameters
+from mypgdriver.tracing import TELEMETRY
 
 if TYPE_CHECKING:
     from mypgdriver.session import Session
@@ -314,7 +315,8 @@ class CopyMixin:
                             force_quote=force_quote, encoding=encoding)
         query = (f'COPY {_table_name(table_name, schema_name)}{_columns_clause(columns)} '
                  f'TO STDOUT{opts}')
-        return await self._copy_out(query, output, deadline)
+        return await self._observed_copy(self._copy_out(query, output, deadline), query,
+                                         table_name, schema_name)
 
     async def copy_from_query(self, query: str, *args: Any, output: Any,
                               timeout: Optional[float] = None, format: Optional[str] = None,
@@ -335,6 +337,13 @@ class CopyMixin:
         opts = copy_options(format=format, oids=oids, delimiter=delimiter, null=null,
                             header=header, quote=quote, escape=escape,
                             force_quote=force_quote, encoding=encoding)
+        # (The span shows the query with its $n, not the values written into it.)
+        return await self._observed_copy(
+            self._copy_query_out(query, args, opts, output, deadline),
+            f'COPY ({query}) TO STDOUT{opts}')
+
+    async def _copy_query_out(self, query: str, args: Sequence[Any], opts: str, output: Any,
+                              deadline: Optional[float]) -> str:
         if args:
             # Round trips before the COPY: it keeps its place in line.
             session = self._session
@@ -384,7 +393,8 @@ class CopyMixin:
                             encoding=encoding)
         query = (f'COPY {_table_name(table_name, schema_name)}{_columns_clause(columns)} '
                  f'FROM STDIN{opts}{_where_clause(where, self._session.server_version)}')
-        return await self._copy_in(query, source, deadline)
+        return await self._observed_copy(self._copy_in(query, source, deadline), query,
+                                         table_name, schema_name)
 
     async def copy_records_to_table(self, table_name: str, *, records: ArgumentRows,
                                     columns: Optional[Iterable[str]] = None,
@@ -407,9 +417,16 @@ class CopyMixin:
         session = self._session
         tab = _table_name(table_name, schema_name)
         cols = _columns_clause(columns)
-        select_list = cols[1:-1] if cols else '*'
         query = (f'COPY {tab}{cols} FROM STDIN (FORMAT binary)'
                  f'{_where_clause(where, session.server_version)}')
+        return await self._observed_copy(
+            self._copy_records(query, tab, cols, records, deadline), query, table_name,
+            schema_name)
+
+    async def _copy_records(self, query: str, tab: str, cols: str, records: ArgumentRows,
+                            deadline: Optional[float]) -> str:
+        session = self._session
+        select_list = cols[1:-1] if cols else '*'
         session.check_open()
         # The column types COPY expects are those of this SELECT; preparing it
         # also resolves their codecs (introspecting unknown types if needed).
@@ -422,6 +439,23 @@ class CopyMixin:
             return await self._copy_records_in(query, state, records, deadline)
 
     # --- internals ---
+
+    def _observed_copy(self, operation: Awaitable[str], query: str,
+                       table_name: Optional[str] = None,
+                       schema_name: Optional[str] = None) -> Awaitable[str]:
+        """`operation`, in its span if tracing is live (see mypgdriver.tracing).
+
+        A COPY of a table names it (``db.collection.name``, as given:
+        ``schema.table`` with `schema_name`); the operation is ``COPY``.
+        """
+        if not TELEMETRY.live:
+            return operation
+        table = None
+        if table_name is not None:
+            table = f'{schema_name}.{table_name}' if schema_name else table_name
+        return tracing.traced(operation, self._session.trace_attributes(), query,
+                              operation_name='COPY', collection=table,
+                              summary=f'COPY {table}' if table is not None else None)
 
     # Every COPY method turns its timeout into one deadline first (which also
     # checks the argument, before anything is opened or sent); the steps

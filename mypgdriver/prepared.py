@@ -11,6 +11,7 @@ from mypgdriver.deadlines import check_timeout
 from mypgdriver.protocol.coreproto import StatusSink
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
+from mypgdriver.protocol.protocol import ROWS_PER_STATEMENT
 from mypgdriver.types import Attribute, Type
 
 if TYPE_CHECKING:
@@ -188,6 +189,18 @@ class PreparedStatement(Generic[RowT]):
         return await self._session.executemany(
             self._query, args, timeout, return_rows=True, rows_as=rows_as,
             state=self._state, retry=self._reprepare)
+
+    async def _fetch_each(self, args: ArgumentRows, *,
+                          timeout: Optional[float] = None) -> list[tuple[list[RecordT], str]]:
+        """fetchmany() with the rows and status tag of each run apart, in order.
+
+        mypgdriver.dbapi's executemany() (its rowcount, and nextset() with
+        returning=True): one pipeline, atomic, as fetchmany().
+        """
+        self._check_usable('executemany')
+        return await self._session.executemany(
+            self._query, args, timeout, return_rows=ROWS_PER_STATEMENT,
+            rows_as=self._rows_as, state=self._state, retry=self._reprepare)
 
     async def explain(self, *args: object, analyze: bool = False) -> Any:
         """The statement's execution plan (``EXPLAIN (FORMAT JSON, VERBOSE)``), parsed.

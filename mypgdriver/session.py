@@ -17,7 +17,11 @@ operation may run and how it ends.  Its jobs have owners of their own:
 
 The Session itself keeps whether the connection (and a pool checkout's
 handles) may be used, the statement-running paths, the schema-change retry
-policy, the cleanup of an interrupted transaction block, and query logging.
+policy, the cleanup of an interrupted transaction block, and query logging
+and tracing: the statement-running entry points (execute(), simple(),
+run_prepared(), executemany(), the portal calls) wrap the call in its span
+(mypgdriver/tracing.py) once ``TELEMETRY.live`` says tracing is on, the one
+flag the hot paths read for it.
 
 Every public call follows one template (call()):
 
@@ -53,7 +57,7 @@ import time
 import warnings
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, NamedTuple, Optional
 
-from mypgdriver import deadlines, exceptions, waits
+from mypgdriver import deadlines, exceptions, tracing, waits
 from mypgdriver.admission import Admission
 from mypgdriver.block_owner import BlockOwner
 from mypgdriver.codecs import introspection
@@ -70,6 +74,7 @@ from mypgdriver.protocol.statement import (
 )
 from mypgdriver.sql import is_plain_read
 from mypgdriver.statement_registry import STATEMENT_PREFIX, StatementRegistry
+from mypgdriver.tracing import TELEMETRY
 
 if TYPE_CHECKING:
     from mypgdriver.prepared import PreparedStatement
@@ -156,7 +161,8 @@ class Session:
                  'rows_default',
                  'statements', 'stmt_cache', 'closes', 'blocks', 'admission', 'codecs', 'query_loggers', 'closed',
                  'checkout', 'facade', 'server_version', 'introspection_query', 'conn_id',
-                 'schema_sent', 'current_task', '_portal_ids', '_savepoint_ids', '__weakref__')
+                 'schema_sent', 'current_task', '_portal_ids', '_savepoint_ids', '_trace_attributes',
+                 '__weakref__')
 
     def __init__(self, protocol: Any, loop: Any, addr: Any, params: Any, config: Any,
                  conn_id: int, server_version: Any) -> None:
@@ -180,7 +186,7 @@ class Session:
         # change), read on the hot paths without a second attribute lookup.
         self.stmt_cache = self.statements.cache
         self.closes = self.statements.to_close
-        self.codecs = CodecRegistry()
+        self.codecs = CodecRegistry(config.json)
         self.query_loggers: list[Callable[[LoggedQuery], Any]] = []
         self.closed = False
         # Pool checkouts: a handle remembers the value at its creation and
@@ -201,6 +207,8 @@ class Session:
         # (StatementState.schema_epoch).
         self.schema_sent = 0
         self._portal_ids = itertools.count(1)
+        # The attributes of every span of this connection (trace_attributes()).
+        self._trace_attributes: Optional[dict[str, Any]] = None
         self._savepoint_ids = itertools.count(1)
         # Who "the caller" is (the line holder, the transaction block's
         # owner): the current asyncio task, or the caller that a glue driving
@@ -350,8 +358,8 @@ class Session:
         logging and schema-change recovery live in other methods, so this one
         only pays for a few attribute checks.
         """
-        if self.query_loggers and log:
-            return await self.logged(
+        if (self.query_loggers or TELEMETRY.live) and log:
+            return await self.observed(
                 self.execute(query, args, limit, timeout, want_status, rows_as, False),
                 query, args, timeout)
         if self.closed:
@@ -637,8 +645,8 @@ class Session:
 
     async def simple(self, query: str, timeout: Optional[float], log: bool = True) -> str:
         """Run `query` with the simple query protocol (several statements allowed); the last tag."""
-        if self.query_loggers and log:
-            return await self.logged(self.simple(query, timeout, False), query, (), timeout)
+        if (self.query_loggers or TELEMETRY.live) and log:
+            return await self.observed(self.simple(query, timeout, False), query, (), timeout)
         self.check_open()
         timeout = self.resolve_timeout(timeout)
         if _CHANGES_SCHEMA(query):
@@ -678,7 +686,8 @@ class Session:
         return await self.wait(self.protocol.simple_query(query, timeout, True))
 
     async def run_prepared(self, stmt: PreparedStatement[Any], args: Any, limit: int,
-                           timeout: Optional[float], method: str, rows_as: Any = None) -> Any:
+                           timeout: Optional[float], method: str, rows_as: Any = None,
+                           observed: bool = False) -> Any:
         """Run a PreparedStatement's statement: its rows ([] for a command).
 
         The hot path of PreparedStatement.fetch/fetchrow/fetchval, called
@@ -687,7 +696,12 @@ class Session:
         reason (see execute()).  Waiting for sync, codec refreshes and the
         retry after a schema change (run_prepared_in_line()) are the exceptions.
         The run's status tag is recorded on `stmt` (get_statusmsg()).
+        `observed`: the call is already inside its span (see tracing).
         """
+        if TELEMETRY.live and not observed:
+            return await tracing.traced(
+                self.run_prepared(stmt, args, limit, timeout, method, rows_as, True),
+                self.trace_attributes(), stmt._state.query)
         state = stmt._state
         proto = self.protocol
         # A lost connection is refused by the protocol itself (the same
@@ -769,10 +783,22 @@ class Session:
     # --- executemany / fetchmany ---------------------------------------------------------------
 
     async def executemany(self, query: str, args: Any, timeout: Optional[float], *,
-                          return_rows: bool = False, rows_as: Any = None,
+                          return_rows: int = False, rows_as: Any = None,
                           state: Optional[StatementState] = None,
                           retry: Optional[Reprepare] = None) -> Any:
         """Run `query` (or the held `state`) once per row of `args`, pipelined and atomic."""
+        if TELEMETRY.live:
+            rows = tracing.RowCounter(args)
+            return await tracing.traced(
+                self._executemany(query, rows.rows, timeout, return_rows, rows_as, state,
+                                  retry),
+                self.trace_attributes(), query, batch_size=rows.count)
+        return await self._executemany(query, args, timeout, return_rows, rows_as, state,
+                                       retry)
+
+    async def _executemany(self, query: str, args: Any, timeout: Optional[float],
+                           return_rows: int, rows_as: Any,
+                           state: Optional[StatementState], retry: Optional[Reprepare]) -> Any:
         self.check_open()
         timeout = self.resolve_timeout(timeout)
         if rows_as is None:
@@ -790,7 +816,7 @@ class Session:
             self.admission.leave_line()
 
     async def _executemany_in_line(self, query: str, args: Any, deadline: Optional[float],
-                                   return_rows: bool, rows_as: Any,
+                                   return_rows: int, rows_as: Any,
                                    state: Optional[StatementState],
                                    retry: Optional[Reprepare]) -> Any:
         if state is None:
@@ -829,7 +855,7 @@ class Session:
                                                  rows_as)
 
     async def _executemany_state(self, state: StatementState, args: Any, deadline: Optional[float],
-                                 return_rows: bool, rows_as: Any) -> Any:
+                                 return_rows: int, rows_as: Any) -> Any:
         # A stream fed batch by batch (waiting for the socket to drain in
         # between): it holds the connection alone.
         state.refs += 1
@@ -844,7 +870,7 @@ class Session:
             self.admission.release()
 
     async def _executemany_stream(self, state: StatementState, args: Any, timeout: Optional[float],
-                                  return_rows: bool, rows_as: Any) -> Any:
+                                  return_rows: int, rows_as: Any) -> Any:
         proto = self.protocol
         # Inside a transaction block, a savepoint (opened only if our side
         # may fail after rows were written) lets a failure of ours undo them
@@ -1032,9 +1058,15 @@ class Session:
         if rows_as is None:
             rows_as = self.rows_default
         if fetch:
-            return await self.call(lambda left: proto.bind_execute_portal(
+            operation = self.call(lambda left: proto.bind_execute_portal(
                 state, args, portal, limit, left, rows_as), timeout)
-        await self.call(lambda left: proto.bind_portal(state, args, portal, left), timeout)
+        else:
+            operation = self.call(lambda left: proto.bind_portal(state, args, portal, left),
+                                  timeout)
+        if TELEMETRY.live:
+            operation = tracing.traced(operation, self.trace_attributes(), state.query)
+        result = await operation
+        return result if fetch else None
 
     async def execute_portal(self, state: StatementState, portal: str, limit: int,
                              timeout: Optional[float],
@@ -1043,8 +1075,11 @@ class Session:
         proto = self.protocol
         if rows_as is None:
             rows_as = self.rows_default
-        return await self.call(lambda left: proto.execute_portal(
+        operation = self.call(lambda left: proto.execute_portal(
             state, portal, limit, left, rows_as), timeout)
+        if TELEMETRY.live:
+            operation = tracing.traced(operation, self.trace_attributes(), state.query)
+        return await operation
 
     async def close_portal(self, portal: str, timeout: Optional[float]) -> None:
         if self.is_closed():
@@ -1259,7 +1294,30 @@ class Session:
         self.codecs.clear_introspected()
         self.statements.cache.clear()
 
-    # --- query logging -----------------------------------------------------------------------------
+    # --- query logging and tracing ---------------------------------------------------------------
+
+    def observed(self, operation: Awaitable[Any], query: str, args: Any,
+                 timeout: Optional[float]) -> Awaitable[Any]:
+        """`operation` as the query loggers and tracing want it (each may be off).
+
+        Called only once either is on (the hot paths check
+        ``self.query_loggers or TELEMETRY.live`` first): reported to the
+        query loggers (logged()), inside its span (tracing.traced()).
+        """
+        if self.query_loggers:
+            operation = self.logged(operation, query, args, timeout)
+        if TELEMETRY.live:
+            operation = tracing.traced(operation, self.trace_attributes(), query)
+        return operation
+
+    def trace_attributes(self) -> dict[str, Any]:
+        """The attributes every span of this connection has (made at its first span)."""
+        attributes = self._trace_attributes
+        if attributes is None:
+            attributes = self._trace_attributes = tracing.connection_attributes(
+                self.params, self.addr)
+        return attributes
+
 
     async def logged(self, operation: Awaitable[Any], query: str, args: Any,
                      timeout: Optional[float]) -> Any:

@@ -8,12 +8,16 @@ an application moving from asyncpg only changes its import:
 * `Point`, `Box`, `Line`, `LineSegment`, `Path`, `Polygon`, `Circle` --
   the geometric types;
 * `Type`, `Attribute` -- descriptions of parameters and result columns;
-* `ServerVersion` -- what `Connection.get_server_version()` returns.
+* `ServerVersion` -- what `Connection.get_server_version()` returns;
+* `JsonCodec` -- the loads and dumps functions of ``connect(json=...)``
+  (a mypgdriver addition).
 
 All values are immutable and hashable.
 """
 from __future__ import annotations
 
+import dataclasses
+import json as _json
 import typing
 from typing import Any
 
@@ -21,7 +25,7 @@ from mypgdriver.server_info import ServerVersion
 
 __all__ = (
     'Type', 'Attribute', 'Range', 'BitString', 'Point', 'Path', 'Polygon',
-    'Box', 'Line', 'LineSegment', 'Circle', 'ServerVersion',
+    'Box', 'Line', 'LineSegment', 'Circle', 'ServerVersion', 'JsonCodec',
 )
 
 
@@ -537,3 +541,51 @@ class Circle(tuple[Point, float]):
 
     def __repr__(self) -> str:
         return f'Circle({self[0]!r}, {self[1]!r})'
+
+
+# --- JSON ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class JsonCodec:
+    """How a connection opened with ``json=`` decodes and encodes ``json`` and ``jsonb``.
+
+    ``connect(json=True)`` is ``connect(json=JsonCodec())``: the standard
+    library's :func:`json.loads` and :func:`json.dumps`.  With another
+    library::
+
+        import orjson
+        conn = await mypgdriver.connect(
+            dsn, json=JsonCodec(loads=orjson.loads, dumps=orjson.dumps, loads_bytes=True))
+
+    * `loads` is called with each value's JSON text and returns the Python
+      object that the result holds.
+    * `dumps` is called with each argument that is not already JSON text (a
+      :class:`str` or :class:`bytes` is sent as it is) and returns the JSON
+      text, as :class:`str` or as UTF-8 :class:`bytes` (orjson's).
+    * `loads_bytes`: hand `loads` the text as :class:`bytes` (UTF-8) instead
+      of :class:`str`, which saves decoding it for libraries that parse
+      bytes themselves (orjson, msgspec).
+
+    With the standard library's own :func:`json.loads` and
+    :func:`json.dumps` (the defaults), the driver calls the C scanner and
+    encoder behind them directly (same settings, same results, without
+    their Python layers; `loads_bytes` does not matter then).  Wrap them
+    (``functools.partial(json.loads, parse_float=Decimal)``) to have them
+    called as they are.
+
+    An exception raised by `dumps` fails the call with
+    :exc:`~mypgdriver.exceptions.DataError` naming the argument; one raised
+    by `loads` is raised by the call as it is, and the connection stays
+    usable.
+    """
+
+    loads: typing.Callable[[Any], Any] = _json.loads
+    dumps: typing.Callable[[Any], typing.Union[str, bytes]] = _json.dumps
+    loads_bytes: bool = False
+
+    def __post_init__(self) -> None:
+        if not callable(self.loads):
+            raise TypeError(f'JsonCodec: loads must be callable, got {self.loads!r}')
+        if not callable(self.dumps):
+            raise TypeError(f'JsonCodec: dumps must be callable, got {self.dumps!r}')

@@ -16,6 +16,7 @@ from mypgdriver.exceptions import (
     WARNING_CLASSES,
     make_server_error,
     make_server_message,
+    pep249,
 )
 
 ERRCODES = pathlib.Path('/usr/share/postgresql/15/errcodes.txt')
@@ -82,19 +83,35 @@ def test_successful_completion_has_no_class_and_notices_with_it_are_plain_log_me
 
 def test_newer_server_codes_have_their_asyncpg_classes():
     assert type(make_server_error({'C': '25P04'})) is exc.TransactionTimeoutError
-    assert exc.TransactionTimeoutError.__bases__ == (exc.InvalidTransactionStateError,)
+    assert asyncpg_bases(exc.TransactionTimeoutError) == (exc.InvalidTransactionStateError,)
     assert type(make_server_error({'C': '58P03'})) is exc.FileNameTooLongError
-    assert exc.FileNameTooLongError.__bases__ == (exc.PostgresSystemError,)
+    assert asyncpg_bases(exc.FileNameTooLongError) == (exc.PostgresSystemError,)
     assert type(make_server_error({'C': '10608'})) is exc.InvalidArgumentForXqueryError
-    assert exc.InvalidArgumentForXqueryError.__bases__ == (exc.PostgresError,)
+    assert asyncpg_bases(exc.InvalidArgumentForXqueryError) == (exc.PostgresError,)
 
 
 # -- hierarchy -------------------------------------------------------------------------------
 
+PEP249_CLASSES = {value for value in vars(pep249).values() if inspect.isclass(value)}
+
+
+def asyncpg_bases(cls: type) -> tuple[type, ...]:
+    """``cls.__bases__`` as asyncpg has them: without the PEP 249 classes mypgdriver adds.
+
+    A PEP 249 class that stands where asyncpg has ``Exception`` (no other
+    base is an exception) reads as ``Exception``.
+    """
+    others = tuple(b for b in cls.__bases__ if b not in PEP249_CLASSES)
+    if len(others) < len(cls.__bases__) and not any(issubclass(b, BaseException)
+                                                    for b in others):
+        return (*others, Exception)
+    return others
+
+
 def test_unique_violation_hierarchy_is_exact():
-    assert exc.UniqueViolationError.__bases__ == (exc.IntegrityConstraintViolationError,)
-    assert exc.IntegrityConstraintViolationError.__bases__ == (exc.PostgresError,)
-    assert exc.PostgresError.__bases__ == (exc.PostgresMessage, Exception)
+    assert asyncpg_bases(exc.UniqueViolationError) == (exc.IntegrityConstraintViolationError,)
+    assert asyncpg_bases(exc.IntegrityConstraintViolationError) == (exc.PostgresError,)
+    assert asyncpg_bases(exc.PostgresError) == (exc.PostgresMessage, Exception)
     assert exc.UniqueViolationError.sqlstate == '23505'
     assert exc.IntegrityConstraintViolationError.sqlstate == '23000'
     assert exc.PostgresError.sqlstate is None
@@ -104,16 +121,16 @@ def test_every_condition_derives_from_its_sqlstate_class():
     for code, cls in ERROR_CLASSES.items():
         class_code = code[:2] + '000'
         if code == class_code or class_code not in ERROR_CLASSES:
-            assert cls.__bases__ == (exc.PostgresError,), code
+            assert asyncpg_bases(cls) == (exc.PostgresError,), code
         else:
-            assert cls.__bases__ == (ERROR_CLASSES[class_code],), code
+            assert asyncpg_bases(cls) == (ERROR_CLASSES[class_code],), code
 
 
 def test_warning_classes_hierarchy():
-    assert exc.PostgresWarning.__bases__ == (exc.PostgresLogMessage, Warning)
-    assert exc.DeprecatedFeature.__bases__ == (exc.PostgresWarning,)
-    assert exc.NoData.__bases__ == (exc.PostgresWarning,)
-    assert exc.NoAdditionalDynamicResultSetsReturned.__bases__ == (exc.NoData,)
+    assert asyncpg_bases(exc.PostgresWarning) == (exc.PostgresLogMessage, Warning)
+    assert asyncpg_bases(exc.DeprecatedFeature) == (exc.PostgresWarning,)
+    assert asyncpg_bases(exc.NoData) == (exc.PostgresWarning,)
+    assert asyncpg_bases(exc.NoAdditionalDynamicResultSetsReturned) == (exc.NoData,)
     assert not issubclass(exc.PostgresWarning, exc.PostgresError)
 
 
@@ -129,7 +146,7 @@ def test_asyncpg_specific_names():
     assert exc.ModifyingSQLDataNotPermittedError.sqlstate == '2F002'
     assert exc.ModifyingExternalRoutineSQLDataNotPermittedError.sqlstate == '38002'
     assert exc.DataError.sqlstate == '22000'
-    assert exc.DataError.__bases__ == (exc.PostgresError,)
+    assert asyncpg_bases(exc.DataError) == (exc.PostgresError,)
 
 
 # -- class lookup ----------------------------------------------------------------------------
@@ -162,7 +179,7 @@ def test_revalidate_cached_query_gives_invalid_cached_statement_error():
               'R': 'RevalidateCachedQuery'}
     error = make_server_error(fields)
     assert type(error) is exc.InvalidCachedStatementError
-    assert exc.InvalidCachedStatementError.__bases__ == (exc.FeatureNotSupportedError,)
+    assert asyncpg_bases(exc.InvalidCachedStatementError) == (exc.FeatureNotSupportedError,)
     assert error.message == 'cached plan must not change result type'
     assert str(error) == ('cached statement plan is invalid due to a database schema or '
                           'configuration change')
@@ -346,19 +363,19 @@ def test_log_messages_survive_pickling():
 # -- client-side errors ----------------------------------------------------------------------
 
 def test_client_error_bases():
-    assert exc.InterfaceError.__bases__ == (exc.InterfaceMessage, Exception)
-    assert exc.InterfaceWarning.__bases__ == (exc.InterfaceMessage, UserWarning)
-    assert exc.ClientConfigurationError.__bases__ == (exc.InterfaceError, ValueError)
-    assert exc.UnsupportedClientFeatureError.__bases__ == (exc.InterfaceError,)
-    assert exc.UnsupportedServerFeatureError.__bases__ == (exc.InterfaceError,)
-    assert exc.InternalClientError.__bases__ == (Exception,)
-    assert exc.ProtocolError.__bases__ == (exc.InternalClientError,)
-    assert exc.TargetServerAttributeNotMatched.__bases__ == (exc.InternalClientError,)
-    assert exc.OutdatedSchemaCacheError.__bases__ == (exc.InternalClientError,)
-    assert exc.FatalPostgresError.__bases__ == (exc.PostgresError,)
-    assert exc.UnknownPostgresError.__bases__ == (exc.FatalPostgresError,)
-    assert exc.ConnectionDoesNotExistError.__bases__ == (exc.PostgresConnectionError,)
-    assert exc.ConnectionFailureError.__bases__ == (exc.PostgresConnectionError,)
+    assert asyncpg_bases(exc.InterfaceError) == (exc.InterfaceMessage, Exception)
+    assert asyncpg_bases(exc.InterfaceWarning) == (exc.InterfaceMessage, UserWarning)
+    assert asyncpg_bases(exc.ClientConfigurationError) == (exc.InterfaceError, ValueError)
+    assert asyncpg_bases(exc.UnsupportedClientFeatureError) == (exc.InterfaceError,)
+    assert asyncpg_bases(exc.UnsupportedServerFeatureError) == (exc.InterfaceError,)
+    assert asyncpg_bases(exc.InternalClientError) == (Exception,)
+    assert asyncpg_bases(exc.ProtocolError) == (exc.InternalClientError,)
+    assert asyncpg_bases(exc.TargetServerAttributeNotMatched) == (exc.InternalClientError,)
+    assert asyncpg_bases(exc.OutdatedSchemaCacheError) == (exc.InternalClientError,)
+    assert asyncpg_bases(exc.FatalPostgresError) == (exc.PostgresError,)
+    assert asyncpg_bases(exc.UnknownPostgresError) == (exc.FatalPostgresError,)
+    assert asyncpg_bases(exc.ConnectionDoesNotExistError) == (exc.PostgresConnectionError,)
+    assert asyncpg_bases(exc.ConnectionFailureError) == (exc.PostgresConnectionError,)
 
 
 def test_interface_error_str_and_with_msg():
@@ -412,7 +429,7 @@ def test_names_and_bases_equal_asyncpgs_for_every_sqlstate():
     assert sorted(ours) == sorted(theirs)
     for code, their_class in theirs.items():
         assert ours[code].__name__ == their_class.__name__, code
-        assert ([b.__name__ for b in ours[code].__bases__]
+        assert ([b.__name__ for b in asyncpg_bases(ours[code])]
                 == [b.__name__ for b in their_class.__bases__]), code
 
 
@@ -423,7 +440,7 @@ def test_every_asyncpg_public_name_exists_here():
     for name in asyncpg_exceptions.__all__:
         their_class = getattr(asyncpg_exceptions, name)
         ours = getattr(exc, name)
-        assert ([b.__name__ for b in ours.__bases__]
+        assert ([b.__name__ for b in asyncpg_bases(ours)]
                 == [b.__name__ for b in their_class.__bases__]), name
 
 
@@ -452,3 +469,92 @@ def test_generator_derives_asyncpg_style_names():
     assert name('02000', 'W', 'no_data') == 'NoData'
     assert name('HV000', 'E', 'fdw_error') == 'FDWError'
     assert name('40001', 'E', 'serialization_failure') == 'SerializationError'
+
+
+# -- PEP 249 classes under the asyncpg hierarchy -----------------------------------------------
+
+@pytest.mark.parametrize('cls, dbapi_class', [
+    (exc.UniqueViolationError, pep249.IntegrityError),
+    (exc.ForeignKeyViolationError, pep249.IntegrityError),
+    (exc.DivisionByZeroError, pep249.DataError),
+    (exc.DataError, pep249.DataError),
+    (exc.PostgresSyntaxError, pep249.ProgrammingError),
+    (exc.UndefinedTableError, pep249.ProgrammingError),
+    (exc.InsufficientPrivilegeError, pep249.ProgrammingError),
+    (exc.ConnectionDoesNotExistError, pep249.OperationalError),
+    (exc.SerializationError, pep249.OperationalError),
+    (exc.DeadlockDetectedError, pep249.OperationalError),
+    (exc.QueryCanceledError, pep249.OperationalError),
+    (exc.InvalidPasswordError, pep249.OperationalError),
+    (exc.TooManyConnectionsError, pep249.OperationalError),
+    (exc.FeatureNotSupportedError, pep249.NotSupportedError),
+    (exc.InvalidCachedStatementError, pep249.NotSupportedError),
+    (exc.InFailedSQLTransactionError, pep249.InternalError),
+    (exc.InternalServerError, pep249.InternalError),
+    (exc.RaiseError, pep249.ProgrammingError),
+    (exc.SQLStatementNotYetCompleteError, pep249.DatabaseError),
+])
+def test_server_errors_are_their_pep249_class(cls, dbapi_class):
+    assert issubclass(cls, dbapi_class)
+    assert issubclass(cls, pep249.DatabaseError)
+    assert issubclass(cls, pep249.Error)
+    error = make_server_error({'C': cls.sqlstate, 'M': 'boom'})
+    with pytest.raises(dbapi_class):
+        raise error
+
+
+def test_pep249_classes_of_each_sqlstate_class_follow_the_table():
+    for code, cls in ERROR_CLASSES.items():
+        assert issubclass(cls, pep249.sqlstate_class(code)), code
+
+
+def test_client_errors_are_pep249_interface_errors():
+    for cls in (exc.InterfaceError, exc.ClientConfigurationError, exc.UnsupportedClientFeatureError,
+                exc.InternalClientError, exc.ProtocolError, exc.OutdatedSchemaCacheError,
+                exc.QueryParameterError):
+        assert issubclass(cls, pep249.InterfaceError), cls
+    assert issubclass(exc.QueryParameterError, pep249.ProgrammingError)
+    # asyncpg's InterfaceError does not start catching InternalClientError
+    assert not issubclass(exc.InternalClientError, exc.InterfaceError)
+    # nor does the server's PostgresError catch client errors, or the reverse
+    assert not issubclass(exc.InterfaceError, pep249.DatabaseError)
+    assert not issubclass(exc.PostgresError, pep249.InterfaceError)
+
+
+def test_pep249_hierarchy_is_the_peps():
+    assert pep249.Warning.__bases__ == (Exception,)
+    assert pep249.Error.__bases__ == (Exception,)
+    assert pep249.InterfaceError.__bases__ == (pep249.Error,)
+    assert pep249.DatabaseError.__bases__ == (pep249.Error,)
+    for name in ('DataError', 'OperationalError', 'IntegrityError', 'InternalError',
+                 'ProgrammingError', 'NotSupportedError'):
+        assert getattr(pep249, name).__bases__ == (pep249.DatabaseError,), name
+
+
+# --- psycopg's names for the fields ----------------------------------------------------
+
+def test_diag_pgcode_and_pgerror_give_the_fields_under_psycopg_names() -> None:
+    from mypgdriver.exceptions import UniqueViolationError, make_server_error
+
+    fields = {'S': 'ERROR', 'V': 'ERROR', 'C': '23505',
+              'M': 'duplicate key value violates unique constraint "t_pkey"',
+              'D': 'Key (id)=(1) already exists.', 's': 'public', 't': 't', 'n': 't_pkey',
+              'P': '8', 'W': 'SQL function', 'F': 'nbtinsert.c', 'L': '666',
+              'R': '_bt_check_unique'}
+    exc = make_server_error(fields, 'INSERT INTO t VALUES (1)')
+    assert type(exc) is UniqueViolationError
+    assert exc.pgcode == '23505'
+    assert exc.pgerror == ('ERROR:  duplicate key value violates unique constraint "t_pkey"\n'
+                           'DETAIL:  Key (id)=(1) already exists.')
+    diag = exc.diag
+    assert (diag.sqlstate, diag.severity, diag.severity_nonlocalized) == ('23505', 'ERROR', 'ERROR')
+    assert diag.message_primary == 'duplicate key value violates unique constraint "t_pkey"'
+    assert diag.message_detail == 'Key (id)=(1) already exists.'
+    assert diag.message_hint is None
+    assert (diag.schema_name, diag.table_name, diag.constraint_name) == ('public', 't', 't_pkey')
+    assert (diag.column_name, diag.datatype_name) == (None, None)
+    assert (diag.statement_position, diag.context) == ('8', 'SQL function')
+    assert (diag.source_file, diag.source_line, diag.source_function) == (
+        'nbtinsert.c', '666', '_bt_check_unique')
+    with pytest.raises(AttributeError):
+        diag.not_a_field  # noqa: B018

@@ -23,9 +23,11 @@ from __future__ import annotations
 import argparse
 import builtins
 import dataclasses
+import importlib.util
 import inspect
 import pathlib
 import sys
+from typing import Any
 
 DEFAULT_ERRCODES = '/usr/share/postgresql/15/errcodes.txt'
 DEFAULT_OUTPUT = (pathlib.Path(__file__).resolve().parent.parent
@@ -62,12 +64,25 @@ NEWER_SERVER_CODES = [
 
 # Written into the output's header, next to the asyncpg check's result.
 NOTES_ON_ASYNCPG = [
-    'none in class names or bases (the generator fails on any).',
+    'none in class names or bases (the generator fails on any), except that the',
+    'root of each SQLSTATE class also derives from its PEP 249 class (pep249.py).',
     'Not generated, as in asyncpg: 00000 successful_completion, which is not a',
     'condition; a notice carrying it becomes a plain PostgresLogMessage.',
 ]
 
 WARNING_CLASS_CODES = ('01', '02')
+
+PEP249_MODULE = (pathlib.Path(__file__).resolve().parent.parent
+                 / 'mypgdriver' / 'exceptions' / 'pep249.py')
+
+
+def load_pep249() -> Any:
+    """mypgdriver/exceptions/pep249.py, loaded by path (without importing the package)."""
+    spec = importlib.util.spec_from_file_location('_pep249_for_generator', PEP249_MODULE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclasses.dataclass
@@ -80,6 +95,7 @@ class Condition:
     section: str
     class_name: str = ''
     base_name: str = ''
+    dbapi_base: str = ''    # the PEP 249 class added to a root's bases ('' for none)
 
     @property
     def class_code(self) -> str:
@@ -148,6 +164,7 @@ def derive_class_name(condition: Condition) -> str:
 
 def assign_names(conditions: list[Condition]) -> list[Condition]:
     """Fill class and base names; drop success codes, which are not conditions."""
+    pep249 = load_pep249()
     selected = [c for c in conditions if c.kind != 'S']
     by_code = {c.sqlstate: c for c in selected}
     for condition in selected:
@@ -163,6 +180,9 @@ def assign_names(conditions: list[Condition]) -> list[Condition]:
             condition.base_name = 'PostgresLogMessage, Warning'
         else:
             condition.base_name = 'PostgresError'
+            dbapi = pep249.sqlstate_class(condition.sqlstate)
+            if dbapi is not pep249.DatabaseError:
+                condition.dbapi_base = dbapi.__name__
     names = [c.class_name for c in selected]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -237,6 +257,7 @@ def render(conditions: list[Condition], source: str) -> str:
         '',
         'from __future__ import annotations',
         '',
+        'from . import pep249 as _pep249',
         'from ._base import PostgresError, PostgresLogMessage',
     ]
     section = None
@@ -246,8 +267,11 @@ def render(conditions: list[Condition], source: str) -> str:
             section = condition.section
             out.append(f'# {section}')
         doc = f'SQLSTATE {condition.sqlstate}: {condition.spec_name}.'
+        bases = condition.base_name
+        if condition.dbapi_base:
+            bases += f', _pep249.{condition.dbapi_base}'
         out += [
-            f'class {condition.class_name}({condition.base_name}):',
+            f'class {condition.class_name}({bases}):',
             f'    """{doc}"""',
             '',
             f'    sqlstate = {condition.sqlstate!r}',

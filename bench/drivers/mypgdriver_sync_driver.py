@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..workloads import CURSOR_BATCH, Workload
-from .base import ConnParams, Session
+from .asyncpg_driver import ROWS_MISSING
+from .base import ConnParams, Session, import_optional
 
 Runner = Callable[[], int]
 
@@ -65,8 +66,13 @@ _BUILDERS = {"fetch": _fetch, "copy": _copy, "batch": _batch, "cursor": _cursor}
 
 
 class MypgdriverSyncDriver:
-    name = "mypgdriver-sync"
     is_async = False
+
+    def __init__(self, name: str = "mypgdriver-sync", dict_rows: bool = False) -> None:
+        self.name = name
+        # The dict-row cells: `row_factory=mypgdriver.rows.dict_row` on
+        # connect, the same calls otherwise.
+        self.dict_rows = dict_rows
 
     def version(self) -> str:
         import mypgdriver
@@ -76,7 +82,10 @@ class MypgdriverSyncDriver:
     def open(self, params: ConnParams, workload: Workload) -> Session:
         import mypgdriver.sync
 
-        conn = mypgdriver.sync.connect(**params)
+        options = {}
+        if self.dict_rows:
+            options["row_factory"] = import_optional("mypgdriver.rows", ROWS_MISSING).dict_row
+        conn = mypgdriver.sync.connect(**params, **options)
         try:
             run = _BUILDERS[workload.kind](conn, workload)
         except BaseException:
@@ -86,3 +95,4 @@ class MypgdriverSyncDriver:
 
 
 DRIVER = MypgdriverSyncDriver()
+DICT_DRIVER = MypgdriverSyncDriver("mypgdriver-sync-dict", dict_rows=True)

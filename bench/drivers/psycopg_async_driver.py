@@ -65,8 +65,14 @@ _BUILDERS = {"fetch": _fetch, "copy": _copy, "batch": _batch, "cursor": _cursor}
 
 
 class PsycopgAsyncDriver:
-    name = "psycopg-async"
     is_async = True
+
+    def __init__(self, name: str = "psycopg-async", dict_rows: bool = False) -> None:
+        self.name = name
+        # The dict-row cells: `row_factory=psycopg.rows.dict_row` on the
+        # connection, as psycopg's documentation shows it; the same calls
+        # otherwise.
+        self.dict_rows = dict_rows
 
     def version(self) -> str:
         import psycopg
@@ -76,7 +82,8 @@ class PsycopgAsyncDriver:
     async def open(self, params: ConnParams, workload: Workload) -> Session:
         import psycopg
 
-        conn = await psycopg.AsyncConnection.connect(**dbapi_params(params), autocommit=True)
+        conn = await psycopg.AsyncConnection.connect(**dbapi_params(params), autocommit=True,
+                                                     **self.connect_options())
         try:
             run = await _BUILDERS[workload.kind](conn, workload)
         except BaseException:
@@ -84,5 +91,14 @@ class PsycopgAsyncDriver:
             raise
         return Session(run=run, close=conn.close)
 
+    def connect_options(self) -> dict[str, object]:
+        """Keywords added to the connection: the row factory of the dict-row cells."""
+        if not self.dict_rows:
+            return {}
+        from psycopg.rows import dict_row
+
+        return {"row_factory": dict_row}
+
 
 DRIVER = PsycopgAsyncDriver()
+DICT_DRIVER = PsycopgAsyncDriver("psycopg-async-dict", dict_rows=True)

@@ -85,8 +85,14 @@ _BUILDERS = {"fetch": _fetch, "copy": _copy, "batch": _batch, "cursor": _cursor}
 
 
 class PsycopgDriver:
-    name = "psycopg"
     is_async = False
+
+    def __init__(self, name: str = "psycopg", dict_rows: bool = False) -> None:
+        self.name = name
+        # The dict-row cells: `row_factory=psycopg.rows.dict_row` on the
+        # connection, as psycopg's documentation shows it; the same calls
+        # otherwise.
+        self.dict_rows = dict_rows
 
     def version(self) -> str:
         import psycopg
@@ -96,7 +102,8 @@ class PsycopgDriver:
     def open(self, params: ConnParams, workload: Workload) -> Session:
         import psycopg
 
-        conn = psycopg.connect(**dbapi_params(params), autocommit=True)
+        conn = psycopg.connect(**dbapi_params(params), autocommit=True,
+                               **self.connect_options())
         try:
             run = _BUILDERS[workload.kind](conn, workload)
         except BaseException:
@@ -104,5 +111,14 @@ class PsycopgDriver:
             raise
         return Session(run=run, close=conn.close)
 
+    def connect_options(self) -> dict[str, object]:
+        """Keywords added to the connection: the row factory of the dict-row cells."""
+        if not self.dict_rows:
+            return {}
+        from psycopg.rows import dict_row
+
+        return {"row_factory": dict_row}
+
 
 DRIVER = PsycopgDriver()
+DICT_DRIVER = PsycopgDriver("psycopg-dict", dict_rows=True)

@@ -211,10 +211,11 @@ def test_every_table_of_a_whole_run_is_aligned(fake_run, tmp_path, capsys):
     fake_run("--output", str(tmp_path))
     printed = capsys.readouterr().out
     found = tables(printed)
-    # Rows/s, CPU and nine details tables; the pipeline's two and its details,
-    # one per variant (two); the pool's two and its shortcut level's two; the
-    # sync pool scenario's two; the pooler's three; the memory table.
-    assert len(found) == 2 + 9 + 2 + 2 + 2 + 2 + 2 + 3 + 1
+    # Rows/s, CPU and nine details tables; the dict rows' two; the pipeline's
+    # two and its details, one per variant (two); the pool's two and its
+    # shortcut level's two; the sync pool scenario's two; the pooler's three;
+    # the memory table.
+    assert len(found) == 2 + 9 + 2 + 2 + 2 + 2 + 2 + 2 + 3 + 1
     for lines in found:
         pipes = {tuple(i for i, ch in enumerate(line) if ch == "|") for line in lines}
         assert len(pipes) == 1, "\n".join(lines)

@@ -26,7 +26,7 @@ def _options(argv: list[str]) -> Options:
     return cli.options_from(cli.parser().parse_args(argv))
 
 
-ALL_SCENARIOS = ["pipeline_oneplusone", "pipeline_lookup5", "pool", "pool_shortcuts", "sync_pool",
+ALL_SCENARIOS = ["dict_rows", "pipeline_oneplusone", "pipeline_lookup5", "pool", "pool_shortcuts", "sync_pool",
                  "pooler_pg_type", "pooler_oneplusone", "cursor_1m"]
 
 
@@ -51,8 +51,8 @@ def test_workloads_pool_selects_the_pool_scenario_alone():
 
 def test_skip_leaves_out_workloads_and_scenarios():
     o = _options(["--skip", "pool,cursor_stream,pipeline_lookup5"])
-    assert o.scenarios == ["pipeline_oneplusone", "pool_shortcuts", "sync_pool", "pooler_pg_type",
-                           "pooler_oneplusone", "cursor_1m"]
+    assert o.scenarios == ["dict_rows", "pipeline_oneplusone", "pool_shortcuts", "sync_pool",
+                           "pooler_pg_type", "pooler_oneplusone", "cursor_1m"]
     assert "cursor_stream" not in o.workloads
     assert len(o.workloads) == len(WORKLOADS) - 1
 

@@ -6,17 +6,22 @@ demand, memoised.  Built-in types come from a generated table, so they
 never need a catalog query; other types are learned by introspection (one
 query for all unknown OIDs of a statement, recursively) and cached here.
 User codecs (set_type_codec) are overrides by OID; changing one clears the
-memo so that arrays and composites pick it up too.  Nothing here is tied to
+memo so that arrays and composites pick it up too.  A registry made with a
+JsonCodec (connect(json=...)) has json and jsonb codecs that call its
+loads/dumps in place of the built-in str ones.  Nothing here is tied to
 one connection, so connections of a pool can share a registry.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Iterable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Iterable, NamedTuple, Optional
 
 import mypgdriver.codecs
 from mypgdriver.codecs import base, pg_types
+
+if TYPE_CHECKING:
+    from mypgdriver.types import JsonCodec
 
 _NOT_CODEC_FAMILIES = {'base', 'registry', 'introspection', 'pg_types'}
 
@@ -44,6 +49,7 @@ def _load_codec_modules() -> None:
 _load_codec_modules()
 
 from mypgdriver.codecs.array import make_array_codec, make_text_array_codec  # noqa: E402
+from mypgdriver.codecs.json import make_json_codecs  # noqa: E402
 
 
 class TypeInfo(NamedTuple):
@@ -71,8 +77,16 @@ BUILTIN_TYPES = {
 class CodecRegistry:
     """Maps type OIDs to codecs for one connection (or one pool)."""
 
-    def __init__(self) -> None:
+    def __init__(self, json: Optional[JsonCodec] = None) -> None:
         self._builtin_codecs = base.builtin_codecs()
+        if json is not None:
+            # connect(json=...): this registry's json and jsonb codecs call
+            # loads/dumps.  In place of the built-in ones, so that arrays,
+            # composites and domains of json/jsonb use them too, and a user
+            # codec (set_type_codec) still wins, and reset_type_codec() goes
+            # back to them.
+            self._builtin_codecs.update(
+                make_json_codecs(json.loads, json.dumps, json.loads_bytes))
         self._types: dict[int, TypeInfo] = dict(BUILTIN_TYPES)
         self._overrides: dict[int, object] = {}
         self._introspected: set[int] = set()

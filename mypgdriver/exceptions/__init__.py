@@ -24,7 +24,7 @@ them.
 
 from __future__ import annotations
 
-from . import _base, _generated, _hints
+from . import _base, _generated, _hints, pep249
 
 # Each star import comes before the import by name from the same module:
 # mypy exports what a star import brings in (it reads no "__all__ +=
@@ -82,6 +82,17 @@ class PasswordRequiredError(InvalidPasswordError, InterfaceError):
                  hint: str | None = None) -> None:
         super().__init__(msg, detail=detail, hint=hint)
         self.message = msg      # where code written for the server's error reads it
+
+
+class QueryParameterError(InterfaceError, pep249.ProgrammingError):
+    """Placeholders and parameters that do not match (%s, %(name)s, :name styles).
+
+    Raised before anything is sent, by the DB-API (:mod:`mypgdriver.dbapi`)
+    and :mod:`mypgdriver.paramstyle`: a missing name, a wrong number of
+    values, a mapping for ``%s`` or a sequence for ``%(name)s``, a stray
+    ``%``.  A DB-API ``ProgrammingError``, and mypgdriver's
+    ``InterfaceError`` (misuse of the API).
+    """
 
 
 # The same words as asyncpg's: applications (and SQLAlchemy's asyncpg
@@ -174,6 +185,7 @@ __all__ += _generated.__all__
 __all__ += [
     'InvalidCachedStatementError',
     'PasswordRequiredError',
+    'QueryParameterError',
     'UnsupportedArgumentError',
 ]
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import pep249
+
 __all__ = (
     'PostgresMessage',
     'PostgresError',
@@ -101,6 +103,28 @@ class PostgresMessage:
         """The ``where`` field under the name asyncpg gives it."""
         return self.where
 
+    @property
+    def diag(self) -> Diagnostic:
+        """The fields under the names psycopg (3 and 2) gives them: ``e.diag.message_primary``.
+
+        For code moving from psycopg; the same values as this object's own
+        attributes (``e.diag.constraint_name`` is ``e.constraint_name``).
+        """
+        return Diagnostic(self)
+
+    @property
+    def pgcode(self) -> str | None:
+        """The SQLSTATE, under psycopg2's name (``e.pgcode``)."""
+        return self.sqlstate
+
+    @property
+    def pgerror(self) -> str | None:
+        """The message as psql prints it (``ERROR:  text`` and its DETAIL/HINT), as psycopg2's ``e.pgerror``."""
+        if self.message is None:
+            return None
+        return _with_detail_and_hint(f'{self.severity or "ERROR"}:  {self.message}',
+                                     self.detail, self.hint)
+
     def as_dict(self) -> dict[str, str]:
         """Return the server fields that are set, keyed by attribute name.
 
@@ -125,8 +149,59 @@ class PostgresMessage:
             state['query'] = query
 
 
-class PostgresError(PostgresMessage, Exception):
-    """Base class of every error reported by the PostgreSQL server."""
+class Diagnostic:
+    """A server message's fields under psycopg's names (``e.diag``), read-only.
+
+    psycopg 3's ``Diagnostic`` and psycopg2's ``Diagnostics`` have these
+    attributes; each is a ``str`` or ``None`` as the server sent it.
+    """
+
+    __slots__ = ('_message',)
+
+    #: psycopg's attribute name -> this driver's attribute name.
+    NAMES = {
+        'severity': 'severity',
+        'severity_nonlocalized': 'severity_en',
+        'sqlstate': 'sqlstate',
+        'message_primary': 'message',
+        'message_detail': 'detail',
+        'message_hint': 'hint',
+        'statement_position': 'position',
+        'internal_position': 'internal_position',
+        'internal_query': 'internal_query',
+        'context': 'where',
+        'schema_name': 'schema_name',
+        'table_name': 'table_name',
+        'column_name': 'column_name',
+        'datatype_name': 'data_type_name',
+        'constraint_name': 'constraint_name',
+        'source_file': 'server_source_filename',
+        'source_line': 'server_source_line',
+        'source_function': 'server_source_function',
+    }
+
+    def __init__(self, message: PostgresMessage) -> None:
+        self._message = message
+
+    def __getattr__(self, name: str) -> str | None:
+        own = Diagnostic.NAMES.get(name)
+        if own is None:
+            raise AttributeError(f'{type(self).__name__!r} object has no attribute {name!r}')
+        value: str | None = getattr(self._message, own)
+        return value
+
+    def __dir__(self) -> list[str]:
+        return sorted(Diagnostic.NAMES)
+
+    def __repr__(self) -> str:
+        return f'<Diagnostic sqlstate={self.sqlstate!r} message_primary={self.message_primary!r}>'
+
+
+class PostgresError(PostgresMessage, pep249.DatabaseError):
+    """Base class of every error reported by the PostgreSQL server.
+
+    Also the DB-API's ``DatabaseError`` (see :mod:`mypgdriver.exceptions.pep249`).
+    """
 
     def __str__(self) -> str:
         text = self.args[0] if self.args else (self.message or '')
@@ -188,8 +263,12 @@ class InterfaceMessage:
         return _with_detail_and_hint(str(text), self.detail, self.hint)
 
 
-class InterfaceError(InterfaceMessage, Exception):
-    """An error caused by improper use of the driver's API."""
+class InterfaceError(InterfaceMessage, pep249.InterfaceError):
+    """An error caused by improper use of the driver's API.
+
+    Also the DB-API's ``InterfaceError`` (another class, of
+    :mod:`mypgdriver.exceptions.pep249`).
+    """
 
     def __init__(self, msg: str, *, detail: str | None = None,
                  hint: str | None = None) -> None:
@@ -223,8 +302,12 @@ class UnsupportedServerFeatureError(InterfaceError):
     """The requested feature is not supported by the PostgreSQL server."""
 
 
-class InternalClientError(Exception):
-    """An unexpected client-side failure not classified otherwise."""
+class InternalClientError(pep249.InterfaceError):
+    """An unexpected client-side failure not classified otherwise.
+
+    A DB-API ``InterfaceError`` (:mod:`mypgdriver.exceptions.pep249`), not
+    mypgdriver's (asyncpg's) ``InterfaceError``.
+    """
 
 
 class ProtocolError(InternalClientError):

@@ -5,13 +5,15 @@
 #
 # Class names equal asyncpg's for the same SQLSTATE (checked while
 # generating).  Differences from asyncpg:
-#   none in class names or bases (the generator fails on any).
+#   none in class names or bases (the generator fails on any), except that the
+#   root of each SQLSTATE class also derives from its PEP 249 class (pep249.py).
 #   Not generated, as in asyncpg: 00000 successful_completion, which is not a
 #   condition; a notice carrying it becomes a plain PostgresLogMessage.
 """Exception classes for every SQLSTATE, generated from errcodes.txt."""
 
 from __future__ import annotations
 
+from . import pep249 as _pep249
 from ._base import PostgresError, PostgresLogMessage
 
 
@@ -85,7 +87,7 @@ class SQLStatementNotYetCompleteError(PostgresError):
 
 
 # Class 08 - Connection Exception
-class PostgresConnectionError(PostgresError):
+class PostgresConnectionError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 08000: connection_exception."""
 
     sqlstate = '08000'
@@ -135,7 +137,7 @@ class TriggeredActionError(PostgresError):
 
 
 # Class 0A - Feature Not Supported
-class FeatureNotSupportedError(PostgresError):
+class FeatureNotSupportedError(PostgresError, _pep249.NotSupportedError):
     """SQLSTATE 0A000: feature_not_supported."""
 
     sqlstate = '0A000'
@@ -195,28 +197,28 @@ class StackedDiagnosticsAccessedWithoutActiveHandlerError(DiagnosticsError):
 
 
 # Class 10 - XQuery Error
-class InvalidArgumentForXqueryError(PostgresError):
+class InvalidArgumentForXqueryError(PostgresError, _pep249.ProgrammingError):
     """SQLSTATE 10608: invalid_argument_for_xquery."""
 
     sqlstate = '10608'
 
 
 # Class 20 - Case Not Found
-class CaseNotFoundError(PostgresError):
+class CaseNotFoundError(PostgresError, _pep249.ProgrammingError):
     """SQLSTATE 20000: case_not_found."""
 
     sqlstate = '20000'
 
 
 # Class 21 - Cardinality Violation
-class CardinalityViolationError(PostgresError):
+class CardinalityViolationError(PostgresError, _pep249.ProgrammingError):
     """SQLSTATE 21000: cardinality_violation."""
 
     sqlstate = '21000'
 
 
 # Class 22 - Data Exception
-class DataError(PostgresError):
+class DataError(PostgresError, _pep249.DataError):
     """SQLSTATE 22000: data_exception."""
 
     sqlstate = '22000'
@@ -625,7 +627,7 @@ class SQLJsonItemCannotBeCastToTargetTypeError(DataError):
 
 
 # Class 23 - Integrity Constraint Violation
-class IntegrityConstraintViolationError(PostgresError):
+class IntegrityConstraintViolationError(PostgresError, _pep249.IntegrityError):
     """SQLSTATE 23000: integrity_constraint_violation."""
 
     sqlstate = '23000'
@@ -668,14 +670,14 @@ class ExclusionViolationError(IntegrityConstraintViolationError):
 
 
 # Class 24 - Invalid Cursor State
-class InvalidCursorStateError(PostgresError):
+class InvalidCursorStateError(PostgresError, _pep249.InternalError):
     """SQLSTATE 24000: invalid_cursor_state."""
 
     sqlstate = '24000'
 
 
 # Class 25 - Invalid Transaction State
-class InvalidTransactionStateError(PostgresError):
+class InvalidTransactionStateError(PostgresError, _pep249.InternalError):
     """SQLSTATE 25000: invalid_transaction_state."""
 
     sqlstate = '25000'
@@ -754,21 +756,21 @@ class TransactionTimeoutError(InvalidTransactionStateError):
 
 
 # Class 26 - Invalid SQL Statement Name
-class InvalidSQLStatementNameError(PostgresError):
+class InvalidSQLStatementNameError(PostgresError, _pep249.ProgrammingError):
     """SQLSTATE 26000: invalid_sql_statement_name."""
 
     sqlstate = '26000'
 
 
 # Class 27 - Triggered Data Change Violation
-class TriggeredDataChangeViolationError(PostgresError):
+class TriggeredDataChangeViolationError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 27000: triggered_data_change_violation."""
 
     sqlstate = '27000'
 
 
 # Class 28 - Invalid Authorization Specification
-class InvalidAuthorizationSpecificationError(PostgresError):
+class InvalidAuthorizationSpecificationError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 28000: invalid_authorization_specification."""
 
     sqlstate = '28000'
@@ -781,7 +783,7 @@ class InvalidPasswordError(InvalidAuthorizationSpecificationError):
 
 
 # Class 2B - Dependent Privilege Descriptors Still Exist
-class DependentPrivilegeDescriptorsStillExistError(PostgresError):
+class DependentPrivilegeDescriptorsStillExistError(PostgresError, _pep249.InternalError):
     """SQLSTATE 2B000: dependent_privilege_descriptors_still_exist."""
 
     sqlstate = '2B000'
@@ -794,14 +796,14 @@ class DependentObjectsStillExistError(DependentPrivilegeDescriptorsStillExistErr
 
 
 # Class 2D - Invalid Transaction Termination
-class InvalidTransactionTerminationError(PostgresError):
+class InvalidTransactionTerminationError(PostgresError, _pep249.InternalError):
     """SQLSTATE 2D000: invalid_transaction_termination."""
 
     sqlstate = '2D000'
 
 
 # Class 2F - SQL Routine Exception
-class SQLRoutineError(PostgresError):
+class SQLRoutineError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 2F000: sql_routine_exception."""
 
     sqlstate = '2F000'
@@ -832,14 +834,14 @@ class ReadingSQLDataNotPermittedError(SQLRoutineError):
 
 
 # Class 34 - Invalid Cursor Name
-class InvalidCursorNameError(PostgresError):
+class InvalidCursorNameError(PostgresError, _pep249.ProgrammingError):
     """SQLSTATE 34000: invalid_cursor_name."""
 
     sqlstate = '34000'
 
 
 # Class 38 - External Routine Exception
-class ExternalRoutineError(PostgresError):
+class ExternalRoutineError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 38000: external_routine_exception."""
 
     sqlstate = '38000'
@@ -870,7 +872,7 @@ class ReadingExternalRoutineSQLDataNotPermittedError(ExternalRoutineError):
 
 
 # Class 39 - External Routine Invocation Exception
-class ExternalRoutineInvocationError(PostgresError):
+class ExternalRoutineInvocationError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 39000: external_routine_invocation_exception."""
 
     sqlstate = '39000'
@@ -907,7 +909,7 @@ class EventTriggerProtocolViolatedError(ExternalRoutineInvocationError):
 
 
 # Class 3B - Savepoint Exception
-class SavepointError(PostgresError):
+class SavepointError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 3B000: savepoint_exception."""
 
     sqlstate = '3B000'
@@ -920,21 +922,21 @@ class InvalidSavepointSpecificationError(SavepointError):
 
 
 # Class 3D - Invalid Catalog Name
-class InvalidCatalogNameError(PostgresError):
+class InvalidCatalogNameError(PostgresError, _pep249.ProgrammingError):
     """SQLSTATE 3D000: invalid_catalog_name."""
 
     sqlstate = '3D000'
 
 
 # Class 3F - Invalid Schema Name
-class InvalidSchemaNameError(PostgresError):
+class InvalidSchemaNameError(PostgresError, _pep249.ProgrammingError):
     """SQLSTATE 3F000: invalid_schema_name."""
 
     sqlstate = '3F000'
 
 
 # Class 40 - Transaction Rollback
-class TransactionRollbackError(PostgresError):
+class TransactionRollbackError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 40000: transaction_rollback."""
 
     sqlstate = '40000'
@@ -965,7 +967,7 @@ class DeadlockDetectedError(TransactionRollbackError):
 
 
 # Class 42 - Syntax Error or Access Rule Violation
-class SyntaxOrAccessError(PostgresError):
+class SyntaxOrAccessError(PostgresError, _pep249.ProgrammingError):
     """SQLSTATE 42000: syntax_error_or_access_rule_violation."""
 
     sqlstate = '42000'
@@ -1230,14 +1232,14 @@ class InvalidObjectDefinitionError(SyntaxOrAccessError):
 
 
 # Class 44 - WITH CHECK OPTION Violation
-class WithCheckOptionViolationError(PostgresError):
+class WithCheckOptionViolationError(PostgresError, _pep249.ProgrammingError):
     """SQLSTATE 44000: with_check_option_violation."""
 
     sqlstate = '44000'
 
 
 # Class 53 - Insufficient Resources
-class InsufficientResourcesError(PostgresError):
+class InsufficientResourcesError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 53000: insufficient_resources."""
 
     sqlstate = '53000'
@@ -1268,7 +1270,7 @@ class ConfigurationLimitExceededError(InsufficientResourcesError):
 
 
 # Class 54 - Program Limit Exceeded
-class ProgramLimitExceededError(PostgresError):
+class ProgramLimitExceededError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 54000: program_limit_exceeded."""
 
     sqlstate = '54000'
@@ -1293,7 +1295,7 @@ class TooManyArgumentsError(ProgramLimitExceededError):
 
 
 # Class 55 - Object Not In Prerequisite State
-class ObjectNotInPrerequisiteStateError(PostgresError):
+class ObjectNotInPrerequisiteStateError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 55000: object_not_in_prerequisite_state."""
 
     sqlstate = '55000'
@@ -1324,7 +1326,7 @@ class UnsafeNewEnumValueUsageError(ObjectNotInPrerequisiteStateError):
 
 
 # Class 57 - Operator Intervention
-class OperatorInterventionError(PostgresError):
+class OperatorInterventionError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 57000: operator_intervention."""
 
     sqlstate = '57000'
@@ -1367,7 +1369,7 @@ class IdleSessionTimeoutError(OperatorInterventionError):
 
 
 # Class 58 - System Error (errors external to PostgreSQL itself)
-class PostgresSystemError(PostgresError):
+class PostgresSystemError(PostgresError, _pep249.OperationalError):
     """SQLSTATE 58000: system_error."""
 
     sqlstate = '58000'
@@ -1405,7 +1407,7 @@ class SnapshotTooOldError(PostgresError):
 
 
 # Class F0 - Configuration File Error
-class ConfigFileError(PostgresError):
+class ConfigFileError(PostgresError, _pep249.OperationalError):
     """SQLSTATE F0000: config_file_error."""
 
     sqlstate = 'F0000'
@@ -1418,7 +1420,7 @@ class LockFileExistsError(ConfigFileError):
 
 
 # Class HV - Foreign Data Wrapper Error (SQL/MED)
-class FDWError(PostgresError):
+class FDWError(PostgresError, _pep249.OperationalError):
     """SQLSTATE HV000: fdw_error."""
 
     sqlstate = 'HV000'
@@ -1581,7 +1583,7 @@ class FDWUnableToEstablishConnectionError(FDWError):
 
 
 # Class P0 - PL/pgSQL Error
-class PLPGSQLError(PostgresError):
+class PLPGSQLError(PostgresError, _pep249.ProgrammingError):
     """SQLSTATE P0000: plpgsql_error."""
 
     sqlstate = 'P0000'
@@ -1612,7 +1614,7 @@ class AssertError(PLPGSQLError):
 
 
 # Class XX - Internal Error
-class InternalServerError(PostgresError):
+class InternalServerError(PostgresError, _pep249.InternalError):
     """SQLSTATE XX000: internal_error."""
 
     sqlstate = 'XX000'

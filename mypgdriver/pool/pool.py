@@ -50,7 +50,7 @@ from typing import (
     overload,
 )
 
-from mypgdriver import connector, deadlines, exceptions
+from mypgdriver import connector, deadlines, exceptions, tracing
 from mypgdriver._typing import ArgumentRows, RecordT, RowT
 from mypgdriver.connection import Connection
 from mypgdriver.pool.proxy import PoolConnectionProxy
@@ -71,6 +71,8 @@ from mypgdriver.pool.slots import (
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
+from mypgdriver.types import JsonCodec
+from mypgdriver.tracing import TELEMETRY
 
 __all__ = ('create_pool', 'Pool', 'PoolAcquireContext')
 
@@ -130,6 +132,7 @@ class Pool:
                  record_class: Type[Record] = Record,
                  connect_retry_timeout: float = 10.0,
                  row_factory: Optional[RowFactory[Any]] = None,
+                 json: Union[bool, JsonCodec] = False,
                  **connect_kwargs: Any) -> None:
         if max_size <= 0:
             raise ValueError('max_size is expected to be greater than zero')
@@ -179,6 +182,9 @@ class Pool:
         self._reset = reset
         self._connection_class = connection_class
         self._record_class = record_class
+        # json=: given to every connection the pool opens (unless its
+        # connect arguments name one), checked once here.
+        self._json = connector.resolve_json_option(json)
         # Shortcut methods that the connection class overrides: they run on
         # a connection of their own (see _shortcut).
         self._overridden_shortcuts = overridden_shortcuts(connection_class)
@@ -203,6 +209,8 @@ class Pool:
         self._drained: Optional[asyncio.Future] = None  # set when _slots drops to 0 on close
         self._close_tasks: Set[asyncio.Task] = set()
         self._counters = PoolCounters()
+        # db.client.connection.pool.name (tracing.name_pool(), once tracing is live).
+        self._otel_pool_name: Optional[str] = None
 
     def __repr__(self) -> str:
         state = ('closed' if self._closed else 'closing' if self._closing
@@ -242,6 +250,9 @@ class Pool:
         finally:
             self._initializing = False
         self._initialized = True
+        if TELEMETRY.live:
+            # Reported in the connection metrics from now on.
+            tracing.name_pool(self, self._connect_dsn, self._connect_kwargs)
         self._schedule_refill()
         self._idle_check_handle = self._loop.call_later(_IDLE_CHECK_INTERVAL, self._check_idle)
         return self
@@ -341,7 +352,13 @@ class Pool:
         """
         return PoolAcquireContext(self, timeout)
 
-    async def _acquire(self, timeout: Optional[float]) -> PoolConnectionProxy:
+    async def _acquire(self, timeout: Optional[float],
+                       observed: bool = False) -> PoolConnectionProxy:
+        if TELEMETRY.live and not observed:
+            # In its span (`observed`: already inside it).
+            return await tracing.traced_acquire(
+                self._acquire(timeout, True),
+                tracing.name_pool(self, self._connect_dsn, self._connect_kwargs))
         self._check_open()
         loop = self._loop
         assert loop is not None
@@ -489,7 +506,8 @@ class Pool:
         try:
             con = await connect(self._connect_dsn, loop=self._loop,
                                 connection_class=self._connection_class,
-                                record_class=self._record_class, **self._connect_kwargs)
+                                record_class=self._record_class,
+                                **with_json(self._connect_kwargs, self._json))
             if not isinstance(con, self._connection_class):
                 bad = type(con)
                 con_close = getattr(con, 'close', None)
@@ -1218,6 +1236,7 @@ def create_pool(dsn: Optional[str] = None, *,
                 record_class: Type[Record] = Record,
                 connect_retry_timeout: float = 10.0,
                 row_factory: Optional[RowFactory[Any]] = None,
+                json: Union[bool, JsonCodec] = False,
                 **connect_kwargs: Any) -> Pool:
     """Create a connection pool.
 
@@ -1253,7 +1272,12 @@ def create_pool(dsn: Optional[str] = None, *,
     `record_class`).  `connect_retry_timeout` is how long an ``acquire()``
     without a timeout keeps retrying to open a connection while the server is
     unreachable or starting (an ``acquire()`` with a timeout retries within
-    it).  ``0`` gives up after the first failure.
+    it).  ``0`` gives up after the first failure.  `json` (``True`` or a
+    :class:`~mypgdriver.types.JsonCodec`) is passed on to ``connect`` for
+    every connection the pool opens, also later ones and those opened after
+    :meth:`Pool.set_connect_args` (unless its arguments name a `json` of
+    their own): ``json`` and ``jsonb`` values as Python objects (see
+    :func:`mypgdriver.connect`).  A pool's reset leaves it in place.
     """
     return Pool(dsn, init_size=init_size, min_size=min_size, max_size=max_size,
                 max_queries=max_queries,
@@ -1261,7 +1285,7 @@ def create_pool(dsn: Optional[str] = None, *,
                 connect=connect, setup=setup, init=init, reset=reset, loop=loop,
                 connection_class=connection_class, record_class=record_class,
                 connect_retry_timeout=connect_retry_timeout, row_factory=row_factory,
-                **connect_kwargs)
+                json=json, **connect_kwargs)
 
 
 def _opening_timed_out(timeout: Optional[float],
@@ -1276,3 +1300,14 @@ def _opening_timed_out(timeout: Optional[float],
     if error is not None:
         message += f'; last error: {str(error) or type(error).__name__}'
     return asyncio.TimeoutError(message)
+
+
+def with_json(connect_kwargs: dict[str, Any], json: Optional[JsonCodec]) -> dict[str, Any]:
+    """A pool's connect arguments with its `json` added (unless they name one themselves).
+
+    Added only when set, so that a pool without it calls a `connect`
+    callback exactly as before.
+    """
+    if json is None or 'json' in connect_kwargs:
+        return connect_kwargs
+    return {**connect_kwargs, 'json': json}

@@ -37,6 +37,7 @@ cdef class Operation:
         int row_kind                  # statement.RowKind: what rows are made as
         object row_maker              # ROW_MAKER: the factory's maker for this result
         bint collecting_rows          # DataRows are decoded and kept
+        list row_ends                 # executemany grouped: (rows so far, tag) per CommandComplete
         int want                      # bind/execute: C_WANT_ROWS or C_WANT_STATUS (protocol.pyx)
         StatusSink status_sink        # bind/execute: also gets the status tag (or None)
         str query_text                # simple query text, for server errors
@@ -102,6 +103,7 @@ cdef class CoreProtocol:
         Py_ssize_t rows_len
         Py_ssize_t rows_cap
         bint collecting_rows
+        list row_ends                     # the head's Operation.row_ends (or None)
         bint decoding_row                 # a DataRow is being decoded (for error routing)
         str result_status
         str last_tag            # the last CommandComplete tag, reused when it repeats

@@ -146,6 +146,7 @@ cdef class CoreProtocol:
         self.rows_len = 0
         self.rows_cap = 0
         self.collecting_rows = False
+        self.row_ends = None
         self.decoding_row = False
         self.cur = None
         self.tail = None
@@ -295,6 +296,7 @@ cdef class CoreProtocol:
         self._drop_rows()
         self.simple_query_text = op.query_text
         self.collecting_rows = op.collecting_rows
+        self.row_ends = op.row_ends
         self.result_status = None
         self.result_error = None
         self.discard_rows = op.abandoned
@@ -333,6 +335,7 @@ cdef class CoreProtocol:
         self.simple_query_text = None
         self._drop_rows()
         self.collecting_rows = False
+        self.row_ends = None
         self.result_status = None
         self.result_error = None
         self.discard_rows = False
@@ -725,6 +728,9 @@ cdef class CoreProtocol:
             return self._on_data_row(frame)
         elif mtype == b'C':
             self.result_status = self._command_tag(frame)
+            if self.row_ends is not None:
+                # executemany with grouped rows: where this statement's rows end.
+                self.row_ends.append((self.rows_len, self.result_status))
             if self.last_tag_drops:
                 self._on_statements_dropped()
         elif mtype == b'Z':

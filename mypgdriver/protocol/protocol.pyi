@@ -12,6 +12,7 @@ from mypgdriver.protocol.statement import StatementState
 
 WANT_ROWS: Final[int]
 WANT_STATUS: Final[int]
+ROWS_PER_STATEMENT: Final[int]
 DEFAULT_MAX_PIPELINE: Final[int]
 
 def check_record_class(record_class: object) -> None: ...
@@ -108,7 +109,7 @@ class BaseProtocol(CoreProtocol):
     def close_statements(self, names: list[str],
                          timeout: float | None = None) -> asyncio.Future[Any]: ...
     def executemany_start(self, st: StatementState, timeout: float | None = None,
-                          return_rows: bool = False,
+                          return_rows: int = 0,
                           record_class: Any = None) -> asyncio.Future[Any]: ...
     def executemany_write(self, st: StatementState, rows: Any, base_index: int,
                           savepoint: str | None = None) -> None: ...

@@ -47,6 +47,8 @@ cdef enum Want:
     C_WANT_STATUS = 1
 
 WANT_ROWS = C_WANT_ROWS
+#: executemany_start()'s return_rows for one (rows, status tag) pair per statement.
+ROWS_PER_STATEMENT = 2
 WANT_STATUS = C_WANT_STATUS
 
 
@@ -716,7 +718,10 @@ cdef class BaseProtocol(CoreProtocol):
         elif op.kind == OP_PREPARE:
             waiter.set_result(op.statement)
         elif op.kind == OP_EXECUTE_MANY:
-            waiter.set_result(self._take_rows() if op.collecting_rows else None)
+            if op.row_ends is not None:
+                waiter.set_result(_group_rows(self._take_rows(), op.row_ends))
+            else:
+                waiter.set_result(self._take_rows() if op.collecting_rows else None)
         elif op.kind == OP_SIMPLE_QUERY or op.kind == OP_COPY:
             waiter.set_result(self.result_status)
         else:
@@ -744,6 +749,7 @@ cdef class BaseProtocol(CoreProtocol):
         op.record_class = None
         op.row_maker = None
         op.collecting_rows = False
+        op.row_ends = None
         op.want = C_WANT_ROWS
         op.status_sink = None
         op.query_text = None
@@ -1034,9 +1040,14 @@ cdef class BaseProtocol(CoreProtocol):
     # executemany: start, write batches, finish; the Future completes at
     # ReadyForQuery.  It is a stream: exclusive.
 
-    def executemany_start(self, StatementState st, timeout=None, bint return_rows=False,
+    def executemany_start(self, StatementState st, timeout=None, int return_rows=0,
                           record_class=None):
-        """Start a pipeline; its Future gives None, or all rows with `return_rows` (fetchmany)."""
+        """Start a pipeline; its Future gives None, or the rows with `return_rows`.
+
+        `return_rows`: 0 (False) none, 1 (True) all rows in one list
+        (fetchmany), ROWS_PER_STATEMENT one ``(rows, status tag)`` pair per
+        statement run (the DB-API's executemany(returning=True)).
+        """
         cdef int kind = ROW_RECORD
         cdef object maker = None
         if record_class is not Record and record_class is not None:
@@ -1046,7 +1057,8 @@ cdef class BaseProtocol(CoreProtocol):
         cdef Operation op = self._make_op(OP_EXECUTE_MANY, STATE_BIND_EXECUTE_MANY, timeout,
                                           True)
         op.statement = st
-        op.collecting_rows = return_rows
+        op.collecting_rows = return_rows != 0
+        op.row_ends = [] if return_rows == ROWS_PER_STATEMENT else None
         set_row_shape(op, record_class, kind, maker)
         op.carries_parse = st.parse_pending
         self.sync_sent = False
@@ -1182,6 +1194,19 @@ cdef class BaseProtocol(CoreProtocol):
         self.state = STATE_CLOSED
         if self.transport is not None:
             self.transport.abort()
+
+
+cdef list _group_rows(list rows, list row_ends):
+    # executemany's rows cut at each statement's CommandComplete; the
+    # SAVEPOINT and RELEASE around a pipeline inside a block are not ours.
+    cdef list groups = []
+    cdef Py_ssize_t start = 0, end
+    for end, tag in row_ends:
+        if tag == 'SAVEPOINT' or tag == 'RELEASE':
+            continue
+        groups.append((rows[start:end], tag))
+        start = end
+    return groups
 
 
 cdef str _abandoned_outcome(BaseProtocol proto, Operation op):

@@ -76,6 +76,6 @@ def _host_of(aconn: AsyncConnection) -> Any:
     # The HostSpec the connection was opened to: of several hosts, the one
     # the connection describes itself by (Connection._addr).
     for hostspec in aconn._params.hosts:
-        if connector._describe(hostspec) == aconn._addr:
+        if connector.describe_host(hostspec) == aconn._addr:
             return hostspec
     raise RuntimeError(f'mypgdriver.sync: no host of the connection matches {aconn._addr!r}')

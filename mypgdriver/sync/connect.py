@@ -10,6 +10,7 @@ from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory
 from mypgdriver.sync.connection import Connection
 from mypgdriver.sync.glue import open_connection
+from mypgdriver.types import JsonCodec
 
 
 def connect(dsn: Optional[str] = None, *,
@@ -33,7 +34,8 @@ def connect(dsn: Optional[str] = None, *,
             krbsrvname: Optional[str] = None, gsslib: Optional[str] = None,
             max_pipeline: int = DEFAULT_MAX_PIPELINE,
             min_protocol_version: Optional[str] = None,
-            max_protocol_version: Optional[str] = None) -> Connection:
+            max_protocol_version: Optional[str] = None,
+            json: Union[bool, JsonCodec] = False) -> Connection:
     """Open a connection to a PostgreSQL server and return a :class:`Connection`, blocking.
 
     The arguments are those of :func:`mypgdriver.connect`, read by the same
@@ -54,7 +56,9 @@ def connect(dsn: Optional[str] = None, *,
     Statements and results: `statement_cache_size`,
     `max_cached_statement_lifetime`, `max_cacheable_statement_size`,
     `record_class`, `row_factory` (the connection's default row factory,
-    :mod:`mypgdriver.rows`).  The session: `server_settings`, `max_pipeline`,
+    :mod:`mypgdriver.rows`), `json` (``True`` or a
+    :class:`~mypgdriver.types.JsonCodec`: ``json`` and ``jsonb`` values as
+    Python objects, see :ref:`json-values`).  The session: `server_settings`, `max_pipeline`,
     `min_protocol_version`, `max_protocol_version`; `krbsrvname` and
     `gsslib` are accepted and ignored.  See :func:`mypgdriver.connect` for
     each in detail.
@@ -75,5 +79,5 @@ def connect(dsn: Optional[str] = None, *,
         record_class=record_class, row_factory=row_factory, server_settings=server_settings,
         target_session_attrs=target_session_attrs, krbsrvname=krbsrvname, gsslib=gsslib,
         max_pipeline=max_pipeline, min_protocol_version=min_protocol_version,
-        max_protocol_version=max_protocol_version)
+        max_protocol_version=max_protocol_version, json=json)
     return connection_class(aconn, glue)

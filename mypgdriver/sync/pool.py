@@ -45,8 +45,10 @@ from typing import (
     overload,
 )
 
-from mypgdriver import exceptions
+from mypgdriver import exceptions, tracing
 from mypgdriver._typing import ArgumentRow, RecordT, RowT
+from mypgdriver.connector import resolve_json_option
+from mypgdriver.pool.pool import with_json
 from mypgdriver.pool.proxy import begin_checkout, end_checkout
 from mypgdriver.pool.reset import default_reset, end_open_transaction, in_unknown_state
 from mypgdriver.pool.stats import PoolCounters, PoolStats
@@ -71,6 +73,8 @@ from mypgdriver.sync.poolcore import (
     PoolEntry,
 )
 from mypgdriver.sync.pooled import PoolConnectionProxy
+from mypgdriver.types import JsonCodec
+from mypgdriver.tracing import TELEMETRY
 
 __all__ = ('Pool', 'create_pool', 'PoolConnectionProxy')
 
@@ -118,6 +122,7 @@ class Pool:
                  connection_class: type[Connection] = Connection,
                  record_class: type[Record] = Record,
                  row_factory: Optional[RowFactory[Any]] = None,
+                 json: Union[bool, JsonCodec] = False,
                  **connect_kwargs: Any) -> None:
         if max_size <= 0:
             raise ValueError('max_size is expected to be greater than zero')
@@ -153,6 +158,8 @@ class Pool:
         self._reset = reset
         self._connection_class = connection_class
         self._record_class = record_class
+        # json=: given to every connection the pool opens (see with_json()).
+        self._json = resolve_json_option(json)
 
         self._counters = PoolCounters()
         # The slots, idle connections and waiting acquires (compiled: Ctrl-C safe).
@@ -161,6 +168,8 @@ class Pool:
                               max_inactive=max_inactive_connection_lifetime,
                               connect_dsn=dsn, connect_kwargs=connect_kwargs)
         self._thread: Optional[threading.Thread] = None
+        # db.client.connection.pool.name (tracing.name_pool(), once tracing is live).
+        self._otel_pool_name: Optional[str] = None
 
     def __repr__(self) -> str:
         core = self._core
@@ -187,6 +196,9 @@ class Pool:
         except BaseException:
             self.terminate()
             raise
+        if TELEMETRY.live:
+            # Reported in the connection metrics from now on.
+            tracing.name_pool(self, self._core.connect_dsn, self._core.connect_kwargs)
         self._thread = threading.Thread(target=self._maintain, daemon=True,
                                         name=f'mypgdriver.sync.Pool-{id(self):#x}')
         self._thread.start()
@@ -255,6 +267,11 @@ class Pool:
         :exc:`TimeoutError` (:exc:`asyncio.TimeoutError`) is raised, saying
         how many connections were in use and how many other threads waited.
         """
+        if TELEMETRY.live:
+            core = self._core
+            return tracing.run_acquire(
+                lambda: core.acquire(timeout),
+                tracing.name_pool(self, core.connect_dsn, core.connect_kwargs))
         return self._core.acquire(timeout)
 
     # --- hooks of the core (poolcore.pyx): the Python steps of a checkout ---
@@ -269,7 +286,7 @@ class Pool:
     def _open_connection(self, dsn: Optional[str], kwargs: dict[str, Any]) -> Connection:
         connect = self._connect_fn if self._connect_fn is not None else sync_connect
         con = connect(dsn, connection_class=self._connection_class,
-                      record_class=self._record_class, **kwargs)
+                      record_class=self._record_class, **with_json(kwargs, self._json))
         if not isinstance(con, self._connection_class):
             bad = type(con)
             con_close = getattr(con, 'close', None)
@@ -606,6 +623,7 @@ def create_pool(dsn: Optional[str] = None, *,
                 connection_class: type[Connection] = Connection,
                 record_class: type[Record] = Record,
                 row_factory: Optional[RowFactory[Any]] = None,
+                json: Union[bool, JsonCodec] = False,
                 **connect_kwargs: Any) -> Pool:
     """Create a thread-safe connection pool, open it, and return it.
 
@@ -635,11 +653,15 @@ def create_pool(dsn: Optional[str] = None, *,
     * `connection_class`, `record_class`: passed on to ``connect``.
     * `row_factory` (:mod:`mypgdriver.rows`): every connection's default row
       factory, passed on to ``connect`` (not with a `record_class`).
+    * `json`: ``True`` or a :class:`~mypgdriver.types.JsonCodec`, passed on
+      to ``connect`` for every connection the pool opens, also later ones
+      and those opened after :meth:`Pool.set_connect_args` (unless its
+      arguments name a `json` of their own); a reset leaves it in place.
     """
     pool = Pool(dsn, min_size=min_size, max_size=max_size, max_queries=max_queries,
                 max_inactive_connection_lifetime=max_inactive_connection_lifetime,
                 connect=connect, setup=setup, init=init, reset=reset,
                 connection_class=connection_class, record_class=record_class,
-                row_factory=row_factory, **connect_kwargs)
+                row_factory=row_factory, json=json, **connect_kwargs)
     pool._start()
     return pool

@@ -14,6 +14,7 @@ Its tables are temporary, so it leaves nothing behind.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from dataclasses import dataclass
 from typing import Optional
@@ -21,6 +22,7 @@ from typing import Optional
 import mypgdriver
 from mypgdriver import Connection, Record
 from mypgdriver.exceptions import PostgresLogMessage, UniqueViolationError
+from mypgdriver.types import JsonCodec
 
 SCHEMA = """
     CREATE TEMPORARY TABLE items (
@@ -179,13 +181,24 @@ async def main(dsn: str) -> None:
     finally:
         await conn.close()
 
-    async with mypgdriver.create_pool(dsn, min_size=1, max_size=2) as pool:
+    async with mypgdriver.create_pool(dsn, min_size=1, max_size=2, json=True) as pool:
         async with pool.acquire() as pooled:
             # A pooled connection is accepted wherever a Connection is.
             await run_on_connection(pooled)
         version: str = await pool.fetchval('SHOW server_version')
         rows = await pool.fetch('SELECT generate_series(1, $1) AS n', 3)
         print(version, [row['n'] for row in rows])
+        # json=True: jsonb values as Python objects
+        print(await pool.fetchval('SELECT $1::jsonb', {'tags': ['a', 'b']}))
+
+    # Another JSON library's functions (dumps may return bytes).
+    codec = JsonCodec(loads=json.loads, dumps=lambda v: json.dumps(v).encode(),
+                      loads_bytes=True)
+    conn = await mypgdriver.connect(dsn, json=codec)
+    try:
+        print(await conn.fetchval("SELECT '[1, 2]'::json"))
+    finally:
+        await conn.close()
 
 
 if __name__ == '__main__':

@@ -145,8 +145,10 @@ def main(dsn: str) -> None:
         change = wait_for_change(conn)
         print('notified:', None if change is None else change.payload)
     with mypgdriver.sync.create_pool(dsn, min_size=1, max_size=4,
-                                     setup=prepare_session) as pool:
+                                     setup=prepare_session, json=True) as pool:
         print(stock_report(pool), pool.get_size(), pool.get_idle_size())
+    with mypgdriver.sync.connect(dsn, json=mypgdriver.JsonCodec()) as conn:
+        print(conn.fetchval('SELECT $1::jsonb', {'a': [1]}))
 
 
 if __name__ == '__main__':

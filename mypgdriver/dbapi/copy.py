@@ -1,0 +1,332 @@
+"""COPY through the DB-API cursor, in the spirit of psycopg 3's ``cursor.copy()``.
+
+>>> with cur.copy('COPY t (id, name) FROM STDIN') as copy:
+...     copy.write_row((1, 'a'))          # text format, one row
+...     copy.write(b'2\\tb\\n')             # or blocks of data as they come
+>>> with cur.copy('COPY t TO STDOUT') as copy:
+...     for row in copy.rows():           # ('1', 'a'), ('2', 'b'): strings, NULL is None
+...         ...
+
+The data streams: a block written goes to the server once 128 KiB are
+pending, and rows read are taken from the network as they are consumed
+(reading stops while 512 KiB wait unread), so neither direction holds the
+whole table in memory.  The connection is held by the block: other
+threads' calls on it wait until the block ends.
+
+This module drives the core's COPY steps (mypgdriver/copy.py) one call at
+a time: the start, each block, the end.
+"""
+from __future__ import annotations
+
+import re
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Union
+
+from mypgdriver import copy as core_copy
+from mypgdriver.exceptions import pep249
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from mypgdriver.connection import Connection as AsyncConnection
+    from mypgdriver.dbapi.cursor import Cursor
+
+__all__ = ('Copy',)
+
+#: Data written is sent once this much is pending.
+WRITE_BUFFER_BYTES = 128 * 1024
+
+_FROM_STDIN = re.compile(r'\bFROM\s+STDIN\b', re.IGNORECASE)
+_TO_STDOUT = re.compile(r'\bTO\s+STDOUT\b', re.IGNORECASE)
+
+# COPY's text format (PostgreSQL docs, COPY, "Text Format").
+_ESCAPES = {'\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r'}
+_NEEDS_ESCAPE = re.compile(r'[\\\t\n\r]')
+_UNESCAPE = re.compile(r'\\(?:([0-7]{1,3})|x([0-9a-fA-F]{1,2})|(.))', re.DOTALL)
+_UNESCAPED = {'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}
+
+
+class Copy:
+    """A COPY in progress on a cursor's connection (use ``with cursor.copy(sql) as copy:``).
+
+    For ``COPY ... FROM STDIN``: write() and write_row(); the COPY ends
+    (and its status goes to the cursor's statusmessage and rowcount) when
+    the ``with`` block ends, or fails on the server, copying nothing, if
+    the block raises.  For ``COPY ... TO STDOUT``: iterate for blocks of
+    data (bytes), read() one block, or rows() for the rows of the text
+    format as tuples of strings (None for NULL); leaving the block before
+    the end cancels the rest on the server (inside a transaction, the
+    transaction then fails: roll it back).
+    """
+
+    __slots__ = ('_cursor', '_statement', '_direction', '_future', '_pending', '_pending_size',
+                 '_stream', '_started', '_finished', '_status', '_remainder')
+
+    def __init__(self, cursor: Cursor, statement: str) -> None:
+        """Use :meth:`Cursor.copy`."""
+        if _FROM_STDIN.search(statement):
+            direction = 'in'
+        elif _TO_STDOUT.search(statement):
+            direction = 'out'
+        else:
+            raise pep249.ProgrammingError(
+                'cursor.copy() runs COPY ... FROM STDIN or COPY ... TO STDOUT')
+        self._cursor = cursor
+        self._statement = statement
+        self._direction = direction
+        self._future: Optional[asyncio.Future[Any]] = None
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._stream: Optional[core_copy._CopyOutStream] = None
+        self._started = False
+        self._finished = False
+        self._status: Optional[str] = None
+        self._remainder = b''
+
+    @property
+    def direction(self) -> str:
+        """'in' for COPY FROM STDIN, 'out' for COPY TO STDOUT."""
+        return self._direction
+
+    def __enter__(self) -> Copy:
+        conn = self._cursor._conn
+        conn._lock.acquire()
+        try:
+            if not conn._autocommit and not conn._in_transaction():
+                conn._begin()
+            aconn = conn._aconn
+            if self._direction == 'in':
+                self._future = conn._run(_start_in(aconn, self._statement))
+            else:
+                self._stream = core_copy._CopyOutStream(aconn._session.protocol)
+                self._future = conn._run(_start_out(aconn, self._statement, self._stream))
+            self._started = True
+        except BaseException:
+            conn._lock.release()
+            raise
+        return self
+
+    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        conn = self._cursor._conn
+        try:
+            self._finish(exc)
+        finally:
+            conn._lock.release()
+        cursor = self._cursor
+        cursor._set_command(self._status)
+
+    # --- COPY FROM STDIN --------------------------------------------------------------------
+
+    def write(self, buffer: Union[bytes, bytearray, memoryview, str]) -> None:
+        """Send a block of data in the COPY's format (a str is encoded as UTF-8)."""
+        self._check_active('in', 'write')
+        data = buffer.encode() if isinstance(buffer, str) else bytes(buffer)
+        self._pending.append(data)
+        self._pending_size += len(data)
+        if self._pending_size >= WRITE_BUFFER_BYTES:
+            self._flush()
+
+    def write_row(self, row: Sequence[Any]) -> None:
+        """Send one row in the text format (the COPY must use it: the default).
+
+        None is NULL; str, int, float, Decimal, bool (t/f), bytes (as
+        ``\\x`` hex for bytea), date/time values (ISO) and UUIDs are written
+        as their text; lists, tuples and dicts raise NotSupportedError
+        (write them with write() in the format of the column's type).
+        """
+        self.write(format_text_row(row))
+
+    # --- COPY TO STDOUT ---------------------------------------------------------------------
+
+    def read(self) -> bytes:
+        """The next block of data, b'' at the end."""
+        self._check_active('out', 'read')
+        if self._remainder:
+            data, self._remainder = self._remainder, b''
+            return data
+        conn = self._cursor._conn
+        assert self._future is not None and self._stream is not None
+        block = conn._run(_next_out(conn._aconn, self._stream, self._future))
+        return b'' if block is None else block
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            block = self.read()
+            if not block:
+                return
+            yield block
+
+    def rows(self) -> Iterator[tuple[Optional[str], ...]]:
+        """The rows of a text-format COPY TO STDOUT, as tuples of str (None for NULL).
+
+        Values are not converted to Python types: each is the text the
+        server wrote (``'1'``, ``'t'``, ``'2024-01-31'``).
+        """
+        for line in self._lines():
+            yield tuple(None if field == '\\N' else _unescape(field)
+                        for field in line.split('\t'))
+
+    def _lines(self) -> Iterator[str]:
+        rest = b''
+        for block in self:
+            data = rest + block if rest else block
+            lines = data.split(b'\n')
+            rest = lines.pop()
+            for line in lines:
+                yield line.decode()
+        if rest:
+            yield rest.decode()
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _check_active(self, direction: str, method: str) -> None:
+        if self._direction != direction:
+            raise pep249.ProgrammingError(
+                f'{method}() is for COPY {"FROM STDIN" if direction == "in" else "TO STDOUT"}')
+        if not self._started or self._finished:
+            raise pep249.ProgrammingError(
+                f'{method}() is allowed only inside the "with cursor.copy(...)" block')
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        data = self._pending[0] if len(self._pending) == 1 else b''.join(self._pending)
+        self._pending = []
+        self._pending_size = 0
+        conn = self._cursor._conn
+        conn._run(conn._aconn._send_copy_data(data, self._future))
+
+    def _finish(self, exc: Optional[BaseException]) -> None:
+        if self._finished or not self._started:
+            return
+        self._finished = True
+        conn = self._cursor._conn
+        aconn = conn._aconn
+        fut = self._future
+        assert fut is not None
+        if self._direction == 'in':
+            if exc is None:
+                self._flush()
+                self._status = conn._run(_finish_in(aconn, fut))
+            else:
+                conn._run(_fail_in(aconn, fut, exc))
+        else:
+            assert self._stream is not None
+            self._status = conn._run(_finish_out(aconn, fut, self._stream))
+
+
+def format_text_row(row: Sequence[Any]) -> str:
+    """One line of COPY's text format for `row` (see Copy.write_row)."""
+    fields = []
+    for value in row:
+        if value is None:
+            fields.append('\\N')
+            continue
+        if isinstance(value, bool):
+            text = 't' if value else 'f'
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            text = '\\\\x' + bytes(value).hex()
+            fields.append(text)
+            continue
+        elif isinstance(value, (list, tuple, dict, set)):
+            raise pep249.NotSupportedError(
+                f'write_row() writes scalar values; a {type(value).__name__} must be written '
+                f'with write() in the text form of its column type')
+        else:
+            text = str(value)
+        if _NEEDS_ESCAPE.search(text):
+            text = _NEEDS_ESCAPE.sub(lambda m: _ESCAPES[m.group()], text)
+        fields.append(text)
+    return '\t'.join(fields) + '\n'
+
+
+def _unescape(field: str) -> str:
+    if '\\' not in field:
+        return field
+
+    def replace(m: re.Match[str]) -> str:
+        octal, hexa, char = m.groups()
+        if octal is not None:
+            return chr(int(octal, 8))
+        if hexa is not None:
+            return chr(int(hexa, 16))
+        return _UNESCAPED.get(char, char)
+
+    return _UNESCAPE.sub(replace, field)
+
+
+# --- the core's COPY steps, one call each -----------------------------------------------------
+
+async def _start_in(aconn: AsyncConnection, query: str) -> asyncio.Future[Any]:
+    """Hold the connection, send the COPY; its operation once the server takes data."""
+    session = aconn._session
+    await aconn._copy_hold(None)
+    try:
+        fut = session.protocol.copy_in(query, None)
+        if not await aconn._copy_in_started(fut):
+            await session.wait(fut)     # the server's error (or a COPY of another kind)
+            raise pep249.ProgrammingError('the statement did not start a COPY FROM STDIN')
+    except BaseException:
+        session.admission.release()
+        raise
+    return fut
+
+
+async def _finish_in(aconn: AsyncConnection, fut: asyncio.Future[Any]) -> str:
+    session = aconn._session
+    try:
+        if not fut.done():
+            session.protocol.copy_in_done()
+        result: str = await session.wait(fut)
+        return result
+    finally:
+        session.admission.release()
+
+
+async def _fail_in(aconn: AsyncConnection, fut: asyncio.Future[Any], exc: BaseException) -> None:
+    try:
+        await aconn._fail_copy_in(fut, exc)
+    finally:
+        aconn._session.admission.release()
+
+
+async def _start_out(aconn: AsyncConnection, query: str,
+                     stream: core_copy._CopyOutStream) -> asyncio.Future[Any]:
+    session = aconn._session
+    await aconn._copy_hold(None)
+    try:
+        fut = session.protocol.copy_out(query, stream.feed, None)
+        fut.add_done_callback(stream.wake)
+    except BaseException:
+        session.admission.release()
+        raise
+    return fut
+
+
+async def _next_out(aconn: AsyncConnection, stream: core_copy._CopyOutStream,
+                    fut: asyncio.Future[Any]) -> Optional[bytes]:
+    """The data received since the last call (waiting for some), None at the end."""
+    while True:
+        if stream.chunks:
+            return stream.take()
+        if fut.done():
+            return None
+        stream.waiter = aconn._loop.create_future()
+        await stream.waiter
+
+
+async def _finish_out(aconn: AsyncConnection, fut: asyncio.Future[Any],
+                      stream: core_copy._CopyOutStream) -> Optional[str]:
+    session = aconn._session
+    try:
+        if fut.done():
+            result: str = fut.result()
+            return result
+        # Left before the end: the protocol cancels the COPY on the server
+        # and drains the rest before the next operation.
+        session.abandon(fut)
+        return None
+    finally:
+        stream.resume()
+        session.admission.release()

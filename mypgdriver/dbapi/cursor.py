@@ -1,0 +1,529 @@
+"""The DB-API cursor: execute(), fetch*(), description, rowcount, nextset() (PEP 249).
+
+A thin layer over the sync core: ``execute(query, params)`` converts the
+placeholders once per query text (:mod:`mypgdriver.paramstyle`), takes the
+query's prepared statement from the connection's statement cache, and runs
+it with one Bind/Execute/Sync; the rows come back as the core decoded them
+(binary results) and are turned into rows by the cursor's row factory as
+they are fetched.
+"""
+from __future__ import annotations
+
+from types import TracebackType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    NamedTuple,
+    NoReturn,
+    Optional,
+    Sequence,
+    Union,
+)
+
+from mypgdriver import exceptions
+from mypgdriver.exceptions import pep249
+from mypgdriver.exceptions._hints import append_hint
+from mypgdriver.paramstyle import PYFORMAT, convert, utility_statement_hint
+from mypgdriver.sql import first_keyword, skip_non_code
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from mypgdriver.dbapi.connection import Connection
+    from mypgdriver.dbapi.copy import Copy
+
+__all__ = ('Cursor', 'Column', 'RowFactory', 'RowMaker', 'tuple_row', 'Params')
+
+#: Turns the values of one row (a sequence) into the row the application gets.
+RowMaker = Callable[[Sequence[Any]], Any]
+#: Called with the cursor once its result is known (``cursor.description``
+#: is set): returns the RowMaker for that result.  psycopg 3's meaning.
+RowFactory = Callable[[Any], RowMaker]
+#: What execute() takes as parameters: a sequence for %s, a mapping for %(name)s.
+Params = Union[Sequence[Any], Mapping[str, Any]]
+
+
+def tuple_row(cursor: Any) -> RowMaker:
+    """The default row factory: each row is a tuple."""
+    return tuple
+
+
+class Column(NamedTuple):
+    """One column of ``cursor.description``: PEP 249's 7 items, by index or by name.
+
+    `type_code` is the column type's OID (compare with
+    :data:`~mypgdriver.dbapi.NUMBER` and the other type objects); the size,
+    precision and scale items are None (not sent by the server in a form
+    worth decoding), `null_ok` is None (unknown).
+    """
+
+    name: str
+    type_code: int
+    display_size: Optional[int] = None
+    internal_size: Optional[int] = None
+    precision: Optional[int] = None
+    scale: Optional[int] = None
+    null_ok: Optional[bool] = None
+
+
+# Commands whose tag ends with a row count (PostgreSQL docs, CommandComplete).
+_COUNTED = frozenset(('INSERT', 'UPDATE', 'DELETE', 'MERGE', 'SELECT', 'COPY', 'FETCH',
+                      'MOVE'))
+
+
+def rowcount_of(status: Optional[str]) -> int:
+    """The row count of a command tag ('INSERT 0 5' -> 5), -1 if it has none."""
+    if status:
+        head, _, count = status.rpartition(' ')
+        if count.isdigit() and head.split(' ', 1)[0] in _COUNTED:
+            return int(count)
+    return -1
+
+
+# Statements that go through the extended protocol (a prepared statement,
+# binary results, the statement cache) when run without parameters; any
+# other statement without parameters (DDL, SET, BEGIN, VACUUM...) runs with
+# the simple query protocol, where DDL also tells the statement cache that
+# the schema changed.
+_PREPARED_KEYWORDS = frozenset(('select', 'values', 'table', 'with', 'insert', 'update',
+                                'delete', 'merge', 'show', 'explain', 'fetch', 'call'))
+
+
+def has_several_statements(query: str) -> bool:
+    """True if `query` has SQL code after a top-level ';' (comments and strings skipped)."""
+    i = query.find(';')
+    if i < 0:
+        return False
+    n = len(query)
+    i = 0
+    seen_semicolon = False
+    while i < n:
+        end = skip_non_code(query, i)
+        if end != i:
+            if seen_semicolon and not query.startswith(('--', '/*'), i):
+                return True
+            i = end
+            continue
+        ch = query[i]
+        if ch == ';':
+            seen_semicolon = True
+        elif seen_semicolon and not ch.isspace():
+            return True
+        i += 1
+    return False
+
+
+def runs_as_script(query: str) -> bool:
+    """True if a parameterless `query` runs with the simple query protocol (see above)."""
+    return first_keyword(query) not in _PREPARED_KEYWORDS or has_several_statements(query)
+
+
+class _Result:
+    """One result of an execute: its rows (None for a command), tag and description."""
+
+    __slots__ = ('rows', 'status', 'description')
+
+    def __init__(self, rows: Optional[list[Any]], status: Optional[str],
+                 description: Optional[tuple[Column, ...]]) -> None:
+        self.rows = rows
+        self.status = status
+        self.description = description
+
+
+class Cursor:
+    """A DB-API cursor (client-side): the result of each execute is fetched whole.
+
+    Made by :meth:`Connection.cursor`.  execute() runs the query and keeps
+    its rows; fetchone(), fetchmany(), fetchall() and iteration hand them
+    out, made by the row factory (tuples by default).  For results too big
+    to hold in memory, use a server-side cursor (``conn.cursor(name=...)``).
+    """
+
+    __slots__ = ('_conn', 'arraysize', 'row_factory_', '_results', '_index', '_rows', '_pos',
+                 '_maker', '_description', '_rowcount', '_status', '_query', '_closed',
+                 '__weakref__')
+
+    def __init__(self, connection: Connection, *,
+                 row_factory: Optional[RowFactory] = None) -> None:
+        """Use :meth:`Connection.cursor`."""
+        self._conn = connection
+        #: The default number of rows fetchmany() returns (PEP 249; 1 by default).
+        self.arraysize = 1
+        self.row_factory_ = row_factory if row_factory is not None else connection.row_factory
+        self._results: list[_Result] = []
+        self._index = 0
+        self._rows: Optional[list[Any]] = None
+        self._pos = 0
+        self._maker: RowMaker = tuple
+        self._description: Optional[tuple[Column, ...]] = None
+        self._rowcount: Optional[int] = -1
+        self._status: Optional[str] = None
+        self._query: Optional[str] = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = 'closed' if self._closed else 'open'
+        return f'<{type(self).__module__}.{type(self).__qualname__} {state}>'
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    # --- attributes -----------------------------------------------------------------------
+
+    @property
+    def connection(self) -> Connection:
+        """The connection this cursor runs on (PEP 249 extension)."""
+        return self._conn
+
+    @property
+    def row_factory(self) -> RowFactory:
+        """The row factory of the results (the connection's by default); settable."""
+        return self.row_factory_
+
+    @row_factory.setter
+    def row_factory(self, factory: RowFactory) -> None:
+        self.row_factory_ = factory
+        if self._rows is not None:
+            self._maker = factory(self)
+
+    @property
+    def description(self) -> Optional[tuple[Column, ...]]:
+        """The columns of the current result (PEP 249), or None when it has no rows."""
+        return self._description
+
+    @property
+    def rowcount(self) -> int:
+        """Rows returned or affected by the last command, -1 if unknown (PEP 249).
+
+        Taken from the command tag: SELECT, INSERT, UPDATE, DELETE, MERGE,
+        COPY, FETCH and MOVE; after executemany(), the sum over the runs.
+        """
+        count = self._rowcount
+        if count is None:
+            # Parsed from the tag when asked for: most code never looks.
+            count = self._rowcount = rowcount_of(self._status)
+        return count
+
+    @property
+    def statusmessage(self) -> Optional[str]:
+        """The command tag of the current result, e.g. ``'INSERT 0 1'`` (None before any)."""
+        return self._status
+
+    @property
+    def lastrowid(self) -> None:
+        """Always None: PostgreSQL has no row ids to report (use ``RETURNING``)."""
+        return None
+
+    @property
+    def query(self) -> Optional[str]:
+        """The text of the last query sent (with ``$n`` placeholders), or None."""
+        return self._query
+
+    @property
+    def rownumber(self) -> Optional[int]:
+        """The index of the next row of the current result, or None without a result."""
+        return None if self._rows is None else self._pos
+
+    @property
+    def closed(self) -> bool:
+        """True once close() was called (or the connection was closed)."""
+        return self._closed or self._conn.closed
+
+    # --- running --------------------------------------------------------------------------
+
+    def execute(self, query: str, params: Optional[Params] = None, *,
+                prepare: Optional[bool] = None) -> Self:
+        """Run `query` with `params` bound on the server; returns the cursor itself.
+
+        `params`: a sequence for ``%s`` placeholders, a mapping for
+        ``%(name)s`` (``%%`` is a percent sign); never interpolated into the
+        text.  Without `params` the query is sent as it is (no placeholders,
+        ``%`` needs no doubling): several statements separated by
+        semicolons are then allowed (simple query protocol: the cursor holds
+        the last command's status and no rows), and commands other than
+        SELECT/INSERT/UPDATE/DELETE/MERGE/VALUES/WITH/SHOW/EXPLAIN/FETCH/CALL
+        (DDL, SET...) run the same way.  Outside autocommit, the first
+        statement opens a transaction (BEGIN).  `prepare` is accepted for
+        psycopg 3 compatibility: statements are always prepared and cached.
+        """
+        conn = self._conn
+        if self._closed:
+            raise pep249.InterfaceError('the cursor is closed')
+        with conn._lock:
+            if params is None:
+                text = query
+                args: Sequence[Any] = ()
+            else:
+                converted = convert(query, PYFORMAT)
+                text = converted.text
+                args = converted.arguments(params)
+            self._query = text
+            if not conn._autocommit and not conn._in_transaction():
+                conn._begin()
+            entry = conn._statements.get(text)
+            try:
+                if entry is None:
+                    if params is None and runs_as_script(text):
+                        self._set_command(conn._run(conn._aconn.execute(text)))
+                        return self
+                    entry = conn._prepare(text)
+                if len(args) != entry.param_count:
+                    _raise_parameter_count(text, len(args), entry.param_count)
+                statement = entry.statement
+                rows = conn._run(statement.fetch(*args))
+            except exceptions.PostgresError as e:
+                _add_parameter_hint(e, text, params)
+                raise
+            if entry.state is not statement._state:
+                entry.describe()
+            self._set_rows(rows, statement._status.status, entry.description)
+        return self
+
+    def executemany(self, query: str, params_seq: Iterable[Params], *,
+                    returning: bool = False) -> None:
+        """Run `query` once per parameter set, pipelined in one round trip; atomic.
+
+        All runs travel in one pipeline (the sync core's executemany); if one
+        fails, none is applied (the error is raised).  `rowcount` is then the
+        sum of the runs' counts.  With `returning`, the rows of each run
+        (``INSERT ... RETURNING``) are kept: the cursor is on the first run's
+        result and nextset() moves to the next one, as in psycopg 3.
+        """
+        conn = self._conn
+        if self._closed:
+            raise pep249.InterfaceError('the cursor is closed')
+        with conn._lock:
+            converted = convert(query, PYFORMAT)
+            text = converted.text
+            self._query = text
+            arguments = converted.arguments
+            if not conn._autocommit and not conn._in_transaction():
+                conn._begin()
+            entry = conn._statements.get(text)
+            try:
+                if entry is None:
+                    entry = conn._prepare(text)
+                groups = conn._run(entry.statement._fetch_each(
+                    arguments(params) for params in params_seq))
+            except exceptions.PostgresError as e:
+                _add_parameter_hint(e, text, True)
+                raise
+            if entry.state is not entry.statement._state:
+                entry.describe()
+            description = entry.description
+            if returning:
+                results = [_Result(rows if description is not None else None, status,
+                                   description) for rows, status in groups]
+                self._load_results(results)
+                if not results:
+                    self._rowcount = 0
+            else:
+                self._load_results([])
+                self._rowcount = sum(rowcount_of(status) for _, status in groups)
+
+    def callproc(self, procname: str, parameters: Sequence[Any] = ()) -> Sequence[Any]:
+        """Call the function `procname` with `parameters` (``SELECT * FROM procname(...)``).
+
+        PEP 249: the result is fetched like a query's; the parameters are
+        returned unchanged (PostgreSQL functions have no output parameters
+        to write back: their OUT values are the result's columns).
+        `procname` is SQL text (a name, possibly schema-qualified), not quoted.
+        """
+        placeholders = ', '.join(['%s'] * len(parameters))
+        self.execute(f'SELECT * FROM {procname}({placeholders})', parameters)
+        return parameters
+
+    def copy(self, statement: str, params: Optional[Params] = None) -> Copy:
+        """A :class:`~mypgdriver.dbapi.Copy` for ``COPY ... FROM STDIN`` or ``TO STDOUT``.
+
+        Use it as a context manager (psycopg 3's cursor.copy()): write()
+        or write_row() for FROM STDIN, iteration, read() or rows() for TO
+        STDOUT.  `params` are not supported (NotSupportedError): COPY takes
+        no parameters on the server.
+        """
+        from mypgdriver.dbapi.copy import Copy
+
+        if self._closed:
+            raise pep249.InterfaceError('the cursor is closed')
+        if params is not None:
+            raise pep249.NotSupportedError(
+                'COPY takes no parameters: write the values into the statement as '
+                'literals (mypgdriver.sql.quote_literal()), or filter in a query run '
+                'with execute()')
+        return Copy(self, statement)
+
+    def copy_expert(self, sql: str, file: Any, size: int = 8192) -> None:
+        """psycopg2's copy_expert(): run a COPY statement with `file` as its data.
+
+        ``COPY ... FROM STDIN`` reads `file` (``read(size)``, str or bytes);
+        ``COPY ... TO STDOUT`` writes to it (bytes, or str to a text file).
+        """
+        with self.copy(sql) as copy:
+            if copy.direction == 'in':
+                while True:
+                    data = file.read(size)
+                    if not data:
+                        break
+                    copy.write(data)
+            else:
+                text = _is_text_file(file)
+                for block in copy:
+                    file.write(block.decode() if text else block)
+
+    def nextset(self) -> Optional[bool]:
+        """Move to the next result (executemany(returning=True)); True, or None if none."""
+        if self._closed:
+            raise pep249.InterfaceError('the cursor is closed')
+        if self._index + 1 < len(self._results):
+            self._index += 1
+            self._select_result(self._results[self._index])
+            return True
+        return None
+
+    def setinputsizes(self, sizes: Any) -> None:
+        """Does nothing (PEP 249 allows it): parameter types come from the server."""
+
+    def setoutputsize(self, size: Any, column: Optional[int] = None) -> None:
+        """Does nothing (PEP 249 allows it)."""
+
+    def close(self) -> None:
+        """Close the cursor: its rows are dropped, and further use raises InterfaceError."""
+        self._closed = True
+        self._results = []
+        self._rows = None
+        self._description = None
+
+    # --- fetching -------------------------------------------------------------------------
+
+    def fetchone(self) -> Any:
+        """The next row of the current result, or None at its end."""
+        rows = self._current_rows()
+        pos = self._pos
+        if pos < len(rows):
+            self._pos = pos + 1
+            return self._maker(rows[pos])
+        return None
+
+    def fetchmany(self, size: Optional[int] = None) -> list[Any]:
+        """The next `size` rows (default: :attr:`arraysize`); fewer at the end."""
+        rows = self._current_rows()
+        if size is None:
+            size = self.arraysize
+        pos = self._pos
+        end = min(pos + size, len(rows))
+        self._pos = end
+        return list(map(self._maker, rows[pos:end]))
+
+    def fetchall(self) -> list[Any]:
+        """All the remaining rows of the current result."""
+        rows = self._current_rows()
+        pos = self._pos
+        self._pos = len(rows)
+        return list(map(self._maker, rows[pos:] if pos else rows))
+
+    def __iter__(self) -> Iterator[Any]:
+        rows = self._current_rows()
+        maker = self._maker
+        while self._pos < len(rows):
+            pos = self._pos
+            self._pos = pos + 1
+            yield maker(rows[pos])
+
+    def scroll(self, value: int, mode: str = 'relative') -> None:
+        """Move the position in the current result (client-side: within the fetched rows).
+
+        `mode` 'relative' (from the current position) or 'absolute' (from
+        the first row).  Moving out of the result raises IndexError and
+        leaves the position as it was.
+        """
+        rows = self._current_rows()
+        if mode == 'relative':
+            target = self._pos + value
+        elif mode == 'absolute':
+            target = value
+        else:
+            raise ValueError(f"mode must be 'relative' or 'absolute', not {mode!r}")
+        if not 0 <= target <= len(rows):
+            raise IndexError(f'position {target} is out of the result '
+                             f'(0 to {len(rows)})')
+        self._pos = target
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _current_rows(self) -> list[Any]:
+        rows = self._rows
+        if rows is None:
+            self._no_result()
+        return rows
+
+    def _no_result(self) -> NoReturn:
+        if self._closed:
+            raise pep249.InterfaceError('the cursor is closed')
+        raise pep249.ProgrammingError(
+            "no result to fetch from: the last operation did not return rows"
+            if self._query is not None else 'no result to fetch from: nothing was executed')
+
+    def _set_rows(self, rows: list[Any], status: Optional[str],
+                  description: Optional[tuple[Column, ...]]) -> None:
+        result = _Result(rows if description is not None else None, status, description)
+        self._results = [result]
+        self._index = 0
+        self._select_result(result)
+
+    def _set_command(self, status: Optional[str]) -> None:
+        result = _Result(None, status, None)
+        self._results = [result]
+        self._index = 0
+        self._select_result(result)
+
+    def _load_results(self, results: list[_Result]) -> None:
+        self._results = results
+        self._index = 0
+        if results:
+            self._select_result(results[0])
+        else:
+            self._rows = None
+            self._description = None
+            self._status = None
+            self._rowcount = -1
+
+    def _select_result(self, result: _Result) -> None:
+        self._rows = result.rows
+        self._pos = 0
+        self._description = result.description
+        self._status = result.status
+        self._rowcount = None
+        if result.rows is not None:
+            factory = self.row_factory_
+            self._maker = tuple if factory is tuple_row else factory(self)
+
+
+def _add_parameter_hint(error: exceptions.PostgresError, query: str, params: object) -> None:
+    # Parameters where PostgreSQL takes none (SET, DDL): psycopg2 interpolated them.
+    if params is not None and error.sqlstate in ('42601', '42P02'):
+        hint = utility_statement_hint(query)
+        if hint is not None and (error.hint is None or hint not in error.hint):
+            append_hint(error, hint)
+
+
+def _raise_parameter_count(query: str, given: int, expected: int) -> None:
+    # A utility statement (SET, DDL) is prepared with no parameters at all,
+    # whatever $n it contains.
+    hint = utility_statement_hint(query) if given and not expected else None
+    raise exceptions.QueryParameterError(
+        f'the server expects {expected} parameter{"s" if expected != 1 else ""} for this '
+        f'statement, {given} {"was" if given == 1 else "were"} given', hint=hint)
+
+
+def _is_text_file(file: Any) -> bool:
+    import io
+
+    return isinstance(file, io.TextIOBase) or 'b' not in getattr(file, 'mode', 'b')

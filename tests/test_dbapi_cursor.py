@@ -1,0 +1,385 @@
+"""mypgdriver.dbapi: module globals, connect, the client-side cursor (execute, fetch*,
+description, rowcount, callproc, nextset, scroll) against a real server."""
+from __future__ import annotations
+
+import datetime
+import decimal
+from typing import Any, Iterator
+
+import pytest
+
+import mypgdriver
+import mypgdriver.dbapi as dbapi
+import mypgdriver.sync
+from mypgdriver.dbapi import Connection
+from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
+
+
+@pytest.fixture
+def dsn(pg_cluster: Any) -> str:
+    return pg_cluster.dsn()
+
+
+@pytest.fixture
+def conn(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
+    connection = dbapi.connect(dsn)
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def table(conn: Connection) -> str:
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute('DROP TABLE IF EXISTS dbapi_t')
+    cur.execute('CREATE TABLE dbapi_t (id int PRIMARY KEY, name text, amount numeric)')
+    conn.autocommit = False
+    return 'dbapi_t'
+
+
+# --- module -------------------------------------------------------------------------------
+
+def test_module_globals():
+    assert dbapi.apilevel == '2.0'
+    assert dbapi.threadsafety == 2
+    assert dbapi.paramstyle == 'pyformat'
+    for name in ('Warning', 'Error', 'InterfaceError', 'DatabaseError', 'DataError',
+                 'OperationalError', 'IntegrityError', 'InternalError', 'ProgrammingError',
+                 'NotSupportedError'):
+        assert issubclass(getattr(dbapi, name), Exception)
+        assert getattr(Connection, name) is getattr(dbapi, name)
+
+
+def test_connect_failure_is_operational_error(no_event_loop):  # noqa: F811
+    with pytest.raises(dbapi.OperationalError):
+        dbapi.connect(host='127.0.0.1', port=1, user='x', database='x', timeout=5)
+
+
+def test_connect_with_wrong_password_is_operational_error(pg_cluster: Any, no_event_loop):  # noqa: F811
+    if not getattr(pg_cluster, 'requires_password', True):
+        pytest.skip('the cluster trusts every user')
+    with pytest.raises(dbapi.OperationalError):
+        dbapi.connect(pg_cluster.dsn(), password='definitely-wrong-password', user='nobody_x')
+
+
+# --- execute and fetch --------------------------------------------------------------------
+
+def test_execute_returns_the_cursor_and_fetches(conn: Connection):
+    cur = conn.cursor()
+    assert cur.execute('SELECT %s::int AS a, %s::text AS b', (1, 'x')) is cur
+    assert cur.fetchone() == (1, 'x')
+    assert cur.fetchone() is None
+    assert cur.rowcount == 1
+    assert cur.statusmessage == 'SELECT 1'
+    assert cur.query == 'SELECT $1::int AS a, $2::text AS b'
+    assert cur.lastrowid is None
+
+
+def test_fetchmany_arraysize_fetchall_and_iteration(conn: Connection):
+    cur = conn.cursor()
+    cur.execute('SELECT g FROM generate_series(1, 10) g')
+    assert cur.rowcount == 10
+    assert cur.arraysize == 1
+    assert cur.fetchmany() == [(1,)]
+    cur.arraysize = 3
+    assert cur.fetchmany() == [(2,), (3,), (4,)]
+    assert cur.fetchmany(2) == [(5,), (6,)]
+    assert cur.rownumber == 6
+    assert [row for row in cur][:2] == [(7,), (8,)]
+    assert cur.fetchall() == []
+    assert cur.fetchmany(5) == []
+    cur.execute('SELECT g FROM generate_series(1, 3) g')
+    assert cur.fetchall() == [(1,), (2,), (3,)]
+
+
+def test_named_parameters_and_percent(conn: Connection):
+    cur = conn.cursor()
+    cur.execute("SELECT %(a)s::int + %(a)s::int, 'x' || %(b)s || '%%', 7 %% 4",
+                {'a': 2, 'b': 'y', 'unused': 0})
+    assert cur.fetchall() == [(4, 'xy%', 3)]
+    # without parameters the text is sent as it is: no %% needed
+    cur.execute("SELECT '100%'")
+    assert cur.fetchone() == ('100%',)
+
+
+def test_values_are_bound_not_interpolated(conn: Connection):
+    cur = conn.cursor()
+    hostile = "'); DROP TABLE x; --"
+    cur.execute('SELECT %s::text', (hostile,))
+    assert cur.fetchone() == (hostile,)
+
+
+def test_description_names_and_type_codes(conn: Connection):
+    cur = conn.cursor()
+    assert cur.description is None
+    cur.execute("SELECT 1::int4 AS i, 'a'::text AS t, 1.5::numeric AS n, now() AS ts, "
+                "'\\x00'::bytea AS b, 2::int8 AS big, 'c'::varchar AS v")
+    description = cur.description
+    assert description is not None
+    assert [c.name for c in description] == ['i', 't', 'n', 'ts', 'b', 'big', 'v']
+    assert [c[0] for c in description] == ['i', 't', 'n', 'ts', 'b', 'big', 'v']
+    assert [c.type_code for c in description] == [23, 25, 1700, 1184, 17, 20, 1043]
+    assert all(len(c) == 7 for c in description)
+    assert description[0] == ('i', 23, None, None, None, None, None)
+    assert description[0].type_code == dbapi.NUMBER
+    assert description[2].type_code == dbapi.NUMBER
+    assert description[5][1] == dbapi.NUMBER
+    assert description[1].type_code == dbapi.STRING
+    assert description[6].type_code == dbapi.STRING
+    assert description[3].type_code == dbapi.DATETIME
+    assert description[4].type_code == dbapi.BINARY
+    assert description[1].type_code != dbapi.NUMBER
+    assert dbapi.ROWID == 26
+
+
+def test_description_is_none_for_commands(conn: Connection, table: str):
+    cur = conn.cursor()
+    cur.execute('INSERT INTO dbapi_t VALUES (%s, %s, %s)', (1, 'a', 1))
+    assert cur.description is None
+    assert cur.rowcount == 1
+    assert cur.statusmessage == 'INSERT 0 1'
+    with pytest.raises(dbapi.ProgrammingError, match='did not return rows'):
+        cur.fetchone()
+
+
+def test_rowcount_of_each_command(conn: Connection, table: str):
+    cur = conn.cursor()
+    assert cur.rowcount == -1
+    cur.execute('INSERT INTO dbapi_t SELECT g, %s, g FROM generate_series(1, 5) g', ('n',))
+    assert cur.rowcount == 5
+    cur.execute('UPDATE dbapi_t SET name = %s WHERE id > %s', ('m', 2))
+    assert (cur.rowcount, cur.statusmessage) == (3, 'UPDATE 3')
+    cur.execute('DELETE FROM dbapi_t WHERE id = %s', (1,))
+    assert cur.rowcount == 1
+    cur.execute('SELECT * FROM dbapi_t WHERE id > %s', (100,))
+    assert cur.rowcount == 0
+    assert cur.fetchall() == []
+    cur.execute('CREATE TEMP TABLE dbapi_tmp (a int)')
+    assert cur.rowcount == -1
+    assert cur.statusmessage == 'CREATE TABLE'
+    if conn.server_version >= 150000:
+        cur.execute('MERGE INTO dbapi_t t USING (SELECT 2 AS id) s ON t.id = s.id '
+                    'WHEN MATCHED THEN UPDATE SET name = %s', ('merged',))
+        assert cur.rowcount == 1
+
+
+def test_values_of_common_types_round_trip(conn: Connection):
+    cur = conn.cursor()
+    values = (None, True, 42, 2**40, 1.5, decimal.Decimal('1.25'), 'text', b'\x00\x01',
+              datetime.date(2024, 1, 31), datetime.datetime(2024, 1, 31, 12, 0),
+              [1, 2, 3])
+    cur.execute('SELECT %s::int, %s::bool, %s::int4, %s::int8, %s::float8, %s::numeric, '
+                '%s::text, %s::bytea, %s::date, %s::timestamp, %s::int[]', values)
+    assert cur.fetchone() == values
+
+
+def test_any_with_a_list(conn: Connection):
+    cur = conn.cursor()
+    cur.execute('SELECT g FROM generate_series(1, 5) g WHERE g = ANY(%s) ORDER BY g', ([2, 4],))
+    assert cur.fetchall() == [(2,), (4,)]
+
+
+def test_type_constructors():
+    assert dbapi.Date(2024, 1, 31) == datetime.date(2024, 1, 31)
+    assert dbapi.Time(12, 30) == datetime.time(12, 30)
+    assert dbapi.Timestamp(2024, 1, 31, 12) == datetime.datetime(2024, 1, 31, 12)
+    assert dbapi.Binary(b'ab') == b'ab'
+    assert dbapi.DateFromTicks(0) == datetime.date.fromtimestamp(0)
+    assert dbapi.TimestampFromTicks(86400) == datetime.datetime.fromtimestamp(86400)
+    assert dbapi.TimeFromTicks(3600) == datetime.datetime.fromtimestamp(3600).time()
+
+
+def test_constructed_values_are_accepted(conn: Connection):
+    cur = conn.cursor()
+    cur.execute('SELECT %s::date, %s::bytea', (dbapi.Date(2024, 2, 29), dbapi.Binary(b'x')))
+    assert cur.fetchone() == (datetime.date(2024, 2, 29), b'x')
+
+
+# --- several statements, nextset, callproc, scroll ----------------------------------------
+
+def test_several_statements_without_parameters(conn: Connection, table: str):
+    cur = conn.cursor()
+    cur.execute("INSERT INTO dbapi_t VALUES (1, 'a', 1); INSERT INTO dbapi_t VALUES (2, 'b', 2);"
+                "UPDATE dbapi_t SET amount = 5")
+    assert cur.statusmessage == 'UPDATE 2'
+    assert cur.rowcount == 2
+    assert cur.description is None
+    assert cur.nextset() is None
+    cur.execute('SELECT count(*) FROM dbapi_t')
+    assert cur.fetchone() == (2,)
+
+
+def test_a_semicolon_in_a_string_is_one_statement(conn: Connection):
+    cur = conn.cursor()
+    cur.execute("SELECT 'a;b' -- ; SELECT 2\n;")
+    assert cur.fetchall() == [('a;b',)]
+
+
+def test_callproc_calls_the_function_and_returns_the_parameters(conn: Connection):
+    cur = conn.cursor()
+    assert cur.callproc('pg_catalog.lower', ('ABC',)) == ('ABC',)
+    assert cur.fetchall() == [('abc',)]
+    assert cur.callproc('pg_catalog.now') == ()
+    assert cur.rowcount == 1
+
+
+def test_scroll_within_the_result(conn: Connection):
+    cur = conn.cursor()
+    cur.execute('SELECT g FROM generate_series(0, 9) g')
+    cur.scroll(3)
+    assert cur.fetchone() == (3,)
+    cur.scroll(-2)
+    assert cur.fetchone() == (2,)
+    cur.scroll(8, mode='absolute')
+    assert cur.rownumber == 8
+    assert cur.fetchone() == (8,)
+    with pytest.raises(IndexError):
+        cur.scroll(5)
+    assert cur.rownumber == 9
+    with pytest.raises(ValueError):
+        cur.scroll(0, mode='sideways')
+
+
+def test_setinputsizes_and_setoutputsize_do_nothing(conn: Connection):
+    cur = conn.cursor()
+    cur.setinputsizes([10, 20])
+    cur.setoutputsize(100)
+    cur.setoutputsize(100, 0)
+    cur.execute('SELECT 1')
+    assert cur.fetchall() == [(1,)]
+
+
+def test_close_and_context_manager(conn: Connection):
+    with conn.cursor() as cur:
+        cur.execute('SELECT 1')
+        assert not cur.closed
+    assert cur.closed
+    with pytest.raises(dbapi.InterfaceError):
+        cur.execute('SELECT 1')
+    with pytest.raises(dbapi.InterfaceError):
+        cur.fetchone()
+    assert conn.execute('SELECT 2').fetchone() == (2,)
+
+
+def test_connection_execute_shortcut(conn: Connection):
+    cur = conn.execute('SELECT %s::int', (5,))
+    assert isinstance(cur, dbapi.Cursor)
+    assert cur.fetchall() == [(5,)]
+    assert cur.connection is conn
+
+
+def test_fetch_before_execute_is_programming_error(conn: Connection):
+    with pytest.raises(dbapi.ProgrammingError, match='nothing was executed'):
+        conn.cursor().fetchall()
+
+
+def test_row_factory_of_connection_and_cursor(conn: Connection):
+    def dict_row(cursor: Any) -> Any:
+        names = [c.name for c in cursor.description]
+        return lambda values: dict(zip(names, values))
+
+    cur = conn.cursor(row_factory=dict_row)
+    cur.execute('SELECT 1 AS a, 2 AS b')
+    assert cur.fetchall() == [{'a': 1, 'b': 2}]
+    conn.row_factory = dict_row
+    assert conn.execute('SELECT 3 AS c').fetchone() == {'c': 3}
+    cur = conn.cursor()
+    cur.execute('SELECT 1 AS a UNION ALL SELECT 2')
+    assert cur.fetchone() == {'a': 1}
+    cur.row_factory = dbapi.tuple_row
+    assert cur.fetchone() == (2,)
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+def test_errors_are_pep249_classes_and_the_connection_stays_usable(conn: Connection, table: str):
+    cur = conn.cursor()
+    cur.execute('INSERT INTO dbapi_t VALUES (%s, %s, %s)', (1, 'a', 1))
+    conn.commit()
+    with pytest.raises(dbapi.IntegrityError) as info:
+        cur.execute('INSERT INTO dbapi_t VALUES (%s, %s, %s)', (1, 'a', 1))
+    assert type(info.value) is mypgdriver.UniqueViolationError
+    # psycopg's names for the fields, for code moving from it
+    assert info.value.pgcode == info.value.diag.sqlstate == '23505'
+    assert info.value.diag.constraint_name == info.value.constraint_name == 'dbapi_t_pkey'
+    assert info.value.diag.message_detail == 'Key (id)=(1) already exists.'
+    with pytest.raises(dbapi.InternalError):      # 25P02: the transaction failed
+        cur.execute('SELECT 1')
+    conn.rollback()
+    with pytest.raises(dbapi.DataError):
+        cur.execute('SELECT 1 / %s::int', (0,))
+    conn.rollback()
+    with pytest.raises(dbapi.ProgrammingError):
+        cur.execute('SELECT * FROM no_such_table_x')
+    conn.rollback()
+    with pytest.raises(dbapi.ProgrammingError):
+        cur.execute('SELECT %s, %s', (1,))
+    assert cur.execute('SELECT 1').fetchone() == (1,)
+
+
+def test_integrity_error_of_the_asyncio_and_sync_apis(dsn: str):
+    import asyncio
+
+    async def insert_twice() -> None:
+        aconn = await mypgdriver.connect(dsn)
+        try:
+            await aconn.execute('CREATE TEMP TABLE dbapi_u (id int PRIMARY KEY)')
+            await aconn.execute('INSERT INTO dbapi_u VALUES (1)')
+            await aconn.execute('INSERT INTO dbapi_u VALUES (1)')
+        finally:
+            await aconn.close()
+
+    with pytest.raises(dbapi.IntegrityError):
+        asyncio.run(insert_twice())
+    sconn = mypgdriver.sync.connect(dsn)
+    try:
+        sconn.execute('CREATE TEMP TABLE dbapi_u (id int PRIMARY KEY)')
+        sconn.execute('INSERT INTO dbapi_u VALUES ($1)', 1)
+        with pytest.raises(dbapi.IntegrityError):
+            sconn.execute('INSERT INTO dbapi_u VALUES ($1)', 1)
+    finally:
+        sconn.close()
+
+
+def test_in_with_a_placeholder_says_any(conn: Connection):
+    with pytest.raises(dbapi.ProgrammingError, match='right after IN') as info:
+        conn.execute('SELECT 1 WHERE 1 IN %s', ((1, 2),))
+    assert '= ANY(%s)' in str(info.value)
+    assert conn.execute('SELECT 1').fetchone() == (1,)
+
+
+def test_parameters_in_set_hint_set_config(conn: Connection):
+    conn.autocommit = True
+    with pytest.raises(dbapi.ProgrammingError) as info:
+        conn.execute('SET search_path = %s', ('public',))
+    assert type(info.value) is mypgdriver.PostgresSyntaxError
+    assert 'set_config' in str(info.value)
+    cur = conn.execute("SELECT set_config('search_path', %s, false)", ('public',))
+    assert cur.fetchone() == ('public',)
+    with pytest.raises(dbapi.ProgrammingError) as info:
+        conn.execute('CREATE TEMP TABLE dbapi_p (a int DEFAULT %s)', (5,))
+    assert 'quote_literal' in str(info.value)
+    assert conn.execute('SELECT 1').fetchone() == (1,)
+
+
+def test_typed_example_application_runs(dsn: str, no_event_loop: list[str],  # noqa: F811
+                                        capsys: pytest.CaptureFixture[str]):
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent / 'typing' / 'dbapi_app.py'
+    spec = importlib.util.spec_from_file_location('dbapi_app', path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(dsn)
+    out = [line for line in capsys.readouterr().out.splitlines()
+           if not line.startswith('DETAIL:')]
+    assert out[0].startswith('duplicate: duplicate key value violates unique constraint')
+    assert out[1:3] == ["{'id': 1, 'name': 'bolt', 'quantity': 10}",
+                        "{'id': 2, 'name': 'nut', 'quantity': 5}"]
+    assert out[3] == '2 SELECT 2'
+    assert out[4:6] == ["('bolt',)", "('nut',)"]
+    assert out[6:] == ['bolt', 'nut']

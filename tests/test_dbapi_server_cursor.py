@@ -1,0 +1,156 @@
+"""mypgdriver.dbapi server-side cursors: DECLARE, FETCH in batches, scroll, WITH HOLD,
+CLOSE, checked against pg_cursors."""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+import mypgdriver.dbapi as dbapi
+from mypgdriver.dbapi import Connection
+from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
+
+
+@pytest.fixture
+def conn(pg_cluster: Any, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
+    connection = dbapi.connect(pg_cluster.dsn())
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+def cursors(conn: Connection) -> list[tuple[Any, ...]]:
+    cur = conn.cursor()
+    cur.execute("SELECT name, is_holdable, is_scrollable FROM pg_cursors WHERE name <> '' "
+                "ORDER BY name")
+    return cur.fetchall()
+
+
+def test_declare_fetch_and_close(conn: Connection):
+    cur = conn.cursor(name='c1')
+    assert isinstance(cur, dbapi.ServerCursor)
+    assert cur.name == 'c1'
+    assert cur.rownumber is None
+    cur.execute('SELECT g, g::text AS t FROM generate_series(1, 10) g WHERE g > %s', (0,))
+    assert [c.name for c in cur.description] == ['g', 't']
+    assert cur.description[0].type_code == dbapi.NUMBER
+    assert [row[0] for row in cursors(conn)] == ['c1']
+    assert cur.fetchone() == (1, '1')
+    assert cur.fetchmany(3) == [(2, '2'), (3, '3'), (4, '4')]
+    assert cur.rownumber == 4
+    assert cur.rowcount == 4
+    assert cur.fetchall() == [(i, str(i)) for i in range(5, 11)]
+    assert cur.fetchone() is None
+    assert cur.fetchall() == []
+    cur.close()
+    assert cursors(conn) == []
+    assert cur.closed
+    with pytest.raises(dbapi.InterfaceError):
+        cur.fetchone()
+
+
+def test_iteration_fetches_itersize_rows_per_round_trip(conn: Connection):
+    cur = conn.cursor(name='c2')
+    assert cur.itersize == conn.itersize == 100
+    cur.itersize = 4
+    cur.execute('SELECT g FROM generate_series(1, 10) g')
+    rows = iter(cur)
+    assert next(rows) == (1,)
+    assert (cur.statusmessage, cur.rowcount) == ('FETCH 4', 4)
+    assert [next(rows) for _ in range(4)] == [(2,), (3,), (4,), (5,)]
+    assert (cur.statusmessage, cur.rowcount) == ('FETCH 4', 8)
+    assert [row[0] for row in rows] == list(range(6, 11))
+    assert (cur.statusmessage, cur.rowcount) == ('FETCH 2', 10)
+
+
+def test_cursor_lives_in_the_transaction(conn: Connection):
+    cur = conn.cursor(name='c3')
+    cur.execute('SELECT 1')
+    conn.commit()
+    assert cursors(conn) == []
+    with pytest.raises(dbapi.ProgrammingError):      # 34000 invalid_cursor_name
+        cur.fetchone()
+    conn.rollback()
+    cur.close()                                       # already gone: nothing to close
+
+
+def test_withhold_outlives_commit(conn: Connection):
+    cur = conn.cursor(name='held', withhold=True)
+    cur.execute('SELECT g FROM generate_series(1, 3) g')
+    conn.commit()
+    assert [row[:2] for row in cursors(conn)] == [('held', True)]
+    conn.commit()
+    assert cur.fetchall() == [(1,), (2,), (3,)]
+    cur.close()
+    conn.commit()
+    assert cursors(conn) == []
+
+
+def test_scrollable_and_scroll(conn: Connection):
+    cur = conn.cursor(name='s', scrollable=True)
+    cur.execute('SELECT g FROM generate_series(0, 9) g')
+    assert cursors(conn) == [('s', False, True)]
+    cur.scroll(5, mode='absolute')
+    assert cur.fetchone() == (5,)
+    cur.scroll(-3)
+    assert cur.rownumber == 3
+    assert cur.fetchone() == (3,)
+    cur.scroll(2)
+    assert cur.fetchone() == (6,)
+    with pytest.raises(ValueError):
+        cur.scroll(1, mode='nowhere')
+    cur.close()
+
+
+def test_no_scroll_refuses_going_back(conn: Connection):
+    cur = conn.cursor(name='ns', scrollable=False)
+    cur.execute('SELECT g FROM generate_series(0, 9) g')
+    assert cursors(conn) == [('ns', False, False)]
+    cur.fetchmany(5)
+    with pytest.raises(dbapi.OperationalError):       # 55000 cursor can only scan forward
+        cur.scroll(-2)
+    conn.rollback()
+
+
+def test_execute_again_redeclares(conn: Connection):
+    cur = conn.cursor(name='again')
+    cur.execute('SELECT 1 AS a')
+    assert cur.fetchall() == [(1,)]
+    cur.execute("SELECT 'x' AS b, 2 AS c")
+    assert [c.name for c in cur.description] == ['b', 'c']
+    assert cur.fetchall() == [('x', 2)]
+    assert [row[0] for row in cursors(conn)] == ['again']
+    cur.close()
+
+
+def test_with_block_closes_and_row_factory(conn: Connection):
+    def names_row(cursor: Any) -> Any:
+        names = [c.name for c in cursor.description]
+        return lambda values: dict(zip(names, values))
+
+    with conn.cursor(name='w', row_factory=names_row) as cur:
+        cur.execute('SELECT 1 AS one')
+        assert cur.fetchone() == {'one': 1}
+    assert cursors(conn) == []
+
+
+def test_unsupported_methods(conn: Connection):
+    cur = conn.cursor(name='u')
+    with pytest.raises(dbapi.NotSupportedError):
+        cur.executemany('SELECT %s', [(1,)])
+    with pytest.raises(dbapi.ProgrammingError, match='execute'):
+        cur.fetchone()
+    with pytest.raises(dbapi.ProgrammingError):
+        conn.cursor(withhold=True)
+
+
+def test_large_result_streams(conn: Connection):
+    cur = conn.cursor(name='big')
+    cur.itersize = 1000
+    cur.execute("SELECT g, repeat('x', 100) FROM generate_series(1, 20000) g")
+    total = 0
+    for row in cur:
+        total += row[0]
+    assert total == 20000 * 20001 // 2
+    cur.close()
