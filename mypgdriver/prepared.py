@@ -9,9 +9,9 @@ from mypgdriver._typing import ArgumentRows, OtherRowT, RowT
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.deadlines import check_timeout
 from mypgdriver.protocol.coreproto import StatusSink
+from mypgdriver.protocol.protocol import ROWS_PER_STATEMENT
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
-from mypgdriver.protocol.protocol import ROWS_PER_STATEMENT
 from mypgdriver.types import Attribute, Type
 
 if TYPE_CHECKING:
@@ -191,7 +191,7 @@ class PreparedStatement(Generic[RowT]):
             state=self._state, retry=self._reprepare)
 
     async def _fetch_each(self, args: ArgumentRows, *,
-                          timeout: Optional[float] = None) -> list[tuple[list[RecordT], str]]:
+                          timeout: Optional[float] = None) -> list[tuple[list[RowT], str]]:
         """fetchmany() with the rows and status tag of each run apart, in order.
 
         mypgdriver.dbapi's executemany() (its rowcount, and nextset() with

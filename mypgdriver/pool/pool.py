@@ -71,8 +71,8 @@ from mypgdriver.pool.slots import (
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
-from mypgdriver.types import JsonCodec
 from mypgdriver.tracing import TELEMETRY
+from mypgdriver.types import JsonCodec
 
 __all__ = ('create_pool', 'Pool', 'PoolAcquireContext')
 

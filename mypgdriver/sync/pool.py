@@ -73,8 +73,8 @@ from mypgdriver.sync.poolcore import (
     PoolEntry,
 )
 from mypgdriver.sync.pooled import PoolConnectionProxy
-from mypgdriver.types import JsonCodec
 from mypgdriver.tracing import TELEMETRY
+from mypgdriver.types import JsonCodec
 
 __all__ = ('Pool', 'create_pool', 'PoolConnectionProxy')
 
