@@ -1,12 +1,17 @@
-"""The SQLAlchemy dialect ``postgresql+mypgdriver``.
+"""The asyncio SQLAlchemy dialect of mypgdriver.
 
 Installed with ``pip install mypgdriver[sqlalchemy]`` and found by SQLAlchemy
-through the ``sqlalchemy.dialects`` entry point, so an application only
+through the ``sqlalchemy.dialects`` entry points, so an application only
 changes its engine URL::
 
     from sqlalchemy.ext.asyncio import create_async_engine
 
     engine = create_async_engine("postgresql+mypgdriver://user:pw@host/db")
+
+``create_async_engine()`` with ``postgresql+mypgdriver`` picks this dialect
+(the DB-API dialect's ``get_async_dialect_cls()``, in
+:mod:`mypgdriver.sqlalchemy_sync`, which ``create_engine()`` uses), and
+``postgresql+mypgdriver_async`` names it whichever function is called.
 
 mypgdriver follows asyncpg's API, so the dialect is SQLAlchemy's own asyncpg
 dialect (``sqlalchemy.dialects.postgresql.asyncpg``: its SQL compilation,
@@ -64,7 +69,7 @@ if _release(sqlalchemy.__version__) < OLDEST_SQLALCHEMY:
         f'SQLAlchemy {sqlalchemy.__version__}: pip install "mypgdriver[sqlalchemy]"')
 
 __all__ = (
-    'MyPgDriverDBAPI', 'PGDialect_mypgdriver', 'dialect',
+    'MyPgDriverDBAPI', 'PGDialectAsync_mypgdriver', 'PGDialect_mypgdriver', 'dialect',
     'Error', 'Warning', 'InterfaceError', 'DatabaseError', 'InternalError', 'OperationalError',
     'ProgrammingError', 'IntegrityError', 'DataError', 'NotSupportedError',
 )
@@ -395,8 +400,11 @@ def _is_disconnect_error(error: BaseException | None) -> bool:
     return isinstance(error, pgexc.InterfaceError) and 'connection is closed' in str(error)
 
 
-class PGDialect_mypgdriver(sa_asyncpg.PGDialect_asyncpg):
-    """``postgresql+mypgdriver``: SQLAlchemy's asyncpg dialect driving mypgdriver."""
+class PGDialectAsync_mypgdriver(sa_asyncpg.PGDialect_asyncpg):
+    """``postgresql+mypgdriver_async``: SQLAlchemy's asyncpg dialect driving mypgdriver.
+
+    Also what ``create_async_engine("postgresql+mypgdriver://...")`` runs on.
+    """
 
     driver = 'mypgdriver'
     supports_statement_cache = True
@@ -427,4 +435,8 @@ class PGDialect_mypgdriver(sa_asyncpg.PGDialect_asyncpg):
         return True
 
 
-dialect = PGDialect_mypgdriver
+#: The class's name before ``postgresql+mypgdriver`` became the DB-API
+#: dialect's URL (it is still this asyncio dialect).
+PGDialect_mypgdriver = PGDialectAsync_mypgdriver
+
+dialect = PGDialectAsync_mypgdriver

@@ -1,4 +1,9 @@
-"""The postgresql+mypgdriver SQLAlchemy dialect (mypgdriver/sqlalchemy_dialect.py).
+"""The asyncio SQLAlchemy dialect (mypgdriver/sqlalchemy_dialect.py).
+
+``create_async_engine("postgresql+mypgdriver://...")`` runs on it (the
+DB-API dialect's get_async_dialect_cls), and so does
+``postgresql+mypgdriver_async``; the DB-API dialect that ``create_engine()``
+uses is tested in test_sqlalchemy_sync.py.
 
 SQLAlchemy's own dialect suites run against it in test_sqlalchemy_suite.py;
 these tests cover what our dialect does differently from SQLAlchemy's asyncpg
@@ -24,8 +29,10 @@ from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-# The checkout's dialect, whether or not the installed entry points are current.
-registry.register('postgresql.mypgdriver', 'mypgdriver.sqlalchemy_dialect', 'PGDialect_mypgdriver')
+# The checkout's dialects, whether or not the installed entry points are current.
+registry.register('postgresql.mypgdriver', 'mypgdriver.sqlalchemy_sync', 'PGDialectSync_mypgdriver')
+registry.register('postgresql.mypgdriver_async', 'mypgdriver.sqlalchemy_dialect',
+                  'PGDialectAsync_mypgdriver')
 
 
 @pytest.fixture
@@ -186,7 +193,8 @@ def test_async_fallback_mode_of_sqlalchemy_2_0(url: URL) -> None:
     asyncio.set_event_loop(loop)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', DeprecationWarning)
-        engine = create_engine(url.update_query_dict({'async_fallback': 'true'}))
+        engine = create_engine(url.set(drivername='postgresql+mypgdriver_async')
+                               .update_query_dict({'async_fallback': 'true'}))
     try:
         with engine.connect() as conn:
             assert conn.execute(text('SELECT CAST(:a AS int) + 1'), {'a': 41}).scalar() == 42
