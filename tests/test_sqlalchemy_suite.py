@@ -1,16 +1,20 @@
-"""SQLAlchemy's own PostgreSQL dialect suites, against postgresql+mypgdriver.
+"""SQLAlchemy's own PostgreSQL dialect suites, against mypgdriver's two dialects.
 
 Runs tools/sqlalchemy_suite.py on the session's server: SQLAlchemy's
 ``test/dialect/postgresql`` and ``test/dialect/test_suite.py`` (from the sdist of
-each SQLAlchemy release, downloaded once into .cache/sqlalchemy/), with
-postgresql+asyncpg and with postgresql+mypgdriver at the same time (each in
-its own database: on 2 cores the pair takes well under twice as long as one
-run, the client side waiting on the server much of the time), and fails listing
-every test that passes with asyncpg and not with mypgdriver (apart from the
-script's DELIBERATE and KNOWN_FAILURES lists).  It runs for the installed
-SQLAlchemy (2.1 on Python 3.11+) and for the 2.0 release that the test extra
-pins for older Pythons (installed alone into .cache/sqlalchemy/ when it is
-not the installed one).  About 2 to 3 minutes per release on 2 cores.
+each SQLAlchemy release, downloaded once into .cache/sqlalchemy/) in both
+modes, the four runs at the same time (each in its own database: on 2 cores
+they take well under four times as long as one run, the client side waiting
+on the server much of the time):
+
+* async: postgresql+mypgdriver_async against postgresql+asyncpg;
+* sync: postgresql+mypgdriver (the DB-API dialect) against postgresql+psycopg.
+
+It fails listing every test that passes with the reference driver and not
+with ours (apart from each mode's DELIBERATE and KNOWN_FAILURES lists in the
+script).  It runs for the installed SQLAlchemy (2.1 on Python 3.11+) and for
+the 2.0 release that the test extra pins for older Pythons (installed alone
+into .cache/sqlalchemy/ when it is not the installed one).
 
 Set MYPGDRIVER_SKIP_SQLALCHEMY_SUITE=1 to leave it out of a local run.
 """
@@ -28,10 +32,11 @@ import pytest
 
 pytest.importorskip('sqlalchemy', reason='the test extra installs SQLAlchemy')
 pytest.importorskip('greenlet', reason='SQLAlchemy[asyncio] installs greenlet')
-pytest.importorskip('asyncpg', reason='the comparison runs the suite with asyncpg too')
+pytest.importorskip('asyncpg', reason='the async comparison runs the suite with asyncpg too')
+pytest.importorskip('psycopg', reason='the sync comparison runs the suite with psycopg too')
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SUITE_TIMEOUT = 1800  # seconds; a run takes about 400 here
+SUITE_TIMEOUT = 2400  # seconds; the four runs of a release take about 400 here
 
 
 def sqlalchemy_2_0_release() -> str:
@@ -46,8 +51,8 @@ def sqlalchemy_2_0_release() -> str:
                     reason='MYPGDRIVER_SKIP_SQLALCHEMY_SUITE=1')
 @pytest.mark.parametrize('release', [None, sqlalchemy_2_0_release()],
                          ids=['installed', 'sqlalchemy-2.0'])
-def test_sqlalchemy_dialect_suites_pass_as_with_asyncpg(pg_cluster: Any, tmp_path: pathlib.Path,
-                                                        release: Optional[str]) -> None:
+def test_sqlalchemy_dialect_suites_pass_as_with_asyncpg_and_psycopg(
+        pg_cluster: Any, tmp_path: pathlib.Path, release: Optional[str]) -> None:
     import sqlalchemy
 
     if release == sqlalchemy.__version__:
@@ -55,23 +60,27 @@ def test_sqlalchemy_dialect_suites_pass_as_with_asyncpg(pg_cluster: Any, tmp_pat
     report = tmp_path / 'report.json'
     choice = ['--sqlalchemy', release] if release else []
     proc = subprocess.run(
-        [sys.executable, '-m', 'tools.sqlalchemy_suite', '--quiet', '--parallel', *choice,
+        [sys.executable, '-m', 'tools.sqlalchemy_suite', '--quiet', '--parallel', '--mode',
+         'both', *choice,
          '--dsn', pg_cluster.dsn(), '--report', str(report)],
         cwd=ROOT, capture_output=True, text=True, timeout=SUITE_TIMEOUT)
     output = proc.stdout + proc.stderr
     assert report.exists(), f'the suite did not run:\n{output}'
     data = json.loads(report.read_text())
     assert data['sqlalchemy'] == (release or sqlalchemy.__version__)
+    assert sorted(data['runs']) == ['asyncpg', 'mypgdriver', 'mypgdriver_async', 'psycopg']
     for dialect, run in data['runs'].items():
         passed = sum(1 for o in run['outcomes'].values() if o == 'passed')
         assert passed > 1000, f'{dialect}: only {passed} tests passed:\n{output}'
-    assert not data['comparison']['regressions'], output
+    assert sorted(data['comparisons']) == ['async', 'sync']
+    for comparison in data['comparisons'].values():
+        assert not comparison['regressions'], output
     assert proc.returncode == 0, output
 
 
 def test_dialect_tests_pass_with_sqlalchemy_2_0(pg_cluster: Any, tmp_path: pathlib.Path) -> None:
-    # test_sqlalchemy_dialect.py runs in-process with the installed
-    # SQLAlchemy; here it runs again with the 2.0 release first on the path.
+    # the dialects' own tests run in-process with the installed SQLAlchemy;
+    # here they run again with the 2.0 release first on the path
     import sqlalchemy
 
     from tools.sqlalchemy_suite import DEFAULT_CACHE, install_sqlalchemy
@@ -83,7 +92,8 @@ def test_dialect_tests_pass_with_sqlalchemy_2_0(pg_cluster: Any, tmp_path: pathl
     env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(site), str(ROOT))),
                MYPGDRIVER_SQLA_VERSION=release, MYPGDRIVER_TEST_DSN=pg_cluster.dsn())
     proc = subprocess.run(
-        [sys.executable, '-m', 'pytest', 'tests/test_sqlalchemy_dialect.py', '-q', '--no-header',
+        [sys.executable, '-m', 'pytest', 'tests/test_sqlalchemy_dialect.py',
+         'tests/test_sqlalchemy_sync.py', '-q', '--no-header',
          '-p', 'no:randomly', '-p', 'no:cacheprovider', '-rs'],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     output = proc.stdout + proc.stderr

@@ -1,4 +1,4 @@
-"""Run SQLAlchemy's own PostgreSQL dialect tests against ``postgresql+mypgdriver``.
+"""Run SQLAlchemy's own PostgreSQL dialect tests against mypgdriver's dialects.
 
 SQLAlchemy's source distribution (not its wheel) carries its test suite. This
 script downloads the sdist of the *installed* SQLAlchemy version from PyPI with
@@ -11,13 +11,22 @@ suites with SQLAlchemy's pytest plugin:
 * ``test/dialect/postgresql``: the PostgreSQL dialect's tests;
 * ``test/dialect/test_suite.py``: the compliance suite every dialect runs.
 
-It runs them once with ``postgresql+mypgdriver`` and once with
-``postgresql+asyncpg`` on the same server, in separate databases, and reports
-every test that passes with asyncpg but not with mypgdriver; the exit status
-is 1 when there is one.  Without ``--dsn`` it starts a throwaway server with
-tools/pgcluster.py.
+Each mode pairs one of our dialects with the driver SQLAlchemy ships a
+dialect for that the mode is compared with, on the same server, each in its
+own database:
 
-    python -m tools.sqlalchemy_suite                     # both dialects, compare
+* ``async``: ``postgresql+mypgdriver_async`` (the asyncio dialect) against
+  ``postgresql+asyncpg``;
+* ``sync``: ``postgresql+mypgdriver`` (the DB-API dialect) against
+  ``postgresql+psycopg`` (psycopg 3).
+
+It reports every test that passes with the reference driver but not with
+ours (apart from each mode's DELIBERATE and KNOWN_FAILURES lists); the exit
+status is 1 when there is one.  Without ``--dsn`` it starts a throwaway
+server with tools/pgcluster.py.
+
+    python -m tools.sqlalchemy_suite                     # both modes, four runs, compare
+    python -m tools.sqlalchemy_suite --mode sync         # postgresql+mypgdriver against psycopg
     python -m tools.sqlalchemy_suite --dsn postgresql://postgres@127.0.0.1:5432/postgres
     python -m tools.sqlalchemy_suite --only mypgdriver -- -k test_reflection -x
     python -m tools.sqlalchemy_suite --report out.json   # per-test outcomes as JSON
@@ -51,13 +60,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 DEFAULT_CACHE = ROOT / '.cache' / 'sqlalchemy'
 SUITES = ('test/dialect/postgresql', 'test/dialect/test_suite.py')
-DIALECTS = ('mypgdriver', 'asyncpg')
-
-#: Tests that pass with asyncpg and fail with mypgdriver on purpose (fnmatch
-#: patterns over the ids this script prints), with the reason. Each checks
-#: how SQLAlchemy's asyncpg adapter is implemented where our dialect replaces
-#: that part.
-DELIBERATE = {
+#: Tests that pass with asyncpg and fail with postgresql+mypgdriver_async on
+#: purpose (fnmatch patterns over the ids this script prints), with the
+#: reason. Each checks how SQLAlchemy's asyncpg adapter is implemented where
+#: our dialect replaces that part.
+ASYNC_DELIBERATE = {
     'test.dialect.postgresql.test_dialect.MiscBackendTest_postgresql+DRIVER_*'
     '::test_asyncpg_transactional_ping[[]*[]]':
         "mocks the driver connection to count the asyncpg adapter's BEGIN and ROLLBACK "
@@ -70,12 +77,56 @@ DELIBERATE = {
         'bytes, and on SQLAlchemy 2.1 the strings the dialect converts',
 }
 
-#: Tests that fail with mypgdriver because of driver behaviour that issue 13
-#: lists and that is fixed elsewhere (fnmatch patterns, with the reason).
-#: They are reported but do not fail the comparison; one that passes again is
-#: reported so that it can be taken off this list.
-KNOWN_FAILURES = {
+#: Tests that pass with psycopg and fail with postgresql+mypgdriver (the
+#: DB-API dialect) on purpose, with the reason.
+SYNC_DELIBERATE: dict[str, str] = {
 }
+
+#: Tests that fail with one of our dialects because of driver behaviour that
+#: is fixed elsewhere (fnmatch patterns, with the reason), per mode.  They are
+#: reported but do not fail the comparison; one that passes again is reported
+#: so that it can be taken off its list.
+ASYNC_KNOWN_FAILURES: dict[str, str] = {
+}
+SYNC_KNOWN_FAILURES: dict[str, str] = {
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Mode:
+    """One of our dialects and the dialect its results are compared with."""
+
+    name: str
+    ours: str                     # the URL's driver name: postgresql+<ours>://
+    reference: str                # the same for SQLAlchemy's dialect of another driver
+    deliberate: dict[str, str]
+    known_failures: dict[str, str]
+
+    @property
+    def dialects(self) -> tuple[str, str]:
+        return (self.ours, self.reference)
+
+
+MODES = {
+    'async': Mode('async', 'mypgdriver_async', 'asyncpg', ASYNC_DELIBERATE, ASYNC_KNOWN_FAILURES),
+    'sync': Mode('sync', 'mypgdriver', 'psycopg', SYNC_DELIBERATE, SYNC_KNOWN_FAILURES),
+}
+
+#: The dialect's ``driver`` for each URL driver name: SQLAlchemy names a
+#: backend test's class after it (``..._postgresql+mypgdriver_async_...`` for
+#: the async dialect, whose driver is "mypgdriver" and which is async), and
+#: its requirements match it (``only_on("+asyncpg")``).
+DRIVER_NAMES = {'mypgdriver_async': 'mypgdriver', 'mypgdriver': 'mypgdriver',
+                'asyncpg': 'asyncpg', 'psycopg': 'psycopg'}
+
+#: The module that must be installed for each reference run.
+REFERENCE_MODULES = {'asyncpg': 'asyncpg', 'psycopg': 'psycopg'}
+
+
+def mode_of(dialect: str) -> Mode:
+    """The mode that `dialect` (a URL driver name) belongs to."""
+    return next(mode for mode in MODES.values() if dialect in mode.dialects)
+
 
 # The database set up as README.unittests.rst describes; hstore and citext are
 # created by the suite itself on PostgreSQL 13+, but creating them here also
@@ -177,10 +228,12 @@ def normalize_test_id(classname: str, name: str, dialect: str) -> str:
     """A test's id with the dialect's name taken out of its class, to compare runs.
 
     SQLAlchemy names a backend test's class after the database it runs on
-    (``ServerSideCursorsTest_postgresql+asyncpg_async_15_18``); parameters are
-    left alone (some name other dialects' URLs).
+    (``ServerSideCursorsTest_postgresql+asyncpg_async_15_18``, the driver
+    being the dialect's ``driver``: see DRIVER_NAMES); parameters are left
+    alone (some name other dialects' URLs).
     """
-    classname = classname.replace(f'_postgresql+{dialect}_', '_postgresql+DRIVER_')
+    driver = DRIVER_NAMES.get(dialect, dialect)
+    classname = classname.replace(f'_postgresql+{driver}_', '_postgresql+DRIVER_')
     return f'{classname}::{name}'
 
 
@@ -224,9 +277,13 @@ class StartedRun:
 
 
 def start_suite(sdist: pathlib.Path, url: str, dialect: str, workdir: pathlib.Path,
-                pytest_args: list[str], quiet: bool, as_asyncpg: bool,
+                pytest_args: list[str], quiet: bool, run_as: str | None,
                 version: str, site: pathlib.Path | None = None) -> StartedRun:
-    """Start SQLAlchemy's suites for `dialect` at `url`; ``.wait()`` gives the outcome."""
+    """Start SQLAlchemy's suites for `dialect` at `url`; ``.wait()`` gives the outcome.
+
+    `run_as` names the driver whose tests SQLAlchemy's requirements select
+    for our dialect (the reference driver of its mode), or None.
+    """
     junit = workdir / f'junit-{dialect}.xml'
     env = dict(os.environ)
     # PYTHONNOUSERSITE stops SQLAlchemy's test/conftest.py from putting the
@@ -236,8 +293,8 @@ def start_suite(sdist: pathlib.Path, url: str, dialect: str, workdir: pathlib.Pa
     # The checkout comes first for mypgdriver, then SQLAlchemy's own folder
     # when a version other than the installed one runs.
     env['PYTHONPATH'] = os.pathsep.join(str(p) for p in (ROOT, site) if p is not None)
-    # run the tests that SQLAlchemy's requirements select for asyncpg
-    env['MYPGDRIVER_SQLA_AS_ASYNCPG'] = '1' if as_asyncpg else '0'
+    # run the tests that SQLAlchemy's requirements select for the reference driver
+    env['MYPGDRIVER_SQLA_RUN_AS'] = run_as or ''
     # the plugin stops the run if another SQLAlchemy is imported
     env['MYPGDRIVER_SQLA_VERSION'] = version
     cmd = [
@@ -258,7 +315,7 @@ def start_suite(sdist: pathlib.Path, url: str, dialect: str, workdir: pathlib.Pa
 
 
 def unexpected_success(run: SuiteRun, test_id: str) -> bool:
-    """A test marked as failing for asyncpg (``fails_if("+asyncpg")``) that passed."""
+    """A test marked as failing for the reference (``fails_if("+asyncpg")``) that passed."""
     return run.messages.get(test_id, '').startswith('AssertionError: Unexpected success')
 
 
@@ -272,28 +329,58 @@ def matching(test_id: str, patterns: dict[str, str]) -> str | None:
 
 @dataclasses.dataclass
 class Comparison:
-    """Tests that pass with asyncpg and not with mypgdriver, sorted by cause."""
+    """Tests that pass with the reference driver and not with ours, sorted by cause."""
 
     regressions: list[str]       # unexplained: these fail the comparison
-    known: list[str]             # KNOWN_FAILURES
-    deliberate: list[str]        # DELIBERATE
-    better: list[str]            # expected to fail with asyncpg, pass with mypgdriver
+    known: list[str]             # the mode's KNOWN_FAILURES
+    deliberate: list[str]        # the mode's DELIBERATE
+    better: list[str]            # expected to fail with the reference, pass with ours
     fixed: list[str]             # KNOWN_FAILURES patterns that no longer fail
 
 
-def compare(ours: SuiteRun, reference: SuiteRun) -> Comparison:
+def compare(ours: SuiteRun, reference: SuiteRun, mode: Mode) -> Comparison:
     lost = sorted(test_id for test_id, outcome in reference.outcomes.items()
                   if outcome == 'passed' and ours.outcomes.get(test_id) != 'passed')
-    # a test that SQLAlchemy expects to fail with asyncpg (fails_if) and that
-    # passes with mypgdriver fails as an "unexpected success"
+    # a test that SQLAlchemy expects to fail with the reference (fails_if) and
+    # that passes with ours fails as an "unexpected success"
     better = [t for t in lost if unexpected_success(ours, t)]
-    deliberate = [t for t in lost if t not in better and matching(t, DELIBERATE)]
+    deliberate = [t for t in lost if t not in better and matching(t, mode.deliberate)]
     known = [t for t in lost if t not in better and t not in deliberate
-             and matching(t, KNOWN_FAILURES)]
+             and matching(t, mode.known_failures)]
     explained = set(better) | set(deliberate) | set(known)
-    fixed = [pattern for pattern in KNOWN_FAILURES
+    fixed = [pattern for pattern in mode.known_failures
              if not any(fnmatch.fnmatchcase(t, pattern) for t in known)]
     return Comparison([t for t in lost if t not in explained], known, deliberate, better, fixed)
+
+
+def print_comparison(mode: Mode, ours: SuiteRun, result: Comparison) -> bool:
+    """Print `result`; true when it has no unexplained regression."""
+    mine, theirs = f'postgresql+{mode.ours}', f'postgresql+{mode.reference}'
+    sections = [
+        (result.better, f'expected by SQLAlchemy to fail with {theirs}, pass with {mine}', None),
+        (result.deliberate, f'pass with {theirs}, differ on purpose with {mine}',
+         mode.deliberate),
+        (result.known, f'pass with {theirs}, fail with {mine}: known, fixed elsewhere',
+         mode.known_failures),
+    ]
+    for tests, title, reasons in sections:
+        if tests:
+            print(f'{len(tests)} tests {title}:')
+            for test_id in tests:
+                reason = matching(test_id, reasons) if reasons else None
+                print(f'  {test_id}' + (f'\n      ({reason})' if reason else ''))
+    for pattern in result.fixed:
+        print(f'known failure no longer fails with {mine}, take it off the {mode.name} '
+              f'KNOWN_FAILURES: {pattern}')
+    if result.regressions:
+        print(f'{len(result.regressions)} tests pass with {theirs} but not with {mine}:')
+        for test_id in result.regressions:
+            message = ours.messages.get(test_id, '').replace('\n', ' | ')[:300]
+            print(f'  {test_id} [{ours.outcomes.get(test_id, "not run")}] {message}')
+        return False
+    print(f'every test that passes with {theirs} passes with {mine} '
+          '(apart from those listed above)')
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,19 +392,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--dsn', help='a postgresql:// URL of a server to use (superuser); '
                         'default: start a throwaway server')
-    parser.add_argument('--only', choices=DIALECTS, help='run one dialect, compare nothing')
+    parser.add_argument('--mode', choices=(*MODES, 'both'), default='both',
+                        help='async: postgresql+mypgdriver_async against asyncpg; sync: '
+                        'postgresql+mypgdriver against psycopg; both (the default)')
+    parser.add_argument('--only', choices=tuple(DRIVER_NAMES),
+                        help='run one dialect, compare nothing')
     parser.add_argument('--cache', type=pathlib.Path, default=DEFAULT_CACHE,
                         help=f'where the sdist is unpacked (default: {DEFAULT_CACHE})')
     parser.add_argument('--report', type=pathlib.Path,
                         help='write the per-test outcomes and timings as JSON')
     parser.add_argument('--quiet', action='store_true', help="hide pytest's output")
-    parser.add_argument('--parallel', action='store_true',
-                        help='run the two dialects at the same time, each in its own database '
-                        "(on 2 cores the pair takes about as long as one run alone; their output is mixed unless --quiet)")
+    parser.add_argument('--parallel', metavar='N', nargs='?', type=int, const=0, default=1,
+                        help='run N dialects at the same time (all of them without N), each '
+                        'in its own database (on 2 cores a pair takes about as long as one run '
+                        'alone; their output is mixed unless --quiet)')
     parser.add_argument('--own-requirements', action='store_true',
-                        help='select the tests for mypgdriver by its own driver name, not as '
-                        'for asyncpg (SQLAlchemy then skips the tests it keeps for known '
-                        'drivers; no comparison is meaningful)')
+                        help='select the tests for our dialects by their own driver name, not '
+                        "as for their mode's reference driver (SQLAlchemy then skips the tests "
+                        'it keeps for known drivers; no comparison is meaningful)')
     parser.add_argument('--sqlalchemy', metavar='VERSION',
                         help='run with this SQLAlchemy release instead of the installed one '
                         '(installed alone into the cache folder, e.g. 2.0.58)')
@@ -330,12 +422,21 @@ def main(argv: list[str] | None = None) -> int:
     else:
         version = installed_sqlalchemy_version()
     sdist = fetch_sdist(version, args.cache)
-    dialects = (args.only,) if args.only else DIALECTS
-    if 'asyncpg' in dialects:
+    if args.only:
+        modes = [mode_of(args.only)]
+        dialects: list[str] = [args.only]
+    else:
+        modes = list(MODES.values()) if args.mode == 'both' else [MODES[args.mode]]
+        dialects = [dialect for mode in modes for dialect in mode.dialects]
+    for dialect in dialects:
+        module = REFERENCE_MODULES.get(dialect)
+        if module is None:
+            continue
         try:
-            importlib.metadata.version('asyncpg')
+            importlib.metadata.version(module)
         except importlib.metadata.PackageNotFoundError:
-            sys.exit('asyncpg is needed for the comparison run (or use --only mypgdriver)')
+            sys.exit(f'{module} is needed for the comparison run (pip install -e ".[test]", '
+                     'or use --only)')
 
     if args.dsn:
         cluster: PgCluster | ExternalCluster = ExternalCluster(args.dsn)
@@ -344,76 +445,72 @@ def main(argv: list[str] | None = None) -> int:
         cluster = PgCluster(settings={'max_prepared_transactions': 10})
         cluster.init()
         cluster.start()
+    at_once = args.parallel if args.parallel > 0 else len(dialects)
     runs: dict[str, SuiteRun] = {}
-    started: list[StartedRun] = []
+    running: list[StartedRun] = []
+    started = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix='sqla-suite-') as tmp:
             def finish(run: StartedRun) -> None:
+                running.remove(run)
                 runs[run.dialect] = run.wait()
                 print(f'sqlalchemy_suite: {runs[run.dialect].summary()}', file=sys.stderr)
                 cluster.psql(f'DROP DATABASE IF EXISTS sqla_{run.dialect}')
 
             for dialect in dialects:
+                while len(running) >= at_once:
+                    done = [run for run in running if run.proc.poll() is not None]
+                    if done:
+                        finish(done[0])
+                    else:
+                        time.sleep(0.5)
                 database = f'sqla_{dialect}'
                 prepare_database(cluster, database)
                 url = sqlalchemy_url(cluster, dialect, database)
-                print(f'sqlalchemy_suite: SQLAlchemy {version}, {url}', file=sys.stderr)
-                started.append(start_suite(sdist, url, dialect, pathlib.Path(tmp), pytest_args,
-                                           args.quiet, as_asyncpg=not args.own_requirements,
-                                           version=version, site=site))
-                if not args.parallel:
-                    finish(started.pop())
-            for run in started:
-                finish(run)
+                mode = mode_of(dialect)
+                run_as = (mode.reference if dialect == mode.ours and not args.own_requirements
+                          else None)
+                print(f'sqlalchemy_suite: SQLAlchemy {version}, {url}'
+                      + (f' (tests selected as for {run_as})' if run_as else ''), file=sys.stderr)
+                running.append(start_suite(sdist, url, dialect, pathlib.Path(tmp), pytest_args,
+                                           args.quiet, run_as=run_as, version=version,
+                                           site=site))
+            while running:
+                finish(running[0])
     finally:
-        for run in started:
+        for run in running:
             if run.proc.poll() is None:
                 run.proc.kill()
                 run.proc.wait()
         cluster.destroy()
+    seconds = time.monotonic() - started
 
-    if len(runs) == 1:
-        run = runs[dialects[0]]
+    report: dict[str, object] = {
+        'sqlalchemy': version,
+        'seconds': seconds,
+        'runs': {d: dataclasses.asdict(r) for d, r in runs.items()},
+    }
+    if args.only:
+        run = runs[args.only]
         if args.report:
-            args.report.write_text(json.dumps({
-                'sqlalchemy': version, 'runs': {run.dialect: dataclasses.asdict(run)}}))
+            args.report.write_text(json.dumps(report))
         print(run.summary())
         return 0 if run.returncode in (0, 1) else run.returncode
 
-    result = compare(runs['mypgdriver'], runs['asyncpg'])
-    if args.report:
-        args.report.write_text(json.dumps({
-            'sqlalchemy': version,
-            'runs': {d: dataclasses.asdict(r) for d, r in runs.items()},
-            'comparison': dataclasses.asdict(result),
-        }, indent=1, sort_keys=True))
-    mine = runs['mypgdriver']
     for run in runs.values():
         print(run.summary())
-    sections = [
-        (result.better, 'expected by SQLAlchemy to fail with asyncpg, pass with mypgdriver', None),
-        (result.deliberate, 'pass with asyncpg, differ on purpose with mypgdriver', DELIBERATE),
-        (result.known, 'pass with asyncpg, fail with mypgdriver: known, fixed elsewhere',
-         KNOWN_FAILURES),
-    ]
-    for tests, title, reasons in sections:
-        if tests:
-            print(f'{len(tests)} tests {title}:')
-            for test_id in tests:
-                reason = matching(test_id, reasons) if reasons else None
-                print(f'  {test_id}' + (f'\n      ({reason})' if reason else ''))
-    for pattern in result.fixed:
-        print(f'known failure no longer fails, take it off KNOWN_FAILURES: {pattern}')
-    if result.regressions:
-        print(f'{len(result.regressions)} tests pass with postgresql+asyncpg but not with '
-              'postgresql+mypgdriver:')
-        for test_id in result.regressions:
-            message = mine.messages.get(test_id, '').replace('\n', ' | ')[:300]
-            print(f'  {test_id} [{mine.outcomes.get(test_id, "not run")}] {message}')
-        return 1
-    print('every test that passes with postgresql+asyncpg passes with postgresql+mypgdriver '
-          '(apart from those listed above)')
-    return 0
+    print(f'{len(runs)} runs in {seconds:.0f} s, {at_once} at a time')
+    comparisons = {}
+    ok = True
+    for mode in modes:
+        result = compare(runs[mode.ours], runs[mode.reference], mode)
+        comparisons[mode.name] = dataclasses.asdict(result)
+        print(f'-- {mode.name} mode: postgresql+{mode.ours} against postgresql+{mode.reference}')
+        ok = print_comparison(mode, runs[mode.ours], result) and ok
+    report['comparisons'] = comparisons
+    if args.report:
+        args.report.write_text(json.dumps(report, indent=1, sort_keys=True))
+    return 0 if ok else 1
 
 
 if __name__ == '__main__':

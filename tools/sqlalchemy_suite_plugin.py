@@ -1,22 +1,25 @@
 """pytest plugin that tools/sqlalchemy_suite.py loads into SQLAlchemy's test run.
 
-* Registers ``postgresql+mypgdriver`` from this checkout, whether or not the
+* Registers ``postgresql+mypgdriver`` (the DB-API dialect) and
+  ``postgresql+mypgdriver_async`` from this checkout, whether or not the
   installed package's entry points are current (an editable install made
-  before the entry point existed, a build in place).
-* With ``MYPGDRIVER_SQLA_AS_ASYNCPG=1``, makes SQLAlchemy's test requirements
-  that name the asyncpg driver (``only_on("+asyncpg")``,
-  ``skip_if("+asyncpg")``, ``__only_on__ = "postgresql+asyncpg"``) apply to
+  before the entry points existed, a build in place).
+* With ``MYPGDRIVER_SQLA_RUN_AS=asyncpg`` (or ``psycopg``), makes SQLAlchemy's
+  test requirements that name that driver (``only_on("+asyncpg")``,
+  ``skip_if("+psycopg")``, ``__only_on__ = "postgresql+asyncpg"``) apply to
   mypgdriver too. SQLAlchemy's suite selects many tests by driver name (all
-  the range round trips, the asyncpg adapter's own tests); without this they
-  would not run for a driver SQLAlchemy does not know, and the comparison
-  with asyncpg would be over a different set of tests. Version comparisons
-  against the asyncpg DBAPI (``"+asyncpg<0.30"``) are not aliased: they
+  the range round trips, each adapter's own tests); without this they would
+  not run for a driver SQLAlchemy does not know, and the comparison with the
+  reference driver would be over a different set of tests. Version
+  comparisons against a driver (``"+asyncpg<0.30"``) are not aliased: they
   compare driver versions, which mean nothing across drivers.
 * Stops the run when the SQLAlchemy imported is not the version asked for
   (``MYPGDRIVER_SQLA_VERSION``).
 * Makes the compliance suite's server-side cursor check
   (``ServerSideCursorsTest._is_server_side``, a table of driver names) ask
-  mypgdriver's adapted cursor, as it asks asyncpg's.
+  mypgdriver's cursors: the async dialect's adapted cursor has
+  ``server_side``, a DB-API cursor a ``name`` when it is a server-side one
+  (as psycopg's).
 """
 from __future__ import annotations
 
@@ -26,20 +29,21 @@ import pytest
 from sqlalchemy.dialects import registry
 
 registry.register(
-    "postgresql.mypgdriver", "mypgdriver.sqlalchemy_dialect", "PGDialect_mypgdriver")
+    "postgresql.mypgdriver", "mypgdriver.sqlalchemy_sync", "PGDialectSync_mypgdriver")
+registry.register(
+    "postgresql.mypgdriver_async", "mypgdriver.sqlalchemy_dialect", "PGDialectAsync_mypgdriver")
 
 DRIVER = "mypgdriver"
-ALIASED = "asyncpg"
 
 
-def _alias_asyncpg_requirements() -> None:
+def _alias_requirements(aliased: str) -> None:
     from sqlalchemy.testing import exclusions
 
     original = exclusions.SpecPredicate.__call__
 
     def matches(self, config):
         if (config is not None and self.op is None and "+" in self.db
-                and self.db.split("+")[1] == ALIASED
+                and self.db.split("+")[1] == aliased
                 and config.db.dialect.driver == DRIVER):
             backend = self.db.split("+")[0]
             return not backend or config.db.name == backend
@@ -55,7 +59,9 @@ def _server_side_check() -> None:
 
     def is_server_side(self, cursor):
         if self.engine.dialect.driver == DRIVER:
-            return cursor.server_side
+            if self.engine.dialect.is_async:
+                return cursor.server_side
+            return bool(getattr(cursor, "name", None))
         return original(self, cursor)
 
     test_results.ServerSideCursorsTest._is_server_side = is_server_side
@@ -74,8 +80,9 @@ def pytest_configure(config) -> None:
         raise pytest.UsageError(
             f"SQLAlchemy {sqlalchemy.__version__} from {sqlalchemy.__file__} was imported, "
             f"not {expected}")
-    if os.environ.get("MYPGDRIVER_SQLA_AS_ASYNCPG") == "1":
-        _alias_asyncpg_requirements()
+    aliased = os.environ.get("MYPGDRIVER_SQLA_RUN_AS")
+    if aliased:
+        _alias_requirements(aliased)
 
 
 def pytest_collection_finish(session) -> None:
