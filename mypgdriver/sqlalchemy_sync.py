@@ -190,7 +190,13 @@ class PGDialectSync_mypgdriver(PGDialect):
     execution_ctx_cls = PGExecutionContext_mypgdriver
     colspecs = _colspecs()
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, use_native_hstore: bool = False, **kwargs: Any) -> None:
+        """The engine's dialect; `use_native_hstore` is accepted and ignored.
+
+        (psycopg's dialect takes `use_native_hstore` to turn psycopg's own
+        hstore adapter off; hstore values are always converted by
+        SQLAlchemy's HSTORE type here.)
+        """
         super().__init__(**kwargs)
         #: time.monotonic() of the last schema change seen; each connection
         #: drops its cached statements once after it
@@ -205,6 +211,12 @@ class PGDialectSync_mypgdriver(PGDialect):
     def get_async_dialect_cls(cls, url: URL) -> type[async_dialect.PGDialectAsync_mypgdriver]:
         """The dialect ``create_async_engine()`` uses for this URL: the asyncio one."""
         return async_dialect.PGDialectAsync_mypgdriver
+
+    @classmethod
+    def load_provisioning(cls) -> None:
+        # SQLAlchemy's test suite imports "<dialect package>.provision" for
+        # its database set-up hooks; ours are PostgreSQL's.
+        PGDialect.load_provisioning()
 
     def retrieve_dbapi_version(self, dbapi: Any) -> Any:
         from sqlalchemy import util
@@ -245,13 +257,19 @@ class PGDialectSync_mypgdriver(PGDialect):
         loads = self._json_deserializer or json.loads
         inet_as_text = self._native_inet_types is False
 
+        def decode_jsonb(data: bytes) -> Any:
+            # jsonb's binary form is a version byte (1) and the text
+            return loads(data[1:])
+
         def set_up(dbapi_connection: Any) -> None:
             driver = _driver_connection_of(dbapi_connection)
-            # both in text form: decoded from the text, and bound from the
-            # text SQLAlchemy's JSON type serializes
-            for name in ('json', 'jsonb'):
-                driver.set_type_codec(name, schema='pg_catalog', encoder=_identity,
-                                      decoder=loads, format='text')
+            # Binary forms, so that the deserializer is given bytes as
+            # psycopg gives them (json.loads and orjson take them); the
+            # values bound are the text SQLAlchemy's JSON type serializes.
+            driver.set_type_codec('json', schema='pg_catalog', encoder=str.encode,
+                                  decoder=loads, format='binary')
+            driver.set_type_codec('jsonb', schema='pg_catalog', encoder=_encode_jsonb,
+                                  decoder=decode_jsonb, format='binary')
             if inet_as_text:
                 for name in ('inet', 'cidr'):
                     driver.set_type_codec(name, schema='pg_catalog', encoder=_identity,
@@ -312,8 +330,12 @@ class PGDialectSync_mypgdriver(PGDialect):
     # through the DB-API cursor).
 
     def do_prepare_twophase(self, connection: Any, xid: str) -> None:
-        _driver_connection_of(connection.connection.dbapi_connection).execute(
-            f'PREPARE TRANSACTION {_literal(xid)}')
+        driver = _driver_connection_of(connection.connection.dbapi_connection)
+        if not driver.is_in_transaction():
+            # nothing ran since begin_twophase(): the DB-API opened no
+            # transaction yet, and PREPARE TRANSACTION needs one
+            driver.execute('BEGIN')
+        driver.execute(f'PREPARE TRANSACTION {_literal(xid)}')
 
     def _end_prepared(self, connection: Any, command: str, xid: str, recover: bool) -> None:
         driver = _driver_connection_of(connection.connection.dbapi_connection)
@@ -360,12 +382,28 @@ class PGDialectSync_mypgdriver(PGDialect):
 
     def _refresh_schema_state(self, dbapi_connection: Any) -> None:
         if self._schema_seen.get(dbapi_connection, 0.0) < self._schema_changed_at:
-            _driver_connection_of(dbapi_connection).reload_schema_state()
+            _forget_statements(dbapi_connection)
             self._schema_seen[dbapi_connection] = time.monotonic()
+
+
+def _forget_statements(dbapi_connection: Any) -> None:
+    """Make a DB-API connection prepare its statements again, and introspect types again."""
+    reload = getattr(dbapi_connection, 'reload_schema_state', None)
+    if reload is not None:
+        reload()
+        return
+    # Until mypgdriver.dbapi.Connection has reload_schema_state(): its own
+    # cache of prepared statements, and the driver's caches.
+    dbapi_connection._statements.clear()
+    _driver_connection_of(dbapi_connection).reload_schema_state()
 
 
 def _identity(value: Any) -> Any:
     return value
+
+
+def _encode_jsonb(text: str) -> bytes:
+    return b'\x01' + text.encode()
 
 
 #: The logger of SQLAlchemy's PostgreSQL dialects, where psycopg's dialect

@@ -301,7 +301,7 @@ def test_types_round_trip_with_exact_values(engine: Engine, metadata: MetaData) 
 
 def test_json_uses_the_engines_serializer_and_deserializer(url: URL,
                                                           metadata: MetaData) -> None:
-    def loads(s: str) -> Any:
+    def loads(s: bytes) -> Any:  # bytes, as psycopg gives them
         return ('decoded', s)
 
     engine = create_engine(url, json_serializer=lambda v: '{"fixed": 1}',
@@ -312,7 +312,32 @@ def test_json_uses_the_engines_serializer_and_deserializer(url: URL,
         metadata.create_all(engine)
         with engine.begin() as conn:
             conn.execute(insert(docs), {'id': 1, 'doc': {'ignored': True}})
-            assert conn.execute(select(docs.c.doc)).scalar() == ('decoded', '{"fixed": 1}')
+            assert conn.execute(select(docs.c.doc)).scalar() == ('decoded', b'{"fixed": 1}')
+    finally:
+        engine.dispose()
+
+
+def test_a_cached_statement_is_prepared_again_after_ddl_on_any_connection(url: URL) -> None:
+    # The same SELECT text over a table dropped and created again with
+    # another column type: the DB-API connections' cached statements would
+    # fail ("cached plan must not change result type") inside their
+    # transaction.  The DDL runs on one connection, the SELECT on both.
+    engine = create_engine(url, pool_size=2)
+    try:
+        first, second = engine.connect(), engine.connect()
+        for kind, value in ((Integer, 7), (String(10), 'seven'), (Uuid, uuid.UUID(int=7))):
+            metadata = MetaData()
+            table = Table('sa_sync_ddl', metadata, Column('x', kind))
+            metadata.create_all(first)
+            first.execute(insert(table), {'x': value})
+            first.commit()
+            for conn in (first, second):
+                assert conn.execute(select(table.c.x)).scalar() == value
+                conn.rollback()
+            metadata.drop_all(first)
+            first.commit()
+        first.close()
+        second.close()
     finally:
         engine.dispose()
 
