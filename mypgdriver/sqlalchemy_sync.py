@@ -254,7 +254,8 @@ class PGDialectSync_mypgdriver(PGDialect):
     # --- connection set-up ---
 
     def on_connect(self) -> Callable[[Any], None]:
-        loads = self._json_deserializer or json.loads
+        # (typed as taking str; json.loads, orjson and psycopg's users take bytes)
+        loads: Callable[[Any], Any] = self._json_deserializer or json.loads
         inet_as_text = self._native_inet_types is False
 
         def decode_jsonb(data: bytes) -> Any:
