@@ -78,8 +78,43 @@ ASYNC_DELIBERATE = {
 }
 
 #: Tests that pass with psycopg and fail with postgresql+mypgdriver (the
-#: DB-API dialect) on purpose, with the reason.
-SYNC_DELIBERATE: dict[str, str] = {
+#: DB-API dialect) on purpose, with the reason.  Most use psycopg's own API
+#: (its modules, connection attributes, adapters), which the plugin's aliasing
+#: selects for our dialect too.
+_PG_TESTS = 'test.dialect.postgresql.test_dialect'
+SYNC_DELIBERATE = {
+    f'{_PG_TESTS}.MiscBackendTest_postgresql+DRIVER_*::test_psycopg_version':
+        "reads the dialect's psycopg_version and psycopg's __version__",
+    f'{_PG_TESTS}.MiscBackendTest_postgresql+DRIVER_*::test_psycopg_non_standard_err':
+        "imports psycopg's errors module (or psycopg2's extensions) from the DB-API "
+        "module's name",
+    f'{_PG_TESTS}.MiscBackendTest_postgresql+DRIVER_*::test_initial_transaction_state_psycopg':
+        "reads psycopg's connection.info.transaction_status",
+    f'{_PG_TESTS}.MiscBackendTest_postgresql+DRIVER_*::test_client_encoding':
+        "sets client_encoding=LATIN1: mypgdriver speaks UTF-8 only (as asyncpg), and "
+        'the dialect takes no client_encoding argument',
+    f'{_PG_TESTS}.Psycopg3Test_postgresql+DRIVER_*::test_client_side_cursor':
+        "passes psycopg's cursor_factory= to connect()",
+    f'{_PG_TESTS}.Psycopg3Test_postgresql+DRIVER_*::test_hstore_correctly_registered':
+        "checks that psycopg's own hstore adapter decodes hstore (use_native_hstore): "
+        "hstore values are converted by SQLAlchemy's HSTORE type with mypgdriver",
+    f'{_PG_TESTS}.TwoPhaseCommitTest_postgresql+DRIVER_*'
+    '::test_provided_id_round_trip[[]*-driverid[]]':
+        "makes a transaction id with psycopg's connection.xid(); mypgdriver.dbapi has "
+        'no tpc_*() methods (the dialect sends PREPARE TRANSACTION and COMMIT/ROLLBACK '
+        'PREPARED itself)',
+    # test_insert_text, test_union_result_text, test_intersection_result_text,
+    # test_difference_result_text of every range and multirange class
+    # (DateTimeTZRMultiangeRoundTripTest included)
+    'test.dialect.postgresql.test_types.*RoundTripTest_postgresql+DRIVER_*::test_*_text':
+        "binds a range or multirange as a string in PostgreSQL's text form ('[1,4)'): "
+        'mypgdriver encodes range parameters in binary from Range objects, as asyncpg '
+        '(these tests are not selected for asyncpg)',
+    'test.dialect.postgresql.test_types.ArrayEnum_postgresql+DRIVER_*'
+    '::test_*[[]*_ArrayOfEnum-*[]]':
+        "_ArrayOfEnum is the recipe for drivers that return an array of enum values as "
+        "its text ('{a,b}'); mypgdriver decodes it into a list, as asyncpg (the test is "
+        'not selected for asyncpg)',
 }
 
 #: Tests that fail with one of our dialects because of driver behaviour that
