@@ -63,7 +63,6 @@ from sqlalchemy.dialects.postgresql.types import BIT
 from sqlalchemy.engine import URL
 
 import mypgdriver
-from mypgdriver import dbapi
 
 if TYPE_CHECKING:
     from sqlalchemy.engine.interfaces import IsolationLevel
@@ -205,6 +204,10 @@ class PGDialectSync_mypgdriver(PGDialect):
 
     @classmethod
     def import_dbapi(cls) -> Any:
+        # imported here: create_async_engine() loads this module only to ask
+        # get_async_dialect_cls()
+        from mypgdriver import dbapi
+
         return dbapi
 
     @classmethod
@@ -292,7 +295,8 @@ class PGDialectSync_mypgdriver(PGDialect):
             dbapi_connection.isolation_level = None
         else:
             dbapi_connection.autocommit = False
-            dbapi_connection.isolation_level = dbapi.IsolationLevel[level.replace(' ', '_')]
+            levels = cast(Any, self.dbapi).IsolationLevel
+            dbapi_connection.isolation_level = levels[level.replace(' ', '_')]
 
     def get_isolation_level(self, dbapi_connection: Any) -> IsolationLevel:
         # Between transactions, the level the next BEGIN will ask for, else
