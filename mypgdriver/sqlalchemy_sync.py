@@ -99,17 +99,28 @@ class _MultiRange(sa_asyncpg._AsyncpgMultiRange):
 
 
 class _Bit(sa_asyncpg.AsyncpgBit):
-    """BIT: SQLAlchemy 2.1's BitString (a str) and plain strings bound as mypgdriver's."""
+    """BIT: strings ('0110', SQLAlchemy 2.1's BitString) bound as mypgdriver's BitString.
+
+    Read back as SQLAlchemy's BitString on 2.1 (the asyncpg type's code),
+    and on 2.0, which has no such class, as the string of bits, as psycopg
+    returns them there.
+    """
 
     def bind_processor(self, dialect: Any) -> Any:
-        if _SQLALCHEMY_2_0:
-            # 2.0's BIT has no conversions: the application binds what the
-            # driver takes (mypgdriver.BitString, or bytes)
-            return None
-
         def to_driver(value: Any) -> Any:
             return mypgdriver.BitString(str(value)) if isinstance(value, str) else value
         return to_driver
+
+    def result_processor(self, dialect: Any, coltype: Any) -> Any:
+        if not _SQLALCHEMY_2_0:
+            return super().result_processor(dialect, coltype)
+
+        def to_text(value: Any) -> Any:
+            if isinstance(value, mypgdriver.BitString):
+                # (as_string() groups the bits by four)
+                return value.as_string().replace(' ', '')
+            return value
+        return to_text
 
 
 def _colspecs() -> dict[Any, Any]:
@@ -127,8 +138,8 @@ class PGExecutionContext_mypgdriver(PGExecutionContext):
     """Named server-side cursors, and the schema-change bookkeeping (see the dialect)."""
 
     def create_server_side_cursor(self) -> Any:
-        # unique on the connection for its life: a portal of a closed
-        # cursor's name may still be closing in the same transaction
+        # a name used once in the process (as psycopg's dialect does): a new
+        # cursor never meets one of the same name left open in the transaction
         return self._dbapi_connection.cursor(f'sqla_{next(_cursor_names)}')
 
     def pre_exec(self) -> None:
