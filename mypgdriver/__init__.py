@@ -14,6 +14,7 @@ from .exceptions import *  # noqa: F401,F403  (asyncpg exposes its exceptions at
 # the three names exceptions/__init__.py lists itself.
 from .exceptions._base import *  # noqa: F401,F403
 from .exceptions._generated import *  # noqa: F401,F403
+from .paramstyle import named, named_many
 from .pool import Pool, create_pool
 from .protocol.record import Record
 from .types import *  # noqa: F401,F403  (Range, Point, BitString ... as in asyncpg)
@@ -21,6 +22,7 @@ from .types import *  # noqa: F401,F403  (Range, Point, BitString ... as in asyn
 # Only the forms the typing spec lists for a library's interface (a literal
 # list, "+= submodule.__all__"): type checkers read the exported names from
 # them, and treat every name missing from __all__ as private.
-__all__ = ['__version__', 'connect', 'create_pool', 'Pool', 'Record', 'Connection']
+__all__ = ['__version__', 'connect', 'create_pool', 'Pool', 'Record', 'Connection',
+           'named', 'named_many']
 __all__ += types.__all__
 __all__ += exceptions.__all__

@@ -47,12 +47,13 @@ when asked to (``allow_unused=False``).
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Mapping, Optional, Sequence
+import threading
+from typing import Any, Final, Iterable, Iterator, Mapping, Optional, Sequence
 
 from mypgdriver.exceptions import QueryParameterError
 from mypgdriver.sql import first_keyword, skip_non_code
 
-__all__ = ('FORMAT', 'PYFORMAT', 'NAMED', 'ConvertedQuery', 'convert',
+__all__ = ('FORMAT', 'PYFORMAT', 'NAMED', 'ConvertedQuery', 'convert', 'named', 'named_many',
            'utility_statement_hint', 'CACHE_SIZE')
 
 #: ``%s`` / ``%(name)s`` (also ``%b``, ``%t``); the DB-API's ``format`` and ``pyformat``.
@@ -184,6 +185,7 @@ def _wrong_container(params: object, count: int, *, named: bool) -> QueryParamet
 # --- conversion ---------------------------------------------------------------------------
 
 _caches: dict[str, dict[str, ConvertedQuery]] = {PYFORMAT: {}, NAMED: {}}
+_cache_lock = threading.Lock()
 
 
 def convert(query: str, style: str = PYFORMAT,
@@ -210,10 +212,54 @@ def convert(query: str, style: str = PYFORMAT,
             converted = _convert_pyformat(query, standard_conforming_strings)
         else:
             converted = _convert_named(query, standard_conforming_strings)
-        if len(cache) >= CACHE_SIZE:
-            del cache[next(iter(cache))]
-        cache[key] = converted
+        # Threads share the caches (mypgdriver.sync, the DB-API): the
+        # eviction iterates the dict, which another thread's insertion
+        # would break.  Only a miss takes the lock.
+        with _cache_lock:
+            if len(cache) >= CACHE_SIZE:
+                del cache[next(iter(cache))]
+            cache[key] = converted
     return converted
+
+
+def named(query: str, params: Optional[Mapping[str, Any]] = None, /,
+          **values: Any) -> tuple[Any, ...]:
+    """`query` written with ``:name`` placeholders, as ``(text, *values)`` for the asyncpg-style API.
+
+    An opt-in for named parameters that leaves every method as it is: unpack
+    the result into the call, which then gets ``$n`` text and positional
+    values (the conversion is done once per query text and cached)::
+
+        rows = await conn.fetch(*named('SELECT * FROM t WHERE a = :a AND b > :a', a=1))
+        row = conn.fetchrow(*named('SELECT * FROM t WHERE id = :id', {'id': 5}), timeout=2)
+
+    The values come from `params` (a mapping) or from keyword arguments.
+    ``::`` is a cast and ``x[1:2]`` a slice, not placeholders; string
+    constants, quoted identifiers and comments are left alone.  A name the
+    query uses and that has no value, a value the query does not use, and
+    ``$n`` mixed with ``:name`` raise
+    :exc:`~mypgdriver.exceptions.QueryParameterError`.
+    """
+    if params is None:
+        params = values
+    elif values:
+        raise TypeError('named() takes the values as one mapping or as keyword arguments, '
+                        'not both')
+    converted = convert(query, NAMED)
+    return (converted.text, *converted.arguments(params, allow_unused=False))
+
+
+def named_many(query: str, rows: Iterable[Mapping[str, Any]]) -> tuple[str, Iterator[Sequence[Any]]]:
+    """`query` with ``:name`` placeholders and one mapping per run, for executemany()/fetchmany().
+
+    ``await conn.executemany(*named_many('INSERT INTO t VALUES (:id, :name)', rows))``.
+    The rows are read as the pipeline sends them (an iterator is not read
+    ahead); errors as in :func:`named`, raised for the first row that has
+    one (executemany() is atomic: nothing is applied).
+    """
+    converted = convert(query, NAMED)
+    arguments = converted.arguments
+    return converted.text, (arguments(row, allow_unused=False) for row in rows)
 
 
 def _check_no_dollar_parameters(query: str, scs: bool) -> None:

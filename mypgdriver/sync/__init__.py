@@ -13,6 +13,7 @@ from mypgdriver.exceptions import *  # noqa: F401,F403  (the same classes as myp
 # mypgdriver/__init__.py: mypy reads no "__all__ += module.__all__").
 from mypgdriver.exceptions._base import *  # noqa: F401,F403
 from mypgdriver.exceptions._generated import *  # noqa: F401,F403
+from mypgdriver.paramstyle import named, named_many
 from mypgdriver.protocol.record import Record
 from mypgdriver.sync.connect import connect
 from mypgdriver.sync.connection import Connection
@@ -22,7 +23,8 @@ from mypgdriver.sync.pool import Pool, PoolConnectionProxy, create_pool
 from mypgdriver.sync.prepared import PreparedStatement
 from mypgdriver.sync.transaction import Transaction
 
-__all__ = ['connect', 'Connection', 'PreparedStatement', 'Cursor', 'CursorFactory',
+__all__ = ['connect', 'Connection', 'PreparedStatement', 'Cursor', 'CursorFactory', 'named',
+           'named_many',
            'Transaction', 'Record', 'Notification', 'create_pool', 'Pool',
            'PoolConnectionProxy']
 __all__ += exceptions.__all__

@@ -81,6 +81,13 @@ async def all_items(conn: Connection) -> list[Item]:
     return [Item.from_record(row) for row in rows]
 
 
+async def items_named(conn: Connection, low: int, high: int) -> list[Record]:
+    """Items with a quantity in a range, the query written with named parameters."""
+    return await conn.fetch(*mypgdriver.named(
+        'SELECT id, name, quantity FROM items WHERE quantity BETWEEN :low AND :high',
+        low=low, high=high), timeout=5)
+
+
 async def labels(conn: Connection) -> list[str]:
     """Labels of the items in stock, through a custom record class."""
     rows: list[ItemRecord] = await conn.fetch(
