@@ -51,8 +51,10 @@ DEFAULT_WORKLOADS = "batch,copyfrom,oneplusone,generate_series"
 #: each calling conn.fetch; `queries` is then the loops per task, and the
 #: result is per loop of all 100), through mypgdriver.sync's conn.fetch
 #: (no event loop), or psycopg2's cursor (execute + fetchall, as its users
-#: write it; libpq's instructions are the client's too) for comparison.
-CALLS = ("stmt", "conn", "pipeline", "sync", "psycopg2")
+#: write it; libpq's instructions are the client's too) for comparison;
+#: "dbapi" is mypgdriver.dbapi's cursor called the same way (autocommit),
+#: "psycopg" psycopg 3's blocking cursor.
+CALLS = ("stmt", "conn", "pipeline", "sync", "dbapi", "psycopg2", "psycopg")
 #: --row-factory: what conn.fetch makes its rows as (conn, pipeline and sync
 #: calls): "record" passes nothing (the default, and all an older tree knows),
 #: the others pass that factory of mypgdriver.rows.
@@ -78,7 +80,7 @@ def run_client(root: str, workload_name: str, queries: int, params: dict[str, An
     if row_factory != "record":
         import mypgdriver.rows
         kwargs["row_factory"] = getattr(mypgdriver.rows, row_factory)
-    if call in ("sync", "psycopg2"):
+    if call in ("sync", "dbapi", "psycopg2", "psycopg"):
         run_sync_client(workload, queries, params, call, kwargs)
         return
 
@@ -106,7 +108,13 @@ def run_client(root: str, workload_name: str, queries: int, params: dict[str, An
 
 def run_sync_client(workload: Any, queries: int, params: dict[str, Any], call: str,
                     kwargs: dict[str, Any]) -> None:
-    """The blocking clients: mypgdriver.sync's conn.fetch, or psycopg2's cursor."""
+    """The blocking clients: mypgdriver.sync's conn.fetch, or a DB-API cursor.
+
+    The DB-API cursors (mypgdriver.dbapi, psycopg2, psycopg 3) run
+    ``cur.execute(sql, params); cur.fetchall()`` in autocommit mode, the
+    workload's ``$n`` written as ``%s``.
+    """
+    sql = re.sub(r"\$\d+", "%s", workload.sql)
     if call == "sync":
         import mypgdriver.sync
 
@@ -114,6 +122,22 @@ def run_sync_client(workload: Any, queries: int, params: dict[str, Any], call: s
 
         def run() -> None:
             conn.fetch(workload.sql, *workload.args, **kwargs)
+    elif call in ("dbapi", "psycopg"):
+        if call == "dbapi":
+            import mypgdriver.dbapi
+
+            conn = mypgdriver.dbapi.connect(autocommit=True, **params, **kwargs)
+        else:
+            import psycopg
+
+            conn = psycopg.connect(host=params["host"], port=params["port"],
+                                   user=params["user"], dbname=params["database"],
+                                   password=params.get("password"), autocommit=True)
+        dcur = conn.cursor()
+
+        def run() -> None:
+            dcur.execute(sql, workload.args)
+            dcur.fetchall()
     else:
         import psycopg2
 
@@ -122,8 +146,6 @@ def run_sync_client(workload: Any, queries: int, params: dict[str, Any], call: s
                                 password=params.get("password"))
         conn.autocommit = True
         cur = conn.cursor()
-        # psycopg2 interpolates %s on the client; the workload's $n become %s.
-        sql = re.sub(r"\$\d+", "%s", workload.sql)
 
         def run() -> None:
             cur.execute(sql, workload.args)

@@ -190,17 +190,19 @@ class PreparedStatement(Generic[RowT]):
             self._query, args, timeout, return_rows=True, rows_as=rows_as,
             state=self._state, retry=self._reprepare)
 
-    async def _fetch_each(self, args: ArgumentRows, *,
-                          timeout: Optional[float] = None) -> list[tuple[list[RowT], str]]:
+    async def _fetch_each(self, args: ArgumentRows, *, timeout: Optional[float] = None,
+                          rows_as: Any = None) -> list[tuple[list[Any], str]]:
         """fetchmany() with the rows and status tag of each run apart, in order.
 
         mypgdriver.dbapi's executemany() (its rowcount, and nextset() with
-        returning=True): one pipeline, atomic, as fetchmany().
+        returning=True): one pipeline, atomic, as fetchmany().  `rows_as`:
+        what rows.choose_rows() made of a row factory (None: the statement's).
         """
         self._check_usable('executemany')
         return await self._session.executemany(
             self._query, args, timeout, return_rows=ROWS_PER_STATEMENT,
-            rows_as=self._rows_as, state=self._state, retry=self._reprepare)
+            rows_as=self._rows_as if rows_as is None else rows_as, state=self._state,
+            retry=self._reprepare)
 
     async def explain(self, *args: object, analyze: bool = False) -> Any:
         """The statement's execution plan (``EXPLAIN (FORMAT JSON, VERBOSE)``), parsed.

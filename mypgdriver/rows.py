@@ -209,6 +209,20 @@ class ResultDescription:
                          for name, oid, size, typmod in zip(names, oids, sizes, typmods)))
 
 
+def description_of(state: Any) -> ResultDescription:
+    """The ResultDescription of a prepared statement's result, made once and kept on it.
+
+    `state` is the statement's protocol StatementState; the protocol calls
+    row factories with the same object (its ``result_description``).
+    """
+    description: Optional[ResultDescription] = state.result_description
+    if description is None:
+        description = ResultDescription.from_statement(
+            state.column_names, state.column_oids, state.column_sizes, state.column_typmods)
+        state.result_description = description
+    return description
+
+
 # --- the protocols ------------------------------------------------------------------------------------
 
 class RowMaker(Protocol[Row]):

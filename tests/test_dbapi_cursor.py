@@ -122,7 +122,7 @@ def test_description_names_and_type_codes(conn: Connection):
     assert [c[0] for c in description] == ['i', 't', 'n', 'ts', 'b', 'big', 'v']
     assert [c.type_code for c in description] == [23, 25, 1700, 1184, 17, 20, 1043]
     assert all(len(c) == 7 for c in description)
-    assert description[0] == ('i', 23, None, None, None, None, None)
+    assert description[0] == ('i', 23, None, 4, None, None, None)
     assert description[0].type_code == dbapi.NUMBER
     assert description[2].type_code == dbapi.NUMBER
     assert description[5][1] == dbapi.NUMBER
@@ -288,8 +288,11 @@ def test_row_factory_of_connection_and_cursor(conn: Connection):
     cur = conn.cursor()
     cur.execute('SELECT 1 AS a UNION ALL SELECT 2')
     assert cur.fetchone() == {'a': 1}
+    # Rows are made as they arrive: a factory set now makes the next result's.
     cur.row_factory = dbapi.tuple_row
-    assert cur.fetchone() == (2,)
+    assert cur.fetchone() == {'a': 2}
+    cur.execute('SELECT 3 AS a')
+    assert cur.fetchall() == [(3,)]
 
 
 # --- errors ---------------------------------------------------------------------------------
@@ -383,3 +386,63 @@ def test_typed_example_application_runs(dsn: str, no_event_loop: list[str],  # n
     assert out[3] == '2 SELECT 2'
     assert out[4:6] == ["('bolt',)", "('nut',)"]
     assert out[6:] == ['bolt', 'nut']
+
+
+# --- row factories (mypgdriver.rows) --------------------------------------------------------
+
+def test_one_column_class_with_the_type_modifiers(conn: Connection):
+    cur = conn.execute("SELECT 'x'::varchar(20) AS v, 1.5::numeric(10, 2) AS n, 1::int4 AS i")
+    v, n, i = cur.description
+    assert type(v) is mypgdriver.rows.Column and dbapi.Column is mypgdriver.rows.Column
+    assert tuple(v) == ('v', 1043, 20, None, None, None, None)
+    assert tuple(n) == ('n', 1700, None, None, 10, 2, None)
+    assert tuple(i) == ('i', 23, None, 4, None, None, None)
+    assert dbapi.tuple_row is mypgdriver.rows.tuple_row
+
+
+def test_built_in_factories_go_down_to_the_decode_loop(conn: Connection):
+    # dict_row and scalar_row are passed to the core as they are (built in C),
+    # never wrapped for a call per row.
+    cur = conn.cursor(row_factory=mypgdriver.rows.dict_row)
+    assert cur._rows_as is mypgdriver.rows.dict_row
+    cur.execute('SELECT 1 AS a, %s::text AS b UNION ALL SELECT 2, NULL', ('x',))
+    assert cur.fetchall() == [{'a': 1, 'b': 'x'}, {'a': 2, 'b': None}]
+    cur.row_factory = mypgdriver.rows.scalar_row
+    assert cur._rows_as is mypgdriver.rows.scalar_row
+    cur.execute('SELECT g FROM generate_series(1, 3) g')
+    assert cur.fetchall() == [1, 2, 3]
+    assert conn.cursor()._rows_as is mypgdriver.rows.tuple_row
+    assert conn.execute('SELECT 1, 2').fetchall() == [(1, 2)]
+
+
+def test_a_user_factory_gets_the_cursor_with_the_new_description(conn: Connection):
+    seen: list[Any] = []
+
+    def upper_row(cursor: Any) -> Any:
+        seen.append((cursor, [c.name for c in cursor.description]))
+        names = [c.name.upper() for c in cursor.description]
+        return lambda values: dict(zip(names, values))
+
+    cur = conn.cursor(row_factory=upper_row)
+    cur.execute('SELECT 1 AS a')
+    assert cur.fetchall() == [{'A': 1}]
+    cur.execute('SELECT 2 AS b, 3 AS c WHERE %s', (True,))
+    assert cur.fetchone() == {'B': 2, 'C': 3}
+    assert seen == [(cur, ['a']), (cur, ['b', 'c'])]
+    # A command without a result does not call the factory.
+    cur.execute('SET search_path = public')
+    assert len(seen) == 2
+
+
+def test_namedtuple_row_and_executemany_returning_with_a_factory(conn: Connection, table: str):
+    cur = conn.cursor(row_factory=mypgdriver.rows.namedtuple_row)
+    cur.executemany('INSERT INTO dbapi_t (id, name) VALUES (%s, %s) RETURNING id, name',
+                    [(1, 'a'), (2, 'b')], returning=True)
+    first = cur.fetchone()
+    assert (first.id, first.name) == (1, 'a')
+    assert cur.nextset() is True
+    assert cur.fetchall()[0]._asdict() == {'id': 2, 'name': 'b'}
+    cur.row_factory = mypgdriver.rows.dict_row
+    cur.executemany('INSERT INTO dbapi_t (id) VALUES (%s) RETURNING id', [(3,)],
+                    returning=True)
+    assert cur.fetchall() == [{'id': 3}]

@@ -135,6 +135,18 @@ def test_with_block_closes_and_row_factory(conn: Connection):
     assert cursors(conn) == []
 
 
+def test_built_in_row_factories_on_a_server_cursor(conn: Connection):
+    import mypgdriver.rows
+
+    with conn.cursor(name='d', row_factory=mypgdriver.rows.dict_row) as cur:
+        cur.execute('SELECT g AS n FROM generate_series(1, 3) g')
+        assert cur.fetchone() == {'n': 1}
+        assert cur.fetchall() == [{'n': 2}, {'n': 3}]
+    with conn.cursor(name='s', row_factory=mypgdriver.rows.scalar_row) as cur:
+        cur.execute('SELECT g FROM generate_series(1, 3) g')
+        assert list(cur) == [1, 2, 3]
+
+
 def test_unsupported_methods(conn: Connection):
     cur = conn.cursor(name='u')
     with pytest.raises(dbapi.NotSupportedError):

@@ -23,7 +23,7 @@ from typing import Any, Final, Mapping, Optional, Sequence, Union
 from mypgdriver import sync
 from mypgdriver.dbapi.connection import Connection, IsolationLevel, Transaction
 from mypgdriver.dbapi.copy import Copy
-from mypgdriver.dbapi.cursor import Column, Cursor, RowFactory, RowMaker, tuple_row
+from mypgdriver.dbapi.cursor import Cursor
 from mypgdriver.dbapi.server_cursor import ServerCursor
 from mypgdriver.dbapi.types import (
     BINARY,
@@ -52,6 +52,7 @@ from mypgdriver.exceptions.pep249 import (
     ProgrammingError,
     Warning,
 )
+from mypgdriver.rows import Column, RowFactory, RowMaker, tuple_row
 
 __all__ = [
     'apilevel', 'threadsafety', 'paramstyle', 'connect',
@@ -73,7 +74,7 @@ paramstyle: Final = 'pyformat'
 
 
 def connect(dsn: Optional[str] = None, *, autocommit: bool = False,
-            row_factory: Optional[RowFactory] = None,
+            row_factory: Optional[RowFactory[Any]] = None,
             host: Union[str, Sequence[str], None] = None,
             port: Union[int, str, Sequence[Union[int, str]], None] = None,
             user: Optional[str] = None, password: Optional[str] = None,

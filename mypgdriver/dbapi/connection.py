@@ -12,11 +12,12 @@ import contextlib
 import enum
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Iterator, Optional, Union, overload
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Union, overload
 
 from mypgdriver import sync
-from mypgdriver.dbapi.cursor import Column, Cursor, Params, RowFactory, tuple_row
+from mypgdriver.dbapi.cursor import Cursor, Params
 from mypgdriver.exceptions import pep249
+from mypgdriver.rows import Column, RowFactory, description_of, tuple_row
 from mypgdriver.sql import quote_ident
 from mypgdriver.sync.connection import async_connection, call_runner
 
@@ -56,10 +57,8 @@ class _Statement:
         state = self.statement._state
         self.state = state
         self.param_count = len(state.param_oids)
-        names = state.column_names
         self.description: Optional[tuple[Column, ...]] = (
-            tuple(Column(name, oid) for name, oid in zip(names, state.column_oids))
-            if state.has_rows else None)
+            description_of(state).description if state.has_rows else None)
 
 
 class Transaction:
@@ -104,7 +103,7 @@ class Connection:
     NotSupportedError = pep249.NotSupportedError
 
     def __init__(self, connection: sync.Connection, *, autocommit: bool = False,
-                 row_factory: Optional[RowFactory] = None) -> None:
+                 row_factory: Optional[RowFactory[Any]] = None) -> None:
         """Wrap an open sync connection (use :func:`mypgdriver.dbapi.connect`)."""
         self._conn = connection
         self._aconn = async_connection(connection)
@@ -121,7 +120,7 @@ class Connection:
         self._savepoints = 0
         self._statements: dict[str, _Statement] = {}
         #: The row factory of new cursors (tuples by default).
-        self.row_factory: RowFactory = row_factory if row_factory is not None else tuple_row
+        self.row_factory: RowFactory[Any] = row_factory if row_factory is not None else tuple_row
         #: The number of rows a server-side cursor fetches per round trip when iterated.
         self.itersize = 100
 
@@ -207,14 +206,14 @@ class Connection:
     # --- cursors --------------------------------------------------------------------------
 
     @overload
-    def cursor(self, name: None = None, *, row_factory: Optional[RowFactory] = None,
+    def cursor(self, name: None = None, *, row_factory: Optional[RowFactory[Any]] = None,
                scrollable: None = None, withhold: bool = False) -> Cursor: ...
 
     @overload
-    def cursor(self, name: str, *, row_factory: Optional[RowFactory] = None,
+    def cursor(self, name: str, *, row_factory: Optional[RowFactory[Any]] = None,
                scrollable: Optional[bool] = None, withhold: bool = False) -> ServerCursor: ...
 
-    def cursor(self, name: Optional[str] = None, *, row_factory: Optional[RowFactory] = None,
+    def cursor(self, name: Optional[str] = None, *, row_factory: Optional[RowFactory[Any]] = None,
                scrollable: Optional[bool] = None, withhold: bool = False) -> Cursor:
         """A new cursor: client-side, or server-side when `name` is given.
 

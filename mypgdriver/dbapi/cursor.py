@@ -3,9 +3,12 @@
 A thin layer over the sync core: ``execute(query, params)`` converts the
 placeholders once per query text (:mod:`mypgdriver.paramstyle`), takes the
 query's prepared statement from the connection's statement cache, and runs
-it with one Bind/Execute/Sync; the rows come back as the core decoded them
-(binary results) and are turned into rows by the cursor's row factory as
-they are fetched.
+it with one Bind/Execute/Sync.  The cursor's row factory travels down with
+the call (:mod:`mypgdriver.rows`): tuple rows (the default), ``dict_row`` and
+``scalar_row`` are built by the decode loop in C straight from the binary
+results; any other factory is called with the cursor itself (its
+``description`` set to the new result's columns), as psycopg does, and its
+row maker once per row as the rows arrive.
 """
 from __future__ import annotations
 
@@ -13,11 +16,9 @@ from types import TracebackType
 from typing import (
     TYPE_CHECKING,
     Any,
-    Callable,
     Iterable,
     Iterator,
     Mapping,
-    NamedTuple,
     NoReturn,
     Optional,
     Sequence,
@@ -28,6 +29,16 @@ from mypgdriver import exceptions
 from mypgdriver.exceptions import pep249
 from mypgdriver.exceptions._hints import append_hint
 from mypgdriver.paramstyle import PYFORMAT, convert, utility_statement_hint
+from mypgdriver.rows import (
+    Column,
+    FactoryCall,
+    ResultDescription,
+    RowFactory,
+    RowMaker,
+    dict_row,
+    scalar_row,
+    tuple_row,
+)
 from mypgdriver.sql import first_keyword, skip_non_code
 
 if TYPE_CHECKING:
@@ -38,36 +49,39 @@ if TYPE_CHECKING:
 
 __all__ = ('Cursor', 'Column', 'RowFactory', 'RowMaker', 'tuple_row', 'Params')
 
-#: Turns the values of one row (a sequence) into the row the application gets.
-RowMaker = Callable[[Sequence[Any]], Any]
-#: Called with the cursor once its result is known (``cursor.description``
-#: is set): returns the RowMaker for that result.  psycopg 3's meaning.
-RowFactory = Callable[[Any], RowMaker]
 #: What execute() takes as parameters: a sequence for %s, a mapping for %(name)s.
 Params = Union[Sequence[Any], Mapping[str, Any]]
 
-
-def tuple_row(cursor: Any) -> RowMaker:
-    """The default row factory: each row is a tuple."""
-    return tuple
+# The factories the decode loop builds itself: passed down as they are.
+_BUILT_IN_C = (tuple_row, dict_row, scalar_row)
 
 
-class Column(NamedTuple):
-    """One column of ``cursor.description``: PEP 249's 7 items, by index or by name.
+class _CalledWithCursor:
+    """A user's row factory as the core calls it: with the DB-API cursor (psycopg's meaning).
 
-    `type_code` is the column type's OID (compare with
-    :data:`~mypgdriver.dbapi.NUMBER` and the other type objects); the size,
-    precision and scale items are None (not sent by the server in a form
-    worth decoding), `null_ok` is None (unknown).
+    The core calls a factory with a :class:`~mypgdriver.rows.ResultDescription`
+    of the result about to arrive; code written for psycopg reads more than
+    ``description`` from what it gets (``cursor.connection``...), so the
+    cursor takes the new description and is passed instead.
     """
 
-    name: str
-    type_code: int
-    display_size: Optional[int] = None
-    internal_size: Optional[int] = None
-    precision: Optional[int] = None
-    scale: Optional[int] = None
-    null_ok: Optional[bool] = None
+    __slots__ = ('cursor', 'factory')
+
+    def __init__(self, cursor: Cursor, factory: RowFactory[Any]) -> None:
+        self.cursor = cursor
+        self.factory = factory
+
+    def __call__(self, result: ResultDescription) -> RowMaker[Any]:
+        cursor = self.cursor
+        cursor._description = result.description
+        return self.factory(cursor)
+
+
+def rows_as_for(cursor: Cursor, factory: RowFactory[Any]) -> Any:
+    """What the core is given to make `cursor`'s rows with `factory` (see rows.choose_rows)."""
+    if factory in _BUILT_IN_C:
+        return factory
+    return FactoryCall(_CalledWithCursor(cursor, factory))
 
 
 # Commands whose tag ends with a row count (PostgreSQL docs, CommandComplete).
@@ -138,27 +152,28 @@ class Cursor:
     """A DB-API cursor (client-side): the result of each execute is fetched whole.
 
     Made by :meth:`Connection.cursor`.  execute() runs the query and keeps
-    its rows; fetchone(), fetchmany(), fetchall() and iteration hand them
-    out, made by the row factory (tuples by default).  For results too big
+    its rows, made by the row factory (tuples by default) as they arrive;
+    fetchone(), fetchmany(), fetchall() and iteration hand them out.  For results too big
     to hold in memory, use a server-side cursor (``conn.cursor(name=...)``).
     """
 
-    __slots__ = ('_conn', 'arraysize', 'row_factory_', '_results', '_index', '_rows', '_pos',
-                 '_maker', '_description', '_rowcount', '_status', '_query', '_closed',
+    __slots__ = ('_conn', 'arraysize', 'row_factory_', '_rows_as', '_results', '_index',
+                 '_rows', '_pos', '_description', '_rowcount', '_status', '_query', '_closed',
                  '__weakref__')
 
     def __init__(self, connection: Connection, *,
-                 row_factory: Optional[RowFactory] = None) -> None:
+                 row_factory: Optional[RowFactory[Any]] = None) -> None:
         """Use :meth:`Connection.cursor`."""
         self._conn = connection
         #: The default number of rows fetchmany() returns (PEP 249; 1 by default).
         self.arraysize = 1
-        self.row_factory_ = row_factory if row_factory is not None else connection.row_factory
+        factory = row_factory if row_factory is not None else connection.row_factory
+        self.row_factory_: RowFactory[Any] = factory
+        self._rows_as: Any = rows_as_for(self, factory)
         self._results: list[_Result] = []
         self._index = 0
         self._rows: Optional[list[Any]] = None
         self._pos = 0
-        self._maker: RowMaker = tuple
         self._description: Optional[tuple[Column, ...]] = None
         self._rowcount: Optional[int] = -1
         self._status: Optional[str] = None
@@ -184,15 +199,18 @@ class Cursor:
         return self._conn
 
     @property
-    def row_factory(self) -> RowFactory:
-        """The row factory of the results (the connection's by default); settable."""
+    def row_factory(self) -> RowFactory[Any]:
+        """The row factory of the results (the connection's by default); settable.
+
+        Rows are made as they arrive: a factory set after execute() makes
+        the rows of the next execute(), not those of the current result.
+        """
         return self.row_factory_
 
     @row_factory.setter
-    def row_factory(self, factory: RowFactory) -> None:
+    def row_factory(self, factory: RowFactory[Any]) -> None:
         self.row_factory_ = factory
-        if self._rows is not None:
-            self._maker = factory(self)
+        self._rows_as = rows_as_for(self, factory)
 
     @property
     def description(self) -> Optional[tuple[Column, ...]]:
@@ -278,7 +296,7 @@ class Cursor:
                 if len(args) != entry.param_count:
                     _raise_parameter_count(text, len(args), entry.param_count)
                 statement = entry.statement
-                rows = conn._run(statement.fetch(*args))
+                rows = conn._run(statement.fetch(*args, row_factory=self._rows_as))
             except exceptions.PostgresError as e:
                 _add_parameter_hint(e, text, params)
                 raise
@@ -312,7 +330,8 @@ class Cursor:
                 if entry is None:
                     entry = conn._prepare(text)
                 groups = conn._run(entry.statement._fetch_each(
-                    arguments(params) for params in params_seq))
+                    (arguments(params) for params in params_seq),
+                    rows_as=self._rows_as if returning else None))
             except exceptions.PostgresError as e:
                 _add_parameter_hint(e, text, True)
                 raise
@@ -409,7 +428,7 @@ class Cursor:
         pos = self._pos
         if pos < len(rows):
             self._pos = pos + 1
-            return self._maker(rows[pos])
+            return rows[pos]
         return None
 
     def fetchmany(self, size: Optional[int] = None) -> list[Any]:
@@ -420,22 +439,21 @@ class Cursor:
         pos = self._pos
         end = min(pos + size, len(rows))
         self._pos = end
-        return list(map(self._maker, rows[pos:end]))
+        return rows[pos:end]
 
     def fetchall(self) -> list[Any]:
         """All the remaining rows of the current result."""
         rows = self._current_rows()
         pos = self._pos
         self._pos = len(rows)
-        return list(map(self._maker, rows[pos:] if pos else rows))
+        return rows[pos:]
 
     def __iter__(self) -> Iterator[Any]:
         rows = self._current_rows()
-        maker = self._maker
         while self._pos < len(rows):
             pos = self._pos
             self._pos = pos + 1
-            yield maker(rows[pos])
+            yield rows[pos]
 
     def scroll(self, value: int, mode: str = 'relative') -> None:
         """Move the position in the current result (client-side: within the fetched rows).
@@ -501,9 +519,6 @@ class Cursor:
         self._description = result.description
         self._status = result.status
         self._rowcount = None
-        if result.rows is not None:
-            factory = self.row_factory_
-            self._maker = tuple if factory is tuple_row else factory(self)
 
 
 def _add_parameter_hint(error: exceptions.PostgresError, query: str, params: object) -> None:

@@ -12,9 +12,10 @@ import itertools
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from mypgdriver import exceptions
-from mypgdriver.dbapi.cursor import Column, Cursor, Params, RowFactory, tuple_row
+from mypgdriver.dbapi.cursor import Cursor, Params
 from mypgdriver.exceptions import pep249
 from mypgdriver.paramstyle import PYFORMAT, convert
+from mypgdriver.rows import RowFactory, description_of
 from mypgdriver.sql import quote_ident
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class ServerCursor(Cursor):
                  '_fetched')
 
     def __init__(self, connection: Connection, name: str, *,
-                 row_factory: Optional[RowFactory] = None, scrollable: Optional[bool] = None,
+                 row_factory: Optional[RowFactory[Any]] = None, scrollable: Optional[bool] = None,
                  withhold: bool = False) -> None:
         """Use :meth:`Connection.cursor` with a `name`."""
         super().__init__(connection, row_factory=row_factory)
@@ -116,15 +117,11 @@ class ServerCursor(Cursor):
             # redeclared cursor needs statements prepared for it.
             self._fetches = {}
             statement = self._fetch_statement(f'FORWARD {self.itersize}')
-            state = statement._state
-            self._description = tuple(Column(n, oid) for n, oid in
-                                      zip(state.column_names, state.column_oids))
+            self._description = description_of(statement._state).description
             self._rows = []
             self._pos = 0
             self._rowcount = -1
             self._status = 'DECLARE CURSOR'
-            factory = self.row_factory_
-            self._maker = tuple if factory is tuple_row else factory(self)
         return self
 
     def executemany(self, query: str, params_seq: Any, *, returning: bool = False) -> None:
@@ -138,25 +135,23 @@ class ServerCursor(Cursor):
     def fetchone(self) -> Any:
         """The next row, or None at the end (one FETCH)."""
         rows = self._fetch('FORWARD 1')
-        return self._maker(rows[0]) if rows else None
+        return rows[0] if rows else None
 
     def fetchmany(self, size: Optional[int] = None) -> list[Any]:
         """The next `size` rows (default: arraysize), in one FETCH."""
         if size is None:
             size = self.arraysize
-        return list(map(self._maker, self._fetch(f'FORWARD {int(size)}')))
+        return self._fetch(f'FORWARD {int(size)}')
 
     def fetchall(self) -> list[Any]:
         """All the remaining rows, in one FETCH."""
-        return list(map(self._maker, self._fetch('FORWARD ALL')))
+        return self._fetch('FORWARD ALL')
 
     def __iter__(self) -> Iterator[Any]:
         while True:
             size = self.itersize
             rows = self._fetch(f'FORWARD {size}')
-            maker = self._maker
-            for row in rows:
-                yield maker(row)
+            yield from rows
             if len(rows) < size:
                 return
 
@@ -218,7 +213,7 @@ class ServerCursor(Cursor):
         conn = self._conn
         with conn._lock:
             statement = self._fetch_statement(direction)
-            rows: list[Any] = conn._run(statement.fetch())
+            rows: list[Any] = conn._run(statement.fetch(row_factory=self._rows_as))
             self._status = statement._status.status
         self._pos += len(rows)
         self._fetched += len(rows)
