@@ -52,6 +52,33 @@ def test_module_globals():
         assert getattr(Connection, name) is getattr(dbapi, name)
 
 
+def test_version_is_the_drivers():
+    assert dbapi.__version__ == mypgdriver.__version__
+    assert '__version__' in dbapi.__all__
+
+
+def test_reload_schema_state_after_another_connection_changes_a_column(conn: Connection,
+                                                                         dsn: str):
+    conn.autocommit = True
+    conn.execute('DROP TABLE IF EXISTS dbapi_rs')
+    conn.execute('CREATE TABLE dbapi_rs (v int)')
+    conn.execute('INSERT INTO dbapi_rs VALUES (1)')
+    cur = conn.execute('SELECT * FROM dbapi_rs WHERE %s', (True,))
+    assert cur.fetchall() == [(1,)]
+    assert 'SELECT * FROM dbapi_rs WHERE $1' in conn._statements
+    with dbapi.connect(dsn, autocommit=True) as other:
+        other.execute('ALTER TABLE dbapi_rs ALTER COLUMN v TYPE text')
+    conn.reload_schema_state()
+    assert conn._statements == {}
+    cur = conn.execute('SELECT * FROM dbapi_rs WHERE %s', (True,))
+    assert cur.fetchall() == [('1',)]
+    assert cur.description is not None and cur.description[0].type_code == 25
+    conn.execute('DROP TABLE dbapi_rs')
+    conn.close()
+    with pytest.raises(dbapi.InterfaceError):
+        conn.reload_schema_state()
+
+
 def test_connect_failure_is_operational_error(no_event_loop):  # noqa: F811
     with pytest.raises(dbapi.OperationalError):
         dbapi.connect(host='127.0.0.1', port=1, user='x', database='x', timeout=5)

@@ -21,6 +21,7 @@ import ssl as ssl_module
 from typing import Any, Final, Mapping, Optional, Sequence, Union
 
 from mypgdriver import sync
+from mypgdriver._version import __version__
 from mypgdriver.dbapi.connection import Connection, IsolationLevel, Transaction
 from mypgdriver.dbapi.copy import Copy
 from mypgdriver.dbapi.cursor import Cursor
@@ -55,7 +56,7 @@ from mypgdriver.exceptions.pep249 import (
 from mypgdriver.rows import Column, RowFactory, RowMaker, tuple_row
 
 __all__ = [
-    'apilevel', 'threadsafety', 'paramstyle', 'connect',
+    '__version__', 'apilevel', 'threadsafety', 'paramstyle', 'connect',
     'Connection', 'Cursor', 'ServerCursor', 'Copy', 'Column', 'Transaction', 'IsolationLevel',
     'RowFactory', 'RowMaker', 'tuple_row',
     'Warning', 'Error', 'InterfaceError', 'DatabaseError', 'DataError', 'OperationalError',

@@ -307,6 +307,21 @@ class Connection:
                 self._statements.clear()
                 self._conn.close()
 
+    def reload_schema_state(self) -> None:
+        """Forget what is known of the schema: prepared statements, their descriptions, types.
+
+        After DDL run by another connection (a column's type changed, a
+        type created) or a schema migration: the statements this
+        connection prepared for execute() are dropped (prepared again when
+        next used) and :meth:`mypgdriver.sync.Connection.reload_schema_state`
+        clears the core's statement cache and type codecs.
+        """
+        with self._lock:
+            if self.closed:
+                raise pep249.InterfaceError('the connection is closed')
+            self._statements.clear()
+            self._conn.reload_schema_state()
+
     def cancel(self) -> None:
         """Cancel the statement running on this connection (from another thread)."""
         self._conn.cancel()
