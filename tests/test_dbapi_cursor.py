@@ -10,6 +10,9 @@ import pytest
 
 import mypgdriver
 import mypgdriver.dbapi as dbapi
+import mypgdriver.dbapi.cursor
+import mypgdriver.exceptions
+import mypgdriver.rows
 import mypgdriver.sync
 from mypgdriver.dbapi import Connection
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
@@ -230,12 +233,101 @@ def test_several_statements_without_parameters(conn: Connection, table: str):
     cur = conn.cursor()
     cur.execute("INSERT INTO dbapi_t VALUES (1, 'a', 1); INSERT INTO dbapi_t VALUES (2, 'b', 2);"
                 "UPDATE dbapi_t SET amount = 5")
-    assert cur.statusmessage == 'UPDATE 2'
-    assert cur.rowcount == 2
-    assert cur.description is None
+    # Every statement's result, the first shown first (psycopg 3).
+    assert (cur.statusmessage, cur.rowcount, cur.description) == ('INSERT 0 1', 1, None)
+    assert cur.nextset() is True
+    assert cur.statusmessage == 'INSERT 0 1'
+    assert cur.nextset() is True
+    assert (cur.statusmessage, cur.rowcount, cur.description) == ('UPDATE 2', 2, None)
     assert cur.nextset() is None
     cur.execute('SELECT count(*) FROM dbapi_t')
     assert cur.fetchone() == (2,)
+
+
+def test_every_result_of_several_statements_with_typed_rows(conn: Connection, table: str):
+    cur = conn.cursor()
+    cur.execute("SELECT 1::int4 AS a, 2.5::numeric AS b; "
+                "/* ; */ INSERT INTO dbapi_t VALUES (1, 'x;y', 3) RETURNING name; ;"
+                "CREATE TEMP TABLE dbapi_tmp (v int); "
+                "SELECT g, now()::date = current_date AS today FROM generate_series(1, 3) g")
+    assert [c.name for c in cur.description] == ['a', 'b']
+    assert cur.fetchall() == [(1, decimal.Decimal('2.5'))]
+    assert (cur.statusmessage, cur.rowcount) == ('SELECT 1', 1)
+    assert cur.nextset() is True
+    assert cur.fetchall() == [('x;y',)]
+    assert [c.type_code for c in cur.description] == [25]
+    assert (cur.statusmessage, cur.rowcount) == ('INSERT 0 1', 1)
+    assert cur.nextset() is True
+    assert (cur.statusmessage, cur.rowcount, cur.description) == ('CREATE TABLE', -1, None)
+    with pytest.raises(dbapi.ProgrammingError):
+        cur.fetchall()
+    assert cur.nextset() is True
+    assert cur.fetchall() == [(1, True), (2, True), (3, True)]
+    assert (cur.statusmessage, cur.rowcount) == ('SELECT 3', 3)
+    assert cur.nextset() is None
+    conn.rollback()
+
+
+def test_several_statements_with_a_dict_row_factory(conn: Connection):
+    cur = conn.cursor(row_factory=mypgdriver.rows.dict_row)
+    cur.execute('SELECT 1 AS a; SELECT 2 AS b')
+    assert cur.fetchall() == [{'a': 1}]
+    assert cur.nextset() is True
+    assert cur.fetchall() == [{'b': 2}]
+
+
+def test_a_failing_statement_undoes_the_ones_before_in_autocommit(conn: Connection,
+                                                                  table: str):
+    conn.autocommit = True
+    cur = conn.cursor()
+    with pytest.raises(dbapi.IntegrityError):
+        cur.execute("INSERT INTO dbapi_t VALUES (1, 'a', 1); "
+                    "INSERT INTO dbapi_t VALUES (1, 'again', 1); SELECT 3")
+    assert conn.sync_connection.fetchval('SELECT count(*) FROM dbapi_t') == 0
+    assert not conn.sync_connection.is_in_transaction()
+    # The connection (and the cursor) go on.
+    cur.execute("INSERT INTO dbapi_t VALUES (2, 'b', 1); SELECT name FROM dbapi_t")
+    assert cur.nextset() is True
+    assert cur.fetchall() == [('b',)]
+    assert conn.sync_connection.fetchval('SELECT count(*) FROM dbapi_t') == 1
+
+
+def test_a_failing_statement_fails_the_open_transaction(conn: Connection, table: str):
+    cur = conn.cursor()
+    with pytest.raises(dbapi.ProgrammingError):
+        cur.execute("INSERT INTO dbapi_t VALUES (1, 'a', 1); SELECT * FROM no_such_table")
+    with pytest.raises(mypgdriver.exceptions.InFailedSQLTransactionError):
+        cur.execute('SELECT 1')
+    conn.rollback()
+    cur.execute('SELECT count(*) FROM dbapi_t; SELECT 2')
+    assert cur.fetchall() == [(0,)]
+
+
+def test_vacuum_in_several_statements_fails_as_in_a_simple_query(conn: Connection,
+                                                                 table: str):
+    conn.autocommit = True
+    with pytest.raises(mypgdriver.exceptions.ActiveSQLTransactionError):
+        conn.execute("INSERT INTO dbapi_t VALUES (1, 'a', 1); VACUUM dbapi_t")
+    assert conn.execute('SELECT count(*) FROM dbapi_t').fetchone() == (0,)
+    # Alone, it runs.
+    assert conn.execute('VACUUM dbapi_t').statusmessage == 'VACUUM'
+
+
+def test_scripts_sent_whole_as_one_simple_query(conn: Connection, table: str):
+    conn.autocommit = True
+    cur = conn.cursor()
+    # The script's own transaction: one simple Query, the last status, no rows.
+    cur.execute("BEGIN; INSERT INTO dbapi_t VALUES (1, 'a', 1); SELECT 1; COMMIT")
+    assert (cur.statusmessage, cur.description, cur.nextset()) == ('COMMIT', None, None)
+    # A function body whose semicolons are not statement ends.
+    cur.execute('CREATE OR REPLACE FUNCTION pg_temp.dbapi_f() RETURNS int LANGUAGE sql '
+                'BEGIN ATOMIC SELECT 1; SELECT 2; END; SELECT 5')
+    assert cur.statusmessage == 'SELECT 1'
+    assert cur.description is None
+    assert conn.execute('SELECT pg_temp.dbapi_f()').fetchone() == (2,)
+    assert mypgdriver.dbapi.cursor.split_statements(
+        "SELECT 'BEGIN ATOMIC'; SELECT 1") == ["SELECT 'BEGIN ATOMIC'", 'SELECT 1']
+    assert mypgdriver.dbapi.cursor.split_statements(' ; -- x\n;SELECT 1;') == ['SELECT 1']
 
 
 def test_a_semicolon_in_a_string_is_one_statement(conn: Connection):

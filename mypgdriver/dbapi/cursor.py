@@ -12,6 +12,7 @@ row maker once per row as the rows arrive.
 """
 from __future__ import annotations
 
+import re
 from types import TracebackType
 from typing import (
     TYPE_CHECKING,
@@ -129,6 +130,54 @@ def has_several_statements(query: str) -> bool:
             return True
         i += 1
     return False
+
+
+# First keywords that keep a multi-statement query in one simple Query: the
+# script controls its own transaction (or runs COPY), which the statements
+# run one by one inside a transaction of ours could not do.
+_SCRIPT_KEYWORDS = frozenset(('begin', 'start', 'commit', 'end', 'rollback', 'abort',
+                              'savepoint', 'release', 'prepare', 'copy'))
+_BEGIN_ATOMIC = re.compile(r'\bbegin\s+atomic\b', re.IGNORECASE)
+
+
+def split_statements(query: str) -> Optional[list[str]]:
+    """The statements of a multi-statement `query`, or None if it runs as one simple Query.
+
+    Split at the top-level semicolons (strings, quoted names and comments
+    skipped); empty statements are dropped.  None when a statement controls
+    transactions (BEGIN, COMMIT, SAVEPOINT...) or is a COPY, or when the
+    text has a ``BEGIN ATOMIC ... END`` function body (its semicolons are
+    not statement ends).
+    """
+    statements: list[str] = []
+    code: list[str] = []        # the text with every non-code run blanked
+    start = 0
+    i = 0
+    n = len(query)
+    while i < n:
+        end = skip_non_code(query, i)
+        if end != i:
+            code.append(' ')
+            i = end
+            continue
+        ch = query[i]
+        code.append(ch)
+        if ch == ';':
+            statements.append(query[start:i])
+            start = i + 1
+        i += 1
+    statements.append(query[start:])
+    if _BEGIN_ATOMIC.search(''.join(code)):
+        return None
+    kept = []
+    for statement in statements:
+        keyword = first_keyword(statement)
+        if not keyword:
+            continue
+        if keyword in _SCRIPT_KEYWORDS:
+            return None
+        kept.append(statement.strip())
+    return kept
 
 
 def runs_as_script(query: str) -> bool:
@@ -264,11 +313,19 @@ class Cursor:
         `params`: a sequence for ``%s`` placeholders, a mapping for
         ``%(name)s`` (``%%`` is a percent sign); never interpolated into the
         text.  Without `params` the query is sent as it is (no placeholders,
-        ``%`` needs no doubling): several statements separated by
-        semicolons are then allowed (simple query protocol: the cursor holds
-        the last command's status and no rows), and commands other than
+        ``%`` needs no doubling), and commands other than
         SELECT/INSERT/UPDATE/DELETE/MERGE/VALUES/WITH/SHOW/EXPLAIN/FETCH/CALL
-        (DDL, SET...) run the same way.  Outside autocommit, the first
+        (DDL, SET...) run with the simple query protocol.  Several
+        statements separated by semicolons are then allowed, and every
+        one's result is kept, as in psycopg 3: the cursor shows the first,
+        nextset() moves to the next.  They run one after the other (one
+        round trip each), all or none applied: in autocommit mode inside a
+        BEGIN ... COMMIT of their own, so VACUUM, CREATE DATABASE and the
+        like fail there as in a multi-statement simple query.  A script that
+        controls its transaction (BEGIN, COMMIT, SAVEPOINT...), runs COPY or
+        defines a ``BEGIN ATOMIC ... END`` function body is sent whole as
+        one simple query instead: the cursor then holds the last command's
+        status and no rows.  Outside autocommit, the first
         statement opens a transaction (BEGIN).  `prepare` is accepted for
         psycopg 3 compatibility: statements are always prepared and cached.
         """
@@ -290,7 +347,12 @@ class Cursor:
             try:
                 if entry is None:
                     if params is None and runs_as_script(text):
-                        self._set_command(conn._run(conn._aconn.execute(text)))
+                        statements = (split_statements(text) if has_several_statements(text)
+                                      else None)
+                        if statements is not None:
+                            self._run_statements(statements)
+                        else:
+                            self._set_command(conn._run(conn._aconn.execute(text)))
                         return self
                     entry = conn._prepare(text)
                 if len(args) != entry.param_count:
@@ -398,7 +460,11 @@ class Cursor:
                     file.write(block.decode() if text else block)
 
     def nextset(self) -> Optional[bool]:
-        """Move to the next result (executemany(returning=True)); True, or None if none."""
+        """Move to the next result; True, or None if there is none.
+
+        Results come one per statement of a multi-statement execute(), and
+        one per run of executemany(returning=True).
+        """
         if self._closed:
             raise pep249.InterfaceError('the cursor is closed')
         if self._index + 1 < len(self._results):
@@ -475,6 +541,42 @@ class Cursor:
         self._pos = target
 
     # --- internals ------------------------------------------------------------------------
+
+    def _run_statements(self, statements: list[str]) -> None:
+        """Run the statements of a multi-statement execute(), keeping every result.
+
+        One after the other, each as execute() runs it alone (a prepared
+        statement with binary results, or a simple Query for DDL, SET...).
+        In autocommit mode they run inside BEGIN ... COMMIT, rolled back if
+        one fails: the atomicity of a multi-statement simple Query.
+        """
+        conn = self._conn
+        run = conn._run
+        aconn = conn._aconn
+        wrapped = conn._autocommit and not conn._in_transaction()
+        if wrapped:
+            run(aconn.execute('BEGIN'))
+        results: list[_Result] = []
+        try:
+            for statement in statements:
+                if first_keyword(statement) not in _PREPARED_KEYWORDS:
+                    results.append(_Result(None, run(aconn.execute(statement)), None))
+                    continue
+                entry = conn._prepare(statement)
+                prepared = entry.statement
+                rows = run(prepared.fetch(row_factory=self._rows_as))
+                if entry.state is not prepared._state:
+                    entry.describe()
+                description = entry.description
+                results.append(_Result(rows if description is not None else None,
+                                       prepared._status.status, description))
+        except BaseException:
+            if wrapped and not conn.closed and conn._in_transaction():
+                run(aconn.execute('ROLLBACK'))
+            raise
+        if wrapped:
+            run(aconn.execute('COMMIT'))
+        self._load_results(results)
 
     def _current_rows(self) -> list[Any]:
         rows = self._rows
