@@ -9,6 +9,7 @@ from typing import Any, Iterator
 import pytest
 
 import mypgdriver.dbapi as dbapi
+import mypgdriver.dbapi.copy
 from mypgdriver.dbapi import Connection
 from mypgdriver.dbapi.copy import format_text_row
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
@@ -163,3 +164,45 @@ def test_format_text_row():
     assert format_text_row((1, 'a\\b\n', None, True, decimal.Decimal('1.5'),
                             datetime.date(2024, 1, 2), b'\x0a')) == \
         '1\ta\\\\b\\n\t\\N\tt\t1.5\t2024-01-02\t\\\\x0a\n'
+
+
+def test_write_row_values_as_the_server_reads_them(conn: Connection):
+    import decimal
+    import uuid
+
+    cur = conn.cursor()
+    cur.execute('CREATE TEMP TABLE dbapi_v (i int8, f float8, n numeric, b bool, t text, '
+                'x bytea, u uuid)')
+    u = uuid.UUID('12345678-1234-5678-1234-567812345678')
+    rows = [(-9223372036854775808, -1.5e-300, decimal.Decimal('-1.25'), True,
+             'é\\\t\r\n€', bytearray(b'\x00\\'), u),
+            (9223372036854775807, float('inf'), decimal.Decimal('NaN'), False, '', b'', None),
+            (0, 10.333, 2**70, None, 'plain', memoryview(b'ab')[::-1], None)]
+    with cur.copy('COPY dbapi_v FROM STDIN') as copy:
+        copy.write_row(rows[0])
+        copy.write(b'1\t2\t3\tt\traw\t\\N\t\\N\n')     # in order between the rows
+        copy.write_row(rows[1])
+        with pytest.raises(dbapi.NotSupportedError):
+            copy.write_row((5, 1.0, 1, True, 'half', [1], None))  # no half row is left
+        copy.write_row(rows[2])
+    assert cur.rowcount == 4
+    cur.execute('SELECT * FROM dbapi_v')
+    got = cur.fetchall()
+    assert got[0] == (-9223372036854775808, -1.5e-300, decimal.Decimal('-1.25'), True,
+                      'é\\\t\r\n€', b'\x00\\', u)
+    assert got[1] == (1, 2.0, decimal.Decimal(3), True, 'raw', None, None)
+    assert got[2][:5] == (9223372036854775807, float('inf'), got[2][2], False, '')
+    assert got[2][2].is_nan() and got[2][5] == b''
+    assert got[3] == (0, 10.333, decimal.Decimal(2**70), None, 'plain', b'ba', None)
+
+
+def test_write_row_sends_blocks_as_they_fill(conn: Connection):
+    cur = conn.cursor()
+    row = (1, 'x' * 1000, None)
+    with cur.copy('COPY dbapi_c FROM STDIN') as copy:
+        for _ in range(300):        # ~300 KB: sent in blocks of 128 KiB
+            copy.write_row(row)
+        assert copy._text_rows.size < mypgdriver.dbapi.copy.WRITE_BUFFER_BYTES
+    assert cur.rowcount == 300
+    assert conn.execute('SELECT count(*), sum(length(name)) FROM dbapi_c').fetchone() == \
+        (300, 300_000)

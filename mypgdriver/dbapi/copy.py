@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Union
 
 from mypgdriver import copy as core_copy
+from mypgdriver.dbapi.copytext import TextRows
 from mypgdriver.exceptions import pep249
 
 if TYPE_CHECKING:
@@ -40,8 +41,6 @@ _FROM_STDIN = re.compile(r'\bFROM\s+STDIN\b', re.IGNORECASE)
 _TO_STDOUT = re.compile(r'\bTO\s+STDOUT\b', re.IGNORECASE)
 
 # COPY's text format (PostgreSQL docs, COPY, "Text Format").
-_ESCAPES = {'\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r'}
-_NEEDS_ESCAPE = re.compile(r'[\\\t\n\r]')
 _UNESCAPE = re.compile(r'\\(?:([0-7]{1,3})|x([0-9a-fA-F]{1,2})|(.))', re.DOTALL)
 _UNESCAPED = {'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}
 
@@ -60,7 +59,7 @@ class Copy:
     """
 
     __slots__ = ('_cursor', '_statement', '_direction', '_future', '_pending', '_pending_size',
-                 '_stream', '_started', '_finished', '_status', '_remainder')
+                 '_text_rows', '_stream', '_started', '_finished', '_status', '_remainder')
 
     def __init__(self, cursor: Cursor, statement: str) -> None:
         """Use :meth:`Cursor.copy`."""
@@ -77,6 +76,8 @@ class Copy:
         self._future: Optional[asyncio.Future[Any]] = None
         self._pending: list[bytes] = []
         self._pending_size = 0
+        # write_row()'s lines, formatted in C (mypgdriver/dbapi/copytext.pyx).
+        self._text_rows = TextRows()
         self._stream: Optional[core_copy._CopyOutStream] = None
         self._started = False
         self._finished = False
@@ -122,6 +123,10 @@ class Copy:
         """Send a block of data in the COPY's format (a str is encoded as UTF-8)."""
         self._check_active('in', 'write')
         data = buffer.encode() if isinstance(buffer, str) else bytes(buffer)
+        if self._text_rows.size:
+            rows = self._text_rows.take()       # the rows written before
+            self._pending.append(rows)
+            self._pending_size += len(rows)
         self._pending.append(data)
         self._pending_size += len(data)
         if self._pending_size >= WRITE_BUFFER_BYTES:
@@ -134,8 +139,13 @@ class Copy:
         ``\\x`` hex for bytea), date/time values (ISO) and UUIDs are written
         as their text; lists, tuples and dicts raise NotSupportedError
         (write them with write() in the format of the column's type).
+        Formatted in C, into a buffer sent once 128 KiB are pending.
         """
-        self.write(format_text_row(row))
+        self._check_active('in', 'write_row')
+        rows = self._text_rows
+        rows.add(row)
+        if rows.size >= WRITE_BUFFER_BYTES:
+            self._flush()
 
     # --- COPY TO STDOUT ---------------------------------------------------------------------
 
@@ -189,6 +199,8 @@ class Copy:
                 f'{method}() is allowed only inside the "with cursor.copy(...)" block')
 
     def _flush(self) -> None:
+        if self._text_rows.size:
+            self._pending.append(self._text_rows.take())
         if not self._pending:
             return
         data = self._pending[0] if len(self._pending) == 1 else b''.join(self._pending)
@@ -218,27 +230,9 @@ class Copy:
 
 def format_text_row(row: Sequence[Any]) -> str:
     """One line of COPY's text format for `row` (see Copy.write_row)."""
-    fields = []
-    for value in row:
-        if value is None:
-            fields.append('\\N')
-            continue
-        if isinstance(value, bool):
-            text = 't' if value else 'f'
-        elif isinstance(value, (bytes, bytearray, memoryview)):
-            text = '\\\\x' + bytes(value).hex()
-            fields.append(text)
-            continue
-        elif isinstance(value, (list, tuple, dict, set)):
-            raise pep249.NotSupportedError(
-                f'write_row() writes scalar values; a {type(value).__name__} must be written '
-                f'with write() in the text form of its column type')
-        else:
-            text = str(value)
-        if _NEEDS_ESCAPE.search(text):
-            text = _NEEDS_ESCAPE.sub(lambda m: _ESCAPES[m.group()], text)
-        fields.append(text)
-    return '\t'.join(fields) + '\n'
+    line = TextRows()
+    line.add(row)
+    return line.take().decode()
 
 
 def _unescape(field: str) -> str:
