@@ -18,7 +18,7 @@ from libc.string cimport memcpy
 
 from mypgdriver.exceptions import pep249
 
-__all__ = ('TextRows',)
+__all__ = ['TextRows']
 
 cdef extern from "Python.h":
     int PyObject_GetBuffer(object obj, Py_buffer *view, int flags) except -1

@@ -15,7 +15,7 @@ import mypgdriver.dbapi as dbapi
 from mypgdriver.dbapi import Column, Connection, Cursor, RowMaker
 
 
-def dict_row(cursor: Cursor) -> RowMaker:
+def dict_row(cursor: Cursor) -> RowMaker[dict[str, Any]]:
     """Rows as dicts keyed by column name."""
     description: Optional[tuple[Column, ...]] = cursor.description
     names = [column.name for column in description or ()]
