@@ -235,7 +235,7 @@ class PGDialectSync_mypgdriver(PGDialect):
     def retrieve_dbapi_version(self, dbapi: Any) -> Any:
         from sqlalchemy import util
 
-        return util.parse_version_string(mypgdriver.__version__)
+        return util.parse_version_string(dbapi.__version__)
 
     def create_connect_args(self, url: URL) -> Any:
         """mypgdriver.dbapi.connect()'s arguments: those of :func:`mypgdriver.connect`.
@@ -404,14 +404,7 @@ class PGDialectSync_mypgdriver(PGDialect):
 
 def _forget_statements(dbapi_connection: Any) -> None:
     """Make a DB-API connection prepare its statements again, and introspect types again."""
-    reload = getattr(dbapi_connection, 'reload_schema_state', None)
-    if reload is not None:
-        reload()
-        return
-    # Until mypgdriver.dbapi.Connection has reload_schema_state(): its own
-    # cache of prepared statements, and the driver's caches.
-    dbapi_connection._statements.clear()
-    _driver_connection_of(dbapi_connection).reload_schema_state()
+    dbapi_connection.reload_schema_state()
 
 
 def _identity(value: Any) -> Any:
