@@ -33,9 +33,13 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 WORK = ROOT / 'build' / 'pythons'
 
 #: What runs on each interpreter: the SQLAlchemy dialect, and the basics of
-#: connecting, querying, codecs and pooling.
+#: connecting, querying, codecs and pooling; the row factories too, as
+#: dict_row fills the slots of a dict copied from a template (checked against
+#: CPython's dict layout when a statement is first used, which differs
+#: between versions).
 SUBSET = [
     'tests/test_sqlalchemy_dialect.py',
+    'tests/test_rows.py',
     'tests/test_queries.py',
     'tests/test_codecs_basic.py',
     'tests/test_transaction.py',
