@@ -4,27 +4,14 @@ and threads sharing a connection."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
 import mypgdriver.dbapi as dbapi
 from mypgdriver.dbapi import Connection, IsolationLevel
+from tests.test_dbapi_cursor import conn, dsn  # noqa: F401  (fixtures)
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
-
-
-@pytest.fixture
-def dsn(pg_cluster: Any) -> str:
-    return pg_cluster.dsn()
-
-
-@pytest.fixture
-def conn(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
-    connection = dbapi.connect(dsn)
-    try:
-        yield connection
-    finally:
-        connection.close()
 
 
 @pytest.fixture
