@@ -140,3 +140,13 @@ def test_named_on_the_sync_api(pg_cluster: Any) -> None:
             'INSERT INTO named_s VALUES (:id, :v)', [{'id': 1, 'v': 'x'}, {'id': 2, 'v': 'y'}]))
         assert [tuple(r) for r in sconn.fetch(
             *named('SELECT * FROM named_s WHERE v = :v', v='y'))] == [(2, 'y')]
+
+
+async def test_named_many_error_in_a_later_row_applies_nothing(conn: mypgdriver.Connection) -> None:
+    # named_many()'s promise: the error of row 3 fails the whole executemany()
+    await conn.execute('CREATE TEMP TABLE named_atomic (id int, v text)')
+    rows = [{'id': 1, 'v': 'a'}, {'id': 2, 'v': 'b'}, {'id': 3}]
+    with pytest.raises(QueryParameterError, match="no value for the query parameter 'v'"):
+        await conn.executemany(*named_many('INSERT INTO named_atomic VALUES (:id, :v)', rows))
+    assert await conn.fetchval('SELECT count(*) FROM named_atomic') == 0
+    assert not conn.is_in_transaction()
