@@ -228,14 +228,15 @@ def test_backend_terminated_while_idle_is_never_handed_out(
 
 def test_first_call_on_a_connection_lost_just_before_acquire_is_repeated_on_a_new_one(
         make_pool: Callable[..., Pool], observer: Connection, app_name: str) -> None:
-    # No pause after the termination: the acquire may find the connection
-    # still open (the server's goodbye not read yet); its first call then
-    # finds it dead and is repeated on a new connection (as in the asyncio pool).
+    # The backend has exited (its goodbye is sent) but the sync API reads
+    # nothing between calls: the acquire finds the connection still open;
+    # its first call reads the goodbye before sending its statement, and
+    # makes the call on a new connection (as in the asyncio pool).
     pool = make_pool(min_size=1, max_size=1)
     for _ in range(20):
         with pool.acquire() as conn:
             old_pid = conn.get_server_pid()
-        assert observer.fetchval('SELECT pg_terminate_backend($1)', old_pid) is True
+        assert observer.fetchval('SELECT pg_terminate_backend($1, 5000)', old_pid) is True
         with pool.acquire() as conn:
             new_pid = conn.fetchval('SELECT pg_backend_pid()')
             assert new_pid != old_pid

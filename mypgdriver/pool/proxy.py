@@ -1,6 +1,7 @@
 """The connection an acquire() hands out: a proxy that ends with the checkout."""
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from typing import (
@@ -36,6 +37,31 @@ CONNECTION_LOST_ERRORS: Tuple[Type[BaseException], ...] = (
 #: The calls repeated on a new connection when they are the first of a
 #: checkout and find the connection dead (see PoolConnectionProxy).
 RETRIED_WHEN_LOST = frozenset(('execute', 'fetch', 'fetchrow', 'fetchval'))
+
+#: Turns of the loop a checkout's first call gives the glue to read what
+#: an idle connection received (a FATAL, then the end of the stream: two
+#: or three turns of asyncio's loop; one of the sync glue's).
+_IDLE_INPUT_TURNS = 8
+
+
+async def read_idle_input(con: Connection) -> None:
+    """Let the glue read what the server sent `con` while it sat idle in the pool.
+
+    Before the first statement of a checkout.  An idle connection is sent
+    nothing unasked but notices, parameter changes, notifications and the
+    server's goodbye (a FATAL and the end of the stream).  The goodbye of a
+    backend terminated while idle may still sit in the socket (the sync
+    API reads nothing between calls, the event loop may not have run since
+    it arrived); read now, it closes the connection before the statement is
+    sent, so that the statement can be sent to a new one instead: it
+    provably never reached a server.  Costs one peek at the socket when
+    nothing is there.
+    """
+    protocol = con._session.protocol
+    for _ in range(_IDLE_INPUT_TURNS):
+        if not protocol.input_waiting():
+            return
+        await asyncio.sleep(0)
 
 
 if TYPE_CHECKING:
@@ -73,16 +99,17 @@ class PoolConnectionProxy(_ProxyBase):
 
     **A connection that died while idle.**  The pool checks ``is_closed()``
     before handing a connection out, but the server may have dropped it just
-    before (its goodbye not yet read).  So if the *first* ``execute``,
-    ``fetch``, ``fetchrow`` or ``fetchval`` after acquire fails with
-    ``ConnectionDoesNotExistError`` (whose cause may be the server's
-    ``AdminShutdownError``) and the connection is closed, the proxy replaces
-    it with a new one (running ``setup`` again) and repeats that call once.
-    The first call is the only one where this is safe to do without
-    knowing the application: no session state of its own exists yet.  The
-    one case where the statement could run twice is a server that crashed
-    after committing it and before answering, which the client cannot tell
-    from "never received".
+    before (its goodbye not yet read).  So the *first* ``execute``,
+    ``fetch``, ``fetchrow`` or ``fetchval`` after acquire first reads what
+    the server sent the idle connection (one peek at the socket when it sent
+    nothing); if the connection turns out to be closed before the statement
+    was sent, the proxy replaces it with a new one (running ``setup``
+    again) and makes the call there, once.  Only then: a statement that was
+    sent and lost its connection (the backend terminated while running it,
+    a failover between the commit and its acknowledgement) raises
+    ``ConnectionDoesNotExistError`` as asyncpg does, since it may have run
+    or even committed; it is never run a second time behind the caller's
+    back.
     """
 
     __slots__ = ('_con', '_entry', '_pool', '_timeout', '_ops', '_active', '_closed_by_setup',
@@ -181,15 +208,22 @@ class PoolConnectionProxy(_ProxyBase):
         Every coroutine call through the proxy comes here: it is refused
         after release, counted (``max_queries``, and as running while it
         runs, so that a release in the middle is noticed), and the calls in
-        RETRIED_WHEN_LOST get the first-call retry.
+        RETRIED_WHEN_LOST get the first-call retry, when the connection was
+        found closed before the statement was sent (see the class docstring).
         """
         con = self._begin(name)
         try:
+            if self._ops != 1 or name not in RETRIED_WHEN_LOST:
+                return await getattr(con, name)(*args, **kwargs)
+            protocol = con._session.protocol
+            if protocol.input_waiting():
+                await read_idle_input(con)
+            sent = protocol.op_seq
             try:
                 return await getattr(con, name)(*args, **kwargs)
             except CONNECTION_LOST_ERRORS as e:
-                if name not in RETRIED_WHEN_LOST:
-                    raise
+                if protocol.op_seq != sent:
+                    raise   # sent: it may have run, so it is not run again
                 con = await self._retry_target(con, e)
                 return await getattr(con, name)(*args, **kwargs)
         finally:

@@ -127,6 +127,7 @@ cdef class CoreProtocol:
     cdef int _on_parameter_status(self, str name, str value) except -1
     cdef int _on_statements_dropped(self) except -1
     cdef int _on_statement_unusable(self, StatementState st, object error) except -1
+    cdef int _on_goodbye(self, object error) except -1
 
     # --- operations ---
     cdef int _reset_result(self) except -1

@@ -264,6 +264,15 @@ cdef class CoreProtocol:
         # DISCARD ALL / DEALLOCATE completed: see _command_tag.
         return 0
 
+    cdef int _on_goodbye(self, object error) except -1:
+        # An ErrorResponse while no operation is in flight: the server's
+        # last word before it closes the connection (FATAL: a terminated
+        # backend, a shutdown, idle_session_timeout).  The glue ends the
+        # connection on it; here it is only recorded.
+        if self.result_error is None:
+            self.result_error = error
+        return 0
+
     cdef int _on_statement_unusable(self, StatementState st, object error) except -1:
         # The Parse that was to create `st` on the server (carried in front
         # of its first Bind) failed, so no statement of that name exists; or
@@ -884,6 +893,10 @@ cdef class CoreProtocol:
         err = exceptions.make_server_error(
             read_fields(frame),
             self.statement.query if self.statement is not None else self.simple_query_text)
+        if self.cur is None and self.state == STATE_IDLE:
+            # Nothing was asked: only a FATAL comes unasked (protocol docs,
+            # "Asynchronous Operations"), and the server closes after it.
+            return self._on_goodbye(err)
         if self.result_error is None:
             self.result_error = err
         if self.parse_unconfirmed:

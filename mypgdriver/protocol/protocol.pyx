@@ -25,6 +25,26 @@ from mypgdriver.protocol.statement cimport (
 from mypgdriver.protocol.buffer cimport READ_BUFFER_KEEP, ReadBuffer, WriteBuffer
 
 from mypgdriver import deadlines, exceptions, waits
+
+cdef extern from *:
+    """
+    #if defined(__unix__) || defined(__APPLE__)
+    #include <errno.h>
+    #include <sys/types.h>
+    #include <sys/socket.h>
+    /* 1: bytes or the end of the stream wait to be read, or the socket
+       failed; 0: nothing yet.  MSG_PEEK leaves the bytes for the reader. */
+    static int mpg_input_waiting(int fd) {
+        char byte;
+        ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n >= 0) return 1;
+        return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+    }
+    #else
+    static int mpg_input_waiting(int fd) { return 0; }
+    #endif
+    """
+    int mpg_input_waiting(int fd) nogil
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import FactoryCall, ResultDescription, dict_row, scalar_row, tuple_row
 
@@ -278,6 +298,23 @@ cdef class BaseProtocol(CoreProtocol):
 
     def is_closed(self):
         return self.state == STATE_CLOSED
+
+    def input_waiting(self):
+        """True if an idle connection's socket holds bytes not read yet (or its end).
+
+        A pool asks before the first statement of a checkout: what a server
+        sends an idle connection unasked is mostly its goodbye (a FATAL and
+        the end of the stream), which the caller then lets the glue read.
+        One non-blocking peek at the socket; False while operations are in
+        flight (their replies are expected) or when there is no socket.
+        """
+        if self.state != STATE_IDLE or self.cur is not None or self.transport is None:
+            return False
+        sock = self.transport.get_extra_info('socket')
+        if sock is None:
+            return False
+        fd = sock.fileno()
+        return fd >= 0 and mpg_input_waiting(fd) != 0
 
     def is_in_transaction(self):
         return self.xact_status != 'I'
@@ -778,6 +815,18 @@ cdef class BaseProtocol(CoreProtocol):
         if self.on_statements_dropped is not None:
             self.on_statements_dropped()
         return 0
+
+    cdef int _on_goodbye(self, object error) except -1:
+        # The server's FATAL to an idle connection (pg_terminate_backend(),
+        # a shutdown, idle_session_timeout): the connection is over now,
+        # not when the end of the stream is read after it.  So a pool's
+        # check before the first call of a checkout sees it closed, and no
+        # statement is sent to a backend that is going away.
+        lost = exceptions.ConnectionDoesNotExistError(
+            f'the server closed the connection: {error.message}')
+        lost.__cause__ = error
+        lost.__suppress_context__ = True
+        raise lost
 
     cdef int _on_statement_unusable(self, StatementState st, object error) except -1:
         if self.on_statement_unusable is not None:

@@ -5,7 +5,7 @@ import functools
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from mypgdriver.pool.proxy import CONNECTION_LOST_ERRORS, released_error
+from mypgdriver.pool.proxy import CONNECTION_LOST_ERRORS, read_idle_input, released_error
 from mypgdriver.sync.connection import Connection
 from mypgdriver.sync.poolcore import enter_checkout, exit_checkout
 
@@ -46,11 +46,15 @@ class PoolConnectionProxy(_ProxyBase):
     the block (the proxy's ``__exit__`` releases; it does not close).  Each
     query method called through the proxy counts toward ``max_queries``.
 
-    **A connection that died while idle.**  As in the asyncio pool: if the
+    **A connection that died while idle.**  As in the asyncio pool: the
     *first* ``execute``, ``fetch``, ``fetchrow`` or ``fetchval`` of a
-    checkout fails with ``ConnectionDoesNotExistError`` (or the server's
-    shutdown errors) and the connection is closed, the proxy replaces it
-    with a new one (running ``setup`` again) and repeats that call once.
+    checkout first reads what the server sent the idle connection (its
+    goodbye, if the backend was terminated meanwhile); if the connection is
+    then closed, before the statement was sent, the proxy replaces it with
+    a new one (running ``setup`` again) and makes the call there, once.  A
+    statement that was sent and then lost its connection raises
+    ``ConnectionDoesNotExistError``: it may have run, and is never run a
+    second time behind the caller's back.
     """
 
     __slots__ = ('_con', '_entry', '_pool', '_timeout', '_ops', '__weakref__')
@@ -132,10 +136,17 @@ class PoolConnectionProxy(_ProxyBase):
         con = self._connection(name)
         self._entry.queries += 1
         self._ops += 1
+        if self._ops != 1:
+            return getattr(con, name)(query, *args, **kwargs)
+        aconn = con._aconn
+        protocol = aconn._session.protocol
+        if protocol.input_waiting():
+            con._run(read_idle_input(aconn))
+        sent = protocol.op_seq
         try:
             return getattr(con, name)(query, *args, **kwargs)
         except CONNECTION_LOST_ERRORS as e:
-            if self._ops != 1 or self._con is not con or not con.is_closed():
-                raise
+            if protocol.op_seq != sent or self._con is not con or not con.is_closed():
+                raise   # sent (it may have run, so it is not run again), or not ours
             con = self._pool._replace_lost_connection(self, e)
             return getattr(con, name)(query, *args, **kwargs)
