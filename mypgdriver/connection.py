@@ -184,9 +184,11 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
     def is_in_transaction(self) -> bool:
         """True while a transaction (or a failed one) is open on this connection.
 
-        The answer is the server's, from its last ReadyForQuery.  While an
-        interrupted operation is still being drained the status is not known
-        yet, and the answer is True (the safe side).
+        The answer is the server's, from its last ReadyForQuery.  A call
+        that timed out or was cancelled raises once the server answered the
+        cancel, so right after it this is the server's status; only while a
+        cancelled statement is still unanswered is it not known, and the
+        answer is then True (the safe side).
         """
         return self._session.is_in_transaction()
 

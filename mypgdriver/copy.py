@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import itertools
 import os
 from typing import (
     TYPE_CHECKING,
@@ -30,6 +29,7 @@ from mypgdriver.protocol.buffer import WriteBuffer
 from mypgdriver.protocol.record import Record
 from mypgdriver.sql import quote_ident, quote_literal, substitute_parameters
 from mypgdriver.tracing import TELEMETRY
+from mypgdriver.waits import interruption_point
 
 if TYPE_CHECKING:
     from mypgdriver.session import Session
@@ -214,8 +214,14 @@ def _fspath(obj) -> Optional[Union[str, bytes]]:
     return None
 
 
-def _batch_taker(records: Iterable) -> Callable[[int], Sequence]:
-    """A function returning the next `n` records (fewer at the end, none after it)."""
+def _batch_taker(records: Iterable, overdue: Callable[[], bool]) -> Callable[[int], Sequence]:
+    """A function returning the next `n` records (fewer at the end, none after it).
+
+    A source that computes its records holds the thread while it does (the
+    timeout's timer cannot run): `overdue()` is asked after each of its
+    records, and the batch ends early when it says so (the caller then
+    checks it again and stops).
+    """
     if isinstance(records, (list, tuple)):
         # Slicing costs a pointer copy per record; islice() into a new
         # list measured ~50 instructions per record.
@@ -229,7 +235,16 @@ def _batch_taker(records: Iterable) -> Callable[[int], Sequence]:
 
         return take
     iterator = iter(records)
-    return lambda n: list(itertools.islice(iterator, n))
+
+    def take_watched(n: int) -> Sequence:
+        batch = []
+        for record in iterator:
+            batch.append(record)
+            if overdue() or len(batch) == n:
+                break
+        return batch
+
+    return take_watched
 
 
 async def _read_chunks(loop, file) -> AsyncIterable:
@@ -582,6 +597,7 @@ class CopyMixin:
         except BaseException as exc:
             replacement = session.stream_interrupted(exc, fut)
             if replacement is not None:
+                await session.settle_after_interruption()
                 raise replacement from None
             # The output failed, or we were cancelled: stop the COPY; the
             # protocol drains what is left before the next operation.
@@ -622,11 +638,16 @@ class CopyMixin:
 
     async def _copy_in_stream(self, query: str, chunks: AsyncIterable,
                               deadline: Optional[float]) -> str:
+        proto = self._session.protocol
 
         async def send(fut) -> None:
             pending: list = []
             size = 0
             async for chunk in chunks:
+                # (A synchronous source, or a file read without an event
+                # loop, holds the thread: the deadline is checked here.)
+                if proto.stream_overdue():
+                    await interruption_point()
                 if fut.done():
                     break       # the server failed the COPY (or it timed out)
                 if not isinstance(chunk, (bytes, bytearray, memoryview)):
@@ -665,13 +686,20 @@ class CopyMixin:
         proto.begin_stream()
         try:
             await send(fut)
+            # The last point where a timeout means "nothing was written"
+            # (past CopyDone the server commits): a source slow at its end
+            # held the thread past the deadline with no chunk to check it.
+            if proto.stream_overdue():
+                await interruption_point()
             proto.end_stream()
             proto.copy_in_done()
         except BaseException as exc:
             replacement = session.stream_interrupted(exc, fut)
             if replacement is not None:
+                await session.settle_after_interruption()
                 raise replacement from None
             await self._fail_copy_in(fut, exc)
+            await session.settle_after_interruption()
             raise
         return await session.wait(fut)
 
@@ -698,12 +726,16 @@ class CopyMixin:
 
     async def _send_records(self, state, records: Iterable, fut) -> None:
         proto = self._session.protocol
-        take = _batch_taker(records)
+        take = _batch_taker(records, proto.stream_overdue)
         batch = take(COPY_RECORDS_FIRST_BATCH)
+        if proto.stream_overdue():
+            await interruption_point()
         per_chunk = self._send_first_records(state, batch)
         base = len(batch)
         while not fut.done():
             batch = take(per_chunk)
+            if proto.stream_overdue():
+                await interruption_point()
             if not batch:
                 break
             self._send_record_batch(state, batch, base)

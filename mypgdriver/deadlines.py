@@ -15,6 +15,20 @@ from typing import Any, Awaitable, Callable, Optional
 
 from mypgdriver import waits
 
+#: How long a call that timed out (or was cancelled) waits, after its
+#: deadline, for the server's answer to the CancelRequest sent for its
+#: statement, before it raises: then the connection is in sync when the
+#: caller gets the error, and ``is_in_transaction()`` is the server's
+#: answer.  The answer takes a round trip; past this wait (a stalled
+#: network) the call raises all the same and the drain goes on behind it.
+CANCEL_ANSWER_WAIT = 0.5
+
+#: How long a stream whose end was sent (executemany's Sync, COPY's
+#: CopyDone) and which then timed out waits for the server's answer, which
+#: says whether it committed: without one, the connection is closed and
+#: the TimeoutError says the outcome is unknown.
+COMMIT_ANSWER_WAIT = 1.0
+
 
 def check_timeout(timeout: Any) -> Optional[float]:
     """`timeout` as a float (or None); TypeError/ValueError for anything else.

@@ -63,6 +63,7 @@ from mypgdriver.block_owner import BlockOwner
 from mypgdriver.codecs import introspection
 from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.deadlines import check_timeout
+from mypgdriver.waits import interruption_point
 from mypgdriver.exceptions._hints import append_hint, in_list_hint
 from mypgdriver.protocol.protocol import WANT_ROWS, check_record_class
 from mypgdriver.protocol.record import Record
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
 #: interrupted statement drained, then ROLLBACK) before the connection is
 #: closed instead: a connection is in sync or closed, never in doubt.
 TRANSACTION_CLEANUP_TIMEOUT = 5.0
+
 
 # Errors after which a statement may be prepared again and run once more
 # (see Session.may_retry_after): the schema changed under a cached statement
@@ -268,15 +270,22 @@ class Session:
     def is_in_transaction(self) -> bool:
         """The server's transaction status, from its last ReadyForQuery.
 
-        While an interrupted operation is still being drained (or an
-        interrupted transaction block cleaned up), the status is not known
-        yet: the answer is then True, the safe side (a caller that rolls back
+        While a cancelled statement is unanswered (calls that time out wait
+        for that answer before they raise: settle_after_interruption), or an
+        interrupted transaction block is being cleaned up, the status is not
+        known yet: the answer is then True, the safe side (a caller that rolls back
         "just in case" does no harm; one that believes it is outside a
         transaction when it is not would lose its writes).
         """
-        if self.blocks.cleanup is not None or self.protocol.gate() is not None:
+        proto = self.protocol
+        if self.blocks.cleanup is not None:
             return True
-        return self.protocol.is_in_transaction()
+        if proto.depth and proto.gate() is not None:
+            # A cancelled statement not answered yet.  (Once it is, the last
+            # ReadyForQuery is the server's state, whatever became of the
+            # CancelRequest: that only holds the next statement back.)
+            return True
+        return proto.is_in_transaction()
 
     def is_settled(self) -> bool:
         """True when nothing is in flight, draining or waiting to be cleaned up."""
@@ -335,7 +344,23 @@ class Session:
             return await fut
         except asyncio.CancelledError:
             self.protocol.abandon(fut)
+            await self.settle_after_interruption()
             raise
+        except asyncio.TimeoutError:
+            await self.settle_after_interruption()
+            raise
+
+    async def settle_after_interruption(self) -> None:
+        """After a statement was abandoned with a CancelRequest: wait until it is answered.
+
+        At most ``deadlines.CANCEL_ANSWER_WAIT`` seconds.  A statement abandoned
+        behind others in a pipeline (no cancel sent: it would hit another
+        caller's statement) is not waited for.  A second cancellation while
+        waiting propagates at once.
+        """
+        gate = self.protocol.gate()
+        if gate is not None and not gate.done():
+            await waits.wait_done(self.loop, gate, deadlines.CANCEL_ANSWER_WAIT)
 
     def abandon(self, fut: asyncio.Future[Any]) -> None:
         """The caller stopped waiting for the operation whose Future is `fut` (see wait()).
@@ -401,6 +426,10 @@ class Session:
                     return await fut
                 except asyncio.CancelledError:
                     proto.abandon(fut)
+                    await self.settle_after_interruption()
+                    raise
+                except asyncio.TimeoutError:
+                    await self.settle_after_interruption()
                     raise
         except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
             return await self.recover_in_place(e, query, state, args, limit, deadline,
@@ -424,6 +453,10 @@ class Session:
                     return await fut
                 except asyncio.CancelledError:
                     proto.abandon(fut)
+                    await self.settle_after_interruption()
+                    raise
+                except asyncio.TimeoutError:
+                    await self.settle_after_interruption()
                     raise
         except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
             return await self.recover_in_place(e, query, state, args, limit, deadline,
@@ -534,6 +567,10 @@ class Session:
             return await fut
         except asyncio.CancelledError:
             proto.abandon(fut)
+            await self.settle_after_interruption()
+            raise
+        except asyncio.TimeoutError:
+            await self.settle_after_interruption()
             raise
         except RETRYABLE_ERRORS as e:
             if retried or refused is not None:
@@ -739,6 +776,10 @@ class Session:
             result = await fut
         except asyncio.CancelledError:
             proto.abandon(fut)
+            await self.settle_after_interruption()
+            raise
+        except asyncio.TimeoutError:
+            await self.settle_after_interruption()
             raise
         except RETRYABLE_ERRORS as e:
             self.retry_in_place(e, state.query, described=True)
@@ -883,6 +924,11 @@ class Session:
                 await self._executemany_feed_async(state, args, savepoint)
             else:
                 await self._executemany_feed(state, args, savepoint)
+            # The last point where a timeout means "nothing was written":
+            # past the Sync, the server commits (a source slow at its end
+            # held the thread past the deadline without a row to check it).
+            if proto.stream_overdue():
+                await interruption_point()
             proto.end_stream()
             proto.executemany_finish(False)
         except asyncio.CancelledError as exc:
@@ -890,8 +936,10 @@ class Session:
             # is a timeout / query cancel for the caller, not a cancellation.
             replacement = self.stream_interrupted(exc, fut)
             if replacement is not None:
+                await self.settle_after_interruption()
                 raise replacement from None
             proto.abandon(fut)
+            await self.settle_after_interruption()
             raise
         except BaseException as exc:
             # Bad input (DataError naming the row) or a failing iterator:
@@ -943,13 +991,27 @@ class Session:
                                 savepoint: Optional[str]) -> None:
         proto = self.protocol
         iterator = iter(args)
+        # A source that computes its rows (a generator, an iterator over a
+        # file or a socket) holds the thread while it does: neither the
+        # event loop nor the sync glue can run the timeout's timer then.
+        # So the deadline is checked after each of its rows.  A list or a
+        # tuple is in memory already: its batches are taken whole.
+        watched = not isinstance(args, (list, tuple))
         base = 0
         while not proto.executemany_failed():
             batch: list = []
             try:
-                # extend() keeps the rows read before an exception (a list
-                # built by list(islice()) would be lost with it).
-                batch.extend(itertools.islice(iterator, _EXECUTEMANY_BATCH))
+                if watched:
+                    for row in iterator:
+                        batch.append(row)
+                        if proto.stream_overdue():
+                            await interruption_point()
+                        if len(batch) == _EXECUTEMANY_BATCH:
+                            break
+                else:
+                    # extend() keeps the rows read before an exception (a
+                    # list built by list(islice()) would be lost with it).
+                    batch.extend(itertools.islice(iterator, _EXECUTEMANY_BATCH))
             except Exception:
                 if batch:
                     proto.executemany_write(state, batch, base, savepoint)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable, Optional
 
-__all__ = ('caller_identity', 'sleep', 'wait_done', 'wait_shielded')
+__all__ = ('caller_identity', 'interruption_point', 'sleep', 'wait_done', 'wait_shielded')
 
 
 def caller_identity(loop: Any) -> Callable[[], Any]:
@@ -31,6 +31,21 @@ def caller_identity(loop: Any) -> Callable[[], Any]:
     """
     own = getattr(loop, 'current_task', None)
     return own if own is not None else asyncio.current_task
+
+
+async def interruption_point() -> None:
+    """Where a feeder of the caller's data receives the protocol's interruption.
+
+    Called once the protocol cancelled the feeding caller (its timeout, a
+    public cancel(); see ``BaseProtocol.stream_overdue``): one bare yield,
+    at which the event loop (a cancelled task) and the sync glue (an
+    interrupted caller) alike throw CancelledError into the coroutine, for
+    the Session to turn into the caller's error.
+    """
+    await asyncio.sleep(0)
+    # Not reached while the protocol's interruption is pending; if it was
+    # withdrawn, the feeding still stops.
+    raise asyncio.CancelledError()
 
 
 async def sleep(loop: Any, delay: float) -> None:

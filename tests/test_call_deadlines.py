@@ -16,6 +16,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from mypgdriver.deadlines import CANCEL_ANSWER_WAIT, COMMIT_ANSWER_WAIT
 from tests.support.session_state import monitor, unique_table_name  # noqa: F401
 from tests.support.tcp_proxy import TcpProxy
 
@@ -175,7 +176,8 @@ async def test_stalled_commit_times_out_at_command_timeout(proxied, monitor):  #
     proxy.stall()
     elapsed, result = await _elapsed(tr.commit)
     assert isinstance(result, asyncio.TimeoutError), result
-    assert elapsed < 1.0 + MARGIN, elapsed
+    # (After the deadline, the answer to the cancel is waited for a moment.)
+    assert elapsed < 1.0 + CANCEL_ANSWER_WAIT + MARGIN, elapsed
     text = str(result)
     assert "not known" in text, text
     await _after_stall(proxy, conn, monitor)
@@ -191,7 +193,7 @@ async def test_stalled_async_with_commit_times_out_at_command_timeout(proxied, m
 
     elapsed, result = await _elapsed(block)
     assert isinstance(result, asyncio.TimeoutError), result
-    assert elapsed < 1.0 + MARGIN, elapsed
+    assert elapsed < 1.0 + CANCEL_ANSWER_WAIT + MARGIN, elapsed
     await _after_stall(proxy, conn, monitor)
 
 
@@ -229,8 +231,13 @@ async def test_stalled_call_times_out_at_its_timeout(proxied, monitor, kind):  #
             proxy.stall()
         elapsed, result = await _elapsed(call)
         assert isinstance(result, asyncio.TimeoutError), result
-        # (The cursor case also rolls its block back: command_timeout, 1 s more.)
-        limit = 0.5 + MARGIN if kind != "cursor" else 1.5 + MARGIN
+        # After the deadline, the server's answer to the cancel is waited
+        # for a moment; for a stream whose end was sent (it may have
+        # committed) a little longer, then the connection is closed.  (The
+        # cursor case also rolls its block back: command_timeout, 1 s more.)
+        limit = {"cursor": 1.5 + 2 * CANCEL_ANSWER_WAIT,
+                 "executemany": 0.5 + COMMIT_ANSWER_WAIT,
+                 "copy_in": 0.5 + COMMIT_ANSWER_WAIT}.get(kind, 0.5 + CANCEL_ANSWER_WAIT) + MARGIN
         assert elapsed < limit, elapsed
         await _after_stall(proxy, conn, monitor)
     finally:

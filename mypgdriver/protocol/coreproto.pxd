@@ -47,6 +47,9 @@ cdef class Operation:
         bint abandoned                # its caller gave up: drain, discard the result
         bint timed                    # `delay` is a timeout
         double delay
+        double deadline               # when it times out (loop time), if timed
+        bint end_sent                 # a stream's end (Sync, CopyDone) is written: it may commit
+        bint late_timeout             # timed out after end_sent: the server's answer decides
         long seq                      # position in the connection's operation count
         object waiter                 # the caller's Future
         object timeout_handle

@@ -63,4 +63,5 @@ cdef class BaseProtocol(CoreProtocol):
     cdef _wake_answer_waiter(self)
     cdef object _closed_error(self)
     cdef _interrupt_stream(self, int reason)
+    cdef _time_out_committing(self, Operation op)
     cdef int _flush_out(self) except -1

@@ -99,6 +99,9 @@ cdef Py_ssize_t OUT_PENDING_LIMIT = 65536
 # An operation cancelled on timeout that is still running this long after
 # its CancelRequest gets another one, then after twice as long, up to the
 # maximum (see _cancel_and_wait).
+# (deadlines.COMMIT_ANSWER_WAIT: see _time_out_committing)
+cdef double LATE_ANSWER_GRACE = deadlines.COMMIT_ANSWER_WAIT
+
 cdef double CANCEL_REPEAT_FIRST = 0.1
 cdef double CANCEL_REPEAT_MAX = 2.0
 
@@ -615,6 +618,8 @@ cdef class BaseProtocol(CoreProtocol):
         op.exclusive = exclusive
         op.timed = timeout is not None
         op.delay = delay
+        op.end_sent = False
+        op.late_timeout = False
         op.waiter = self.loop.create_future()
         return op
 
@@ -624,6 +629,7 @@ cdef class BaseProtocol(CoreProtocol):
         self.op_seq += 1
         op.seq = self.op_seq
         if op.timed:
+            op.deadline = self.loop.time() + op.delay
             op.timeout_handle = self.loop.call_later(op.delay, self._on_timeout, op)
         self._push_op(op)
         return op.waiter
@@ -631,6 +637,9 @@ cdef class BaseProtocol(CoreProtocol):
     def _on_timeout(self, Operation op):
         op.timeout_handle = None
         if op.waiter.done():
+            return
+        if op.end_sent:
+            self._time_out_committing(op)
             return
         error = asyncio.TimeoutError()
         op.waiter.set_exception(error)
@@ -644,6 +653,58 @@ cdef class BaseProtocol(CoreProtocol):
                 _op_name(op.kind, op.recv_state), op.delay, _abandoned_outcome(self, op)).args
         if op.exclusive:
             self._interrupt_stream(1)
+
+    cdef _time_out_committing(self, Operation op):
+        # A stream (executemany, COPY FROM STDIN) whose end is sent: the
+        # server commits it unless the CancelRequest arrives first.  Raising
+        # TimeoutError now would say "nothing was written" of rows that may
+        # be committed, and an application retrying on it would write them
+        # twice.  So the cancel is sent and the operation keeps its caller:
+        # the server's answer is the outcome (its result if it committed; a
+        # TimeoutError if the cancel stopped it, see _on_result).  A server
+        # that does not answer within LATE_ANSWER_GRACE gets the connection
+        # closed, the outcome reported unknown.
+        op.late_timeout = True
+        self._maybe_cancel(op)
+        op.timeout_handle = self.loop.call_later(LATE_ANSWER_GRACE, self._on_late_answer_missing,
+                                                 op)
+
+    def _on_late_answer_missing(self, Operation op):
+        op.timeout_handle = None
+        waiter = op.waiter
+        if waiter is None or waiter.done():
+            return
+        waiter.set_exception(deadlines.timeout_error(
+            _op_name(op.kind, op.recv_state), op.delay,
+            'its end had been sent, and the server did not answer the cancel in '
+            f'{LATE_ANSWER_GRACE:g} s: whether it was committed is unknown; the connection '
+            'was closed'))
+        self._fatal(exceptions.ConnectionDoesNotExistError(
+            'the connection was closed: the server did not answer after a timeout'))
+
+    def stream_overdue(self):
+        """For a feeder reading the caller's data: True once it must stop feeding.
+
+        The operation timed out (its deadline passed while the caller's
+        source held the thread: the event loop could not run its timer,
+        and the sync glue runs timers only while it waits), or cancel() /
+        the timer already interrupted it.  A timeout is handled here as its
+        timer would have handled it (the stream aborted, nothing
+        committed).  The feeder then awaits once, where the interruption is
+        delivered (CancelledError, which the Session turns into the
+        caller's TimeoutError).  Cheap when there is no timeout.
+        """
+        cdef Operation op
+        if self.stream_interrupt != 0:
+            return True
+        op = self.excl_op
+        if op is None or op.timeout_handle is None or op.end_sent:
+            return False
+        if self.loop.time() < op.deadline:
+            return False
+        op.timeout_handle.cancel()
+        self._on_timeout(op)
+        return self.stream_interrupt != 0
 
     cdef _interrupt_stream(self, int reason):
         # The caller is waiting on its own data source, not on us: interrupt
@@ -740,7 +801,16 @@ cdef class BaseProtocol(CoreProtocol):
         if op.abandoned or waiter.done():
             pass    # the caller gave up on it: its result is dropped
         elif self.result_error is not None:
-            waiter.set_exception(self.result_error)
+            if op.late_timeout and isinstance(self.result_error,
+                                              exceptions.QueryCanceledError):
+                # Our cancel stopped it before the commit (_time_out_committing).
+                error = deadlines.timeout_error(
+                    _op_name(op.kind, op.recv_state), op.delay,
+                    'the statement was cancelled on the server, and nothing was written')
+                error.__cause__ = self.result_error
+                waiter.set_exception(error)
+            else:
+                waiter.set_exception(self.result_error)
         elif op.kind == OP_BIND_EXECUTE:
             if op.status_sink is not None:
                 op.status_sink.status = self.result_status
@@ -1159,6 +1229,8 @@ cdef class BaseProtocol(CoreProtocol):
         # waits for it for ever).
         self._finish_many(abort)
         self.sync_sent = True
+        if not abort and self.cur is not None:
+            self.cur.end_sent = True
 
     # COPY: exclusive.
 
@@ -1207,6 +1279,8 @@ cdef class BaseProtocol(CoreProtocol):
         if self.state == STATE_COPY_IN:
             self._write_copy_message(b'c', None)
             self.state = STATE_SIMPLE_QUERY
+            if self.cur is not None:
+                self.cur.end_sent = True
 
     def copy_in_fail(self, str message):
         if self.state == STATE_COPY_IN:
