@@ -63,7 +63,6 @@ from mypgdriver.block_owner import BlockOwner
 from mypgdriver.codecs import introspection
 from mypgdriver.codecs.registry import CodecRegistry
 from mypgdriver.deadlines import check_timeout
-from mypgdriver.waits import interruption_point
 from mypgdriver.exceptions._hints import append_hint, in_list_hint
 from mypgdriver.protocol.protocol import WANT_ROWS, check_record_class
 from mypgdriver.protocol.record import Record
@@ -76,6 +75,7 @@ from mypgdriver.protocol.statement import (
 from mypgdriver.sql import is_plain_read
 from mypgdriver.statement_registry import STATEMENT_PREFIX, StatementRegistry
 from mypgdriver.tracing import TELEMETRY
+from mypgdriver.waits import interruption_point
 
 if TYPE_CHECKING:
     from mypgdriver.prepared import PreparedStatement

@@ -95,6 +95,25 @@ def connect_kwargs(pg_cluster: PgCluster | DsnCluster) -> dict[str, Any]:
 
 
 @pytest.fixture
+def dsn(pg_cluster: PgCluster | DsnCluster) -> str:
+    """The session server's DSN, for the superuser."""
+    return pg_cluster.dsn()
+
+
+@pytest.fixture
+def sync_observer(dsn: str) -> Iterator[Any]:
+    """A blocking connection of its own, to read the server's state from another session.
+
+    Usable from asyncio tests too: its calls are short, and blocking the
+    event loop for them is sometimes the point (a goodbye left unread).
+    """
+    import mypgdriver.sync  # imported here: the compiled modules may not be built yet
+
+    with mypgdriver.sync.connect(dsn) as connection:
+        yield connection
+
+
+@pytest.fixture
 async def conn(connect_kwargs: dict[str, Any]) -> AsyncIterator[Any]:
     """A connection as the superuser, closed after the test."""
     import mypgdriver  # imported here: the compiled modules may not be built yet

@@ -41,30 +41,25 @@ STATEMENTS = {
 class Counter:
     """A sequence and a table on the server, read from another session."""
 
-    def __init__(self, observer: mypgdriver.sync.Connection) -> None:
-        self.observer = observer
+    def __init__(self, sync_observer: mypgdriver.sync.Connection) -> None:
+        self.sync_observer = sync_observer
         suffix = uuid.uuid4().hex[:10]
         self.seq = f'first_call_seq_{suffix}'
         self.table = f'first_call_t_{suffix}'
-        observer.execute(f'CREATE SEQUENCE {self.seq}; CREATE TABLE {self.table} (v bigint)')
+        sync_observer.execute(f'CREATE SEQUENCE {self.seq}; CREATE TABLE {self.table} (v bigint)')
 
     def executions(self) -> int:
-        last, called = self.observer.fetchrow(f'SELECT last_value, is_called FROM {self.seq}')
+        last, called = self.sync_observer.fetchrow(f'SELECT last_value, is_called FROM {self.seq}')
         return int(last) if called else 0
 
     def rows(self) -> int:
-        return int(self.observer.fetchval(f'SELECT count(*) FROM {self.table}'))
+        return int(self.sync_observer.fetchval(f'SELECT count(*) FROM {self.table}'))
 
     def query(self, kind: str) -> str:
         return STATEMENTS[kind].format(seq=self.seq, table=self.table)
 
     def drop(self) -> None:
-        self.observer.execute(f'DROP SEQUENCE {self.seq}; DROP TABLE {self.table}')
-
-
-@pytest.fixture
-def dsn(pg_cluster: Any) -> str:
-    return pg_cluster.dsn()
+        self.sync_observer.execute(f'DROP SEQUENCE {self.seq}; DROP TABLE {self.table}')
 
 
 @pytest.fixture
@@ -73,46 +68,38 @@ def app_name() -> str:
 
 
 @pytest.fixture
-def observer(dsn: str) -> Iterator[mypgdriver.sync.Connection]:
-    # Blocking, also in the asyncio tests: its calls are short, and a
-    # blocked event loop is what leaves a goodbye unread (see below).
-    with mypgdriver.sync.connect(dsn) as conn:
-        yield conn
-
-
-@pytest.fixture
-def counter(observer: mypgdriver.sync.Connection) -> Iterator[Counter]:
-    counter = Counter(observer)
+def counter(sync_observer: mypgdriver.sync.Connection) -> Iterator[Counter]:
+    counter = Counter(sync_observer)
     yield counter
     counter.drop()
 
 
-def wait_running(observer: mypgdriver.sync.Connection, pid: int, text: str) -> None:
+def wait_running(sync_observer: mypgdriver.sync.Connection, pid: int, text: str) -> None:
     """Until the backend `pid` runs a statement containing `text`."""
     deadline = time.monotonic() + 10
-    while not observer.fetchval(
+    while not sync_observer.fetchval(
             "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND state = 'active' "
             "AND position($2 in query) > 0", pid, text):
         assert time.monotonic() < deadline, 'the statement never started'
         time.sleep(0.005)
 
 
-def wait_settled(observer: mypgdriver.sync.Connection, pid: int) -> None:
+def wait_settled(sync_observer: mypgdriver.sync.Connection, pid: int) -> None:
     """Until backend `pid` has exited or sits idle: a statement it was sent has run or never will.
 
     A cut connection's backend may run the statement it received after the
     client saw the cut (nothing stops it): count executions only after.
     """
     deadline = time.monotonic() + 10
-    while observer.fetchval(
+    while sync_observer.fetchval(
             "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND state <> 'idle'", pid):
         assert time.monotonic() < deadline, 'the backend never settled'
         time.sleep(0.005)
 
 
-def terminate_and_wait(observer: mypgdriver.sync.Connection, pid: int) -> None:
+def terminate_and_wait(sync_observer: mypgdriver.sync.Connection, pid: int) -> None:
     """Terminate backend `pid` and wait until it has exited (its goodbye is sent)."""
-    assert observer.fetchval('SELECT pg_terminate_backend($1, 10000)', pid) is True
+    assert sync_observer.fetchval('SELECT pg_terminate_backend($1, 10000)', pid) is True
 
 
 # --- a backend terminated while it runs the first call ---------------------------------------
@@ -120,7 +107,7 @@ def terminate_and_wait(observer: mypgdriver.sync.Connection, pid: int) -> None:
 @pytest.mark.parametrize('delay', KILL_DELAYS)
 @pytest.mark.parametrize('kind', sorted(STATEMENTS))
 def test_sync_pool_first_call_killed_mid_statement_raises_and_runs_once(
-        dsn: str, app_name: str, observer: mypgdriver.sync.Connection, counter: Counter,
+        dsn: str, app_name: str, sync_observer: mypgdriver.sync.Connection, counter: Counter,
         kind: str, delay: float) -> None:
     import threading
     with mypgdriver.sync.create_pool(dsn, min_size=1, max_size=1,
@@ -189,7 +176,7 @@ async def test_pool_first_call_killed_mid_statement_raises_and_runs_once(
 # --- a backend terminated while the connection sat idle in the pool --------------------------
 
 def test_sync_pool_connection_killed_while_idle_is_replaced_for_the_first_call(
-        dsn: str, app_name: str, observer: mypgdriver.sync.Connection,
+        dsn: str, app_name: str, sync_observer: mypgdriver.sync.Connection,
         counter: Counter) -> None:
     # The sync API reads nothing between calls: the goodbye waits in the
     # socket until the first call of the next checkout reads it, before
@@ -199,7 +186,7 @@ def test_sync_pool_connection_killed_while_idle_is_replaced_for_the_first_call(
         for attempt in range(1, 11):
             with pool.acquire() as conn:
                 old_pid = conn.get_server_pid()
-            terminate_and_wait(observer, old_pid)
+            terminate_and_wait(sync_observer, old_pid)
             with pool.acquire() as conn:
                 assert conn.fetchval(
                     f"INSERT INTO {counter.table} VALUES (nextval('{counter.seq}')) "
@@ -211,16 +198,16 @@ def test_sync_pool_connection_killed_while_idle_is_replaced_for_the_first_call(
 
 
 async def test_pool_connection_killed_while_idle_is_replaced_for_the_first_call(
-        dsn: str, app_name: str, observer: mypgdriver.sync.Connection,
+        dsn: str, app_name: str, sync_observer: mypgdriver.sync.Connection,
         counter: Counter) -> None:
-    # The observer blocks the event loop: the pool has not read the
+    # The sync_observer blocks the event loop: the pool has not read the
     # goodbye when acquire() hands the connection out.
     async with mypgdriver.create_pool(dsn, min_size=1, max_size=1,
                                       server_settings={'application_name': app_name}) as pool:
         for attempt in range(1, 11):
             async with pool.acquire() as con:
                 old_pid = con.get_server_pid()
-            terminate_and_wait(observer, old_pid)
+            terminate_and_wait(sync_observer, old_pid)
             async with pool.acquire() as con:
                 assert not con.is_closed()      # not read yet
                 assert await con.fetchval(
@@ -242,7 +229,7 @@ INSERT = "INSERT INTO {table} VALUES (nextval('{seq}')) RETURNING v"
 
 
 def test_sync_pool_first_call_cut_anywhere_runs_at_most_once(
-        pg_cluster: Any, observer: mypgdriver.sync.Connection, counter: Counter) -> None:
+        pg_cluster: Any, sync_observer: mypgdriver.sync.Connection, counter: Counter) -> None:
     query = INSERT.format(table=counter.table, seq=counter.seq)
     outcomes = set()
     with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
@@ -262,7 +249,7 @@ def test_sync_pool_first_call_cut_anywhere_runs_at_most_once(
                     # (a replacement's backend, if the call was made again)
                     pids = {pid, conn.get_server_pid()}
                 for each in pids:
-                    wait_settled(observer, each)
+                    wait_settled(sync_observer, each)
                 ran = counter.executions() - before
                 assert ran <= 1, (offset, ran)
                 assert counter.rows() == counter.executions(), offset
@@ -271,7 +258,7 @@ def test_sync_pool_first_call_cut_anywhere_runs_at_most_once(
 
 
 async def test_pool_first_call_cut_anywhere_runs_at_most_once(
-        pg_cluster: Any, observer: mypgdriver.sync.Connection, counter: Counter) -> None:
+        pg_cluster: Any, sync_observer: mypgdriver.sync.Connection, counter: Counter) -> None:
     query = INSERT.format(table=counter.table, seq=counter.seq)
     outcomes = set()
     with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
@@ -290,7 +277,7 @@ async def test_pool_first_call_cut_anywhere_runs_at_most_once(
                         outcomes.add('lost')
                     pids = {pid, con.get_server_pid()}
                 for each in pids:
-                    wait_settled(observer, each)
+                    wait_settled(sync_observer, each)
                 ran = counter.executions() - before
                 assert ran <= 1, (offset, ran)
                 assert counter.rows() == counter.executions(), offset

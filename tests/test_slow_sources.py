@@ -85,32 +85,21 @@ SOURCES = {
 
 
 @pytest.fixture
-def dsn(pg_cluster: Any) -> str:
-    return pg_cluster.dsn()
-
-
-@pytest.fixture
-def observer(dsn: str) -> Iterator[mypgdriver.sync.Connection]:
-    with mypgdriver.sync.connect(dsn) as conn:
-        yield conn
-
-
-@pytest.fixture
-def table(observer: mypgdriver.sync.Connection) -> Iterator[str]:
+def table(sync_observer: mypgdriver.sync.Connection) -> Iterator[str]:
     name = f'slow_source_{uuid.uuid4().hex[:10]}'
-    observer.execute(f'CREATE TABLE {name} (v int)')
+    sync_observer.execute(f'CREATE TABLE {name} (v int)')
     yield name
-    observer.execute(f'DROP TABLE {name}')
+    sync_observer.execute(f'DROP TABLE {name}')
 
 
-def rows_in(observer: mypgdriver.sync.Connection, table: str) -> int:
-    return int(observer.fetchval(f'SELECT count(*) FROM {table}'))
+def rows_in(sync_observer: mypgdriver.sync.Connection, table: str) -> int:
+    return int(sync_observer.fetchval(f'SELECT count(*) FROM {table}'))
 
 
-def settled(observer: mypgdriver.sync.Connection, pid: int) -> None:
+def settled(sync_observer: mypgdriver.sync.Connection, pid: int) -> None:
     """Wait until backend `pid` is idle (not in a transaction): what it was sent is over."""
     deadline = time.monotonic() + 10
-    while observer.fetchval("SELECT state FROM pg_stat_activity WHERE pid = $1", pid) != 'idle':
+    while sync_observer.fetchval("SELECT state FROM pg_stat_activity WHERE pid = $1", pid) != 'idle':
         assert time.monotonic() < deadline, 'the backend never went idle'
         time.sleep(0.01)
 
@@ -143,7 +132,7 @@ IDS = [f'{op}-{source}-{slow}' for op, source, slow in CASES]
 
 @pytest.mark.parametrize('operation,source,slow', CASES, ids=IDS)
 def test_sync_slow_source_times_out_and_writes_nothing(
-        dsn: str, observer: mypgdriver.sync.Connection, table: str,
+        dsn: str, sync_observer: mypgdriver.sync.Connection, table: str,
         operation: str, source: str, slow: str) -> None:
     with mypgdriver.sync.connect(dsn) as conn:
         started = time.monotonic()
@@ -151,18 +140,18 @@ def test_sync_slow_source_times_out_and_writes_nothing(
             make_call(conn, operation, table, source, SLOWNESS[slow])
         elapsed = time.monotonic() - started
         assert elapsed < LATEST_END, elapsed
-        settled(observer, conn.get_server_pid())
-        assert rows_in(observer, table) == 0
+        settled(sync_observer, conn.get_server_pid())
+        assert rows_in(sync_observer, table) == 0
         # The connection tells the server's state and goes on.
         assert conn.is_in_transaction() is False
         assert conn.fetchval('SELECT 1') == 1
         conn.execute(f'INSERT INTO {table} VALUES (-1)')
-        assert rows_in(observer, table) == 1
+        assert rows_in(sync_observer, table) == 1
 
 
 @pytest.mark.parametrize('operation,source,slow', CASES, ids=IDS)
 async def test_slow_source_times_out_and_writes_nothing(
-        dsn: str, observer: mypgdriver.sync.Connection, table: str,
+        dsn: str, sync_observer: mypgdriver.sync.Connection, table: str,
         operation: str, source: str, slow: str) -> None:
     conn = await mypgdriver.connect(dsn)
     try:
@@ -171,19 +160,19 @@ async def test_slow_source_times_out_and_writes_nothing(
             await make_call(conn, operation, table, source, SLOWNESS[slow])
         elapsed = time.monotonic() - started
         assert elapsed < LATEST_END, elapsed
-        settled(observer, conn.get_server_pid())
-        assert rows_in(observer, table) == 0
+        settled(sync_observer, conn.get_server_pid())
+        assert rows_in(sync_observer, table) == 0
         assert conn.is_in_transaction() is False
         assert await conn.fetchval('SELECT 1') == 1
         await conn.execute(f'INSERT INTO {table} VALUES (-1)')
-        assert rows_in(observer, table) == 1
+        assert rows_in(sync_observer, table) == 1
     finally:
         await conn.close()
 
 
 @pytest.mark.parametrize('operation', OPERATIONS)
 def test_sync_slow_source_inside_a_transaction_leaves_the_block_usable(
-        dsn: str, observer: mypgdriver.sync.Connection, table: str, operation: str) -> None:
+        dsn: str, sync_observer: mypgdriver.sync.Connection, table: str, operation: str) -> None:
     # In a block, a timed-out stream is rolled back to where it started (or
     # the block is failed, as after any server error): nothing it sent is
     # committed with the block.
@@ -193,26 +182,26 @@ def test_sync_slow_source_inside_a_transaction_leaves_the_block_usable(
                 conn.execute(f'INSERT INTO {table} VALUES (-2)')
                 make_call(conn, operation, table, 'generator', SLOWNESS['all_along'])
         assert conn.is_in_transaction() is False
-        settled(observer, conn.get_server_pid())
-        assert rows_in(observer, table) == 0
+        settled(sync_observer, conn.get_server_pid())
+        assert rows_in(sync_observer, table) == 0
 
 
 def test_sync_fast_source_within_its_timeout_writes_everything(
-        dsn: str, observer: mypgdriver.sync.Connection, table: str) -> None:
+        dsn: str, sync_observer: mypgdriver.sync.Connection, table: str) -> None:
     # The checks never fire early: a source that keeps to the deadline is
     # written whole, from a generator and an iterator alike.
     with mypgdriver.sync.connect(dsn) as conn:
         for operation in OPERATIONS:
             for source in ('generator', 'iterator'):
                 make_call(conn, operation, table, source, lambda i: 0.001)
-    assert rows_in(observer, table) == 6 * ROWS
+    assert rows_in(sync_observer, table) == 6 * ROWS
 
 
 # --- a timeout after the end of the stream was sent: the server's outcome is told -----------
 
 @pytest.mark.parametrize('held', [False, True], ids=['cancel_arrives', 'cancel_too_late'])
 def test_sync_timeout_after_the_sync_reports_what_the_server_did(
-        pg_cluster: Any, observer: mypgdriver.sync.Connection, table: str,
+        pg_cluster: Any, sync_observer: mypgdriver.sync.Connection, table: str,
         held: bool) -> None:
     # All rows are sent with the Sync at once (a list); the statement takes
     # 0.1 s per row, so the timeout fires while the server works.  If the
@@ -232,7 +221,7 @@ def test_sync_timeout_after_the_sync_reports_what_the_server_did(
 
             def release_after_commit() -> None:
                 deadline = time.monotonic() + 10
-                while rows_in(observer, table) < 10 and time.monotonic() < deadline:
+                while rows_in(sync_observer, table) < 10 and time.monotonic() < deadline:
                     time.sleep(0.01)
                 release.set()
             releaser = threading.Thread(target=release_after_commit)
@@ -249,7 +238,7 @@ def test_sync_timeout_after_the_sync_reports_what_the_server_did(
             finally:
                 release.set()
                 releaser.join()
-            settled(observer, pid)
-            assert rows_in(observer, table) == (10 if held else 0)
+            settled(sync_observer, pid)
+            assert rows_in(sync_observer, table) == (10 if held else 0)
             assert conn.is_in_transaction() is False
             assert conn.fetchval('SELECT 1') == 1

@@ -32,24 +32,19 @@ IN_TRANSACTION = {
 SLOW_MANY = 'INSERT INTO status_report_t SELECT $1 FROM pg_sleep(0.2)'
 
 
-@pytest.fixture
-def dsn(pg_cluster: Any) -> str:
-    return pg_cluster.dsn()
+@pytest.fixture(autouse=True)
+def status_report_table(sync_observer: mypgdriver.sync.Connection) -> Iterator[None]:
+    sync_observer.execute(
+        'DROP TABLE IF EXISTS status_report_t; CREATE TABLE status_report_t (v int)')
+    yield
+    sync_observer.execute('DROP TABLE status_report_t')
 
 
-@pytest.fixture
-def observer(dsn: str) -> Iterator[mypgdriver.sync.Connection]:
-    with mypgdriver.sync.connect(dsn) as conn:
-        conn.execute('DROP TABLE IF EXISTS status_report_t; CREATE TABLE status_report_t (v int)')
-        yield conn
-        conn.execute('DROP TABLE status_report_t')
-
-
-def server_in_transaction(observer: mypgdriver.sync.Connection, pid: int) -> bool:
+def server_in_transaction(sync_observer: mypgdriver.sync.Connection, pid: int) -> bool:
     """The backend's own answer, once it has finished what it was sent."""
     deadline = time.monotonic() + 10
     while True:
-        state = observer.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1', pid)
+        state = sync_observer.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1', pid)
         if state in IN_TRANSACTION:
             return IN_TRANSACTION[state]
         assert time.monotonic() < deadline, f'the backend stayed {state!r}'
@@ -108,20 +103,20 @@ def _slow_records() -> Iterator[tuple[int]]:
 @pytest.mark.parametrize('in_block', [False, True], ids=['autocommit', 'in_block'])
 @pytest.mark.parametrize('failure', sorted(ASYNC_FAILURES))
 async def test_is_in_transaction_after_a_failed_call_is_the_servers(
-        dsn: str, observer: mypgdriver.sync.Connection, failure: str, in_block: bool) -> None:
+        dsn: str, sync_observer: mypgdriver.sync.Connection, failure: str, in_block: bool) -> None:
     conn = await mypgdriver.connect(dsn)
     try:
         if in_block:
             await conn.execute('BEGIN')
         await ASYNC_FAILURES[failure](conn)
         reported = conn.is_in_transaction()
-        assert reported is server_in_transaction(observer, conn.get_server_pid())
+        assert reported is server_in_transaction(sync_observer, conn.get_server_pid())
         assert reported is in_block
         # The next statement behaves as reported: outside a block it
         # commits at once, another session sees it.
         if not in_block:
             await conn.execute('INSERT INTO status_report_t VALUES (-1)')
-            assert observer.fetchval('SELECT count(*) FROM status_report_t WHERE v = -1') == 1
+            assert sync_observer.fetchval('SELECT count(*) FROM status_report_t WHERE v = -1') == 1
     finally:
         await conn.close()
 
@@ -189,7 +184,7 @@ SYNC_FAILURES: dict[str, Callable[[Any], None]] = {
 @pytest.mark.parametrize('in_block', [False, True], ids=['autocommit', 'in_block'])
 @pytest.mark.parametrize('failure', sorted(SYNC_FAILURES))
 def test_sync_is_in_transaction_after_a_failed_call_is_the_servers(
-        dsn: str, observer: mypgdriver.sync.Connection, failure: str, in_block: bool,
+        dsn: str, sync_observer: mypgdriver.sync.Connection, failure: str, in_block: bool,
         default_sigint: None) -> None:
     with mypgdriver.sync.connect(dsn) as conn:
         if in_block:
@@ -201,8 +196,8 @@ def test_sync_is_in_transaction_after_a_failed_call_is_the_servers(
             assert failure.startswith('ctrl_c')
             return
         reported = conn.is_in_transaction()
-        assert reported is server_in_transaction(observer, conn.get_server_pid())
+        assert reported is server_in_transaction(sync_observer, conn.get_server_pid())
         assert reported is in_block
         if not in_block:
             conn.execute('INSERT INTO status_report_t VALUES (-1)')
-            assert observer.fetchval('SELECT count(*) FROM status_report_t WHERE v = -1') == 1
+            assert sync_observer.fetchval('SELECT count(*) FROM status_report_t WHERE v = -1') == 1
