@@ -214,13 +214,13 @@ def _fspath(obj) -> Optional[Union[str, bytes]]:
     return None
 
 
-def _batch_taker(records: Iterable, overdue: Callable[[], bool]) -> Callable[[int], Sequence]:
+def _batch_taker(records: Iterable, protocol: Any) -> Callable[[int], Sequence]:
     """A function returning the next `n` records (fewer at the end, none after it).
 
     A source that computes its records holds the thread while it does (the
-    timeout's timer cannot run): `overdue()` is asked after each of its
-    records, and the batch ends early when it says so (the caller then
-    checks it again and stops).
+    timeout's timer cannot run): the protocol checks the deadline after each
+    of its records (fill_rows()), and the batch ends early past it (the
+    caller then asks stream_overdue() and stops).
     """
     if isinstance(records, (list, tuple)):
         # Slicing costs a pointer copy per record; islice() into a new
@@ -236,12 +236,11 @@ def _batch_taker(records: Iterable, overdue: Callable[[], bool]) -> Callable[[in
         return take
     iterator = iter(records)
 
+    fill = protocol.fill_rows
+
     def take_watched(n: int) -> Sequence:
-        batch = []
-        for record in iterator:
-            batch.append(record)
-            if overdue() or len(batch) == n:
-                break
+        batch: list = []
+        fill(batch, iterator, n)
         return batch
 
     return take_watched
@@ -726,7 +725,7 @@ class CopyMixin:
 
     async def _send_records(self, state, records: Iterable, fut) -> None:
         proto = self._session.protocol
-        take = _batch_taker(records, proto.stream_overdue)
+        take = _batch_taker(records, proto)
         batch = take(COPY_RECORDS_FIRST_BATCH)
         if proto.stream_overdue():
             await interruption_point()

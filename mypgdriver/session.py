@@ -1002,12 +1002,8 @@ class Session:
             batch: list = []
             try:
                 if watched:
-                    for row in iterator:
-                        batch.append(row)
-                        if proto.stream_overdue():
-                            await interruption_point()
-                        if len(batch) == _EXECUTEMANY_BATCH:
-                            break
+                    if proto.fill_rows(batch, iterator, _EXECUTEMANY_BATCH):
+                        await interruption_point()
                 else:
                     # extend() keeps the rows read before an exception (a
                     # list built by list(islice()) would be lost with it).

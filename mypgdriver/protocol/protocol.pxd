@@ -29,6 +29,8 @@ cdef class BaseProtocol(CoreProtocol):
         bint sync_sent              # executemany: Sync already written
         public object copy_ready    # Future: CopyInResponse arrived (True) or not (False)
         readonly long op_seq        # operations sent so far
+        object peeked_transport     # the transport whose socket peeked_fd is (input_waiting)
+        int peeked_fd
         long finished_seq           # the last answered operation's number ...
         object finished_error       # ... the error it ended with ...
         object finished_status      # ... and its command tag

@@ -43,8 +43,26 @@ cdef extern from *:
     #else
     static int mpg_input_waiting(int fd) { return 0; }
     #endif
+    #include <time.h>
+    /* Seconds on the monotonic clock, read once per row of a streamed
+       source: the coarse clock (the tick's resolution, a few ms, is plenty
+       for a timeout) costs a few loads, where the precise one reads the
+       time-stamp counter.  A vDSO call either way, no system call. */
+    #ifdef CLOCK_MONOTONIC_COARSE
+    #define MPG_STREAM_CLOCK CLOCK_MONOTONIC_COARSE
+    #else
+    #define MPG_STREAM_CLOCK CLOCK_MONOTONIC
+    #endif
+    static double mpg_monotonic(void) {
+        struct timespec ts;
+        clock_gettime(MPG_STREAM_CLOCK, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    }
     """
     int mpg_input_waiting(int fd) nogil
+    double mpg_monotonic() nogil
+
+from cpython.list cimport PyList_Append
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import FactoryCall, ResultDescription, dict_row, scalar_row, tuple_row
 
@@ -313,11 +331,14 @@ cdef class BaseProtocol(CoreProtocol):
         """
         if self.state != STATE_IDLE or self.cur is not None or self.transport is None:
             return False
-        sock = self.transport.get_extra_info('socket')
-        if sock is None:
-            return False
-        fd = sock.fileno()
-        return fd >= 0 and mpg_input_waiting(fd) != 0
+        if self.peeked_transport is not self.transport:
+            # (Looked up once per transport: TLS may replace it.  A peek at
+            # a descriptor closed and reused since can only say True, and
+            # cost the caller a few turns of its loop.)
+            sock = self.transport.get_extra_info('socket')
+            self.peeked_fd = -1 if sock is None else sock.fileno()
+            self.peeked_transport = self.transport
+        return self.peeked_fd >= 0 and mpg_input_waiting(self.peeked_fd) != 0
 
     def is_in_transaction(self):
         return self.xact_status != 'I'
@@ -629,7 +650,9 @@ cdef class BaseProtocol(CoreProtocol):
         self.op_seq += 1
         op.seq = self.op_seq
         if op.timed:
-            op.deadline = self.loop.time() + op.delay
+            # On the monotonic clock, read in C by stream_overdue() and
+            # fill_rows() (uvloop's loop.time() is cached per iteration).
+            op.deadline = mpg_monotonic() + op.delay
             op.timeout_handle = self.loop.call_later(op.delay, self._on_timeout, op)
         self._push_op(op)
         return op.waiter
@@ -700,11 +723,39 @@ cdef class BaseProtocol(CoreProtocol):
         op = self.excl_op
         if op is None or op.timeout_handle is None or op.end_sent:
             return False
-        if self.loop.time() < op.deadline:
+        if mpg_monotonic() < op.deadline:
             return False
         op.timeout_handle.cancel()
         self._on_timeout(op)
         return self.stream_interrupt != 0
+
+    def fill_rows(self, list batch, iterator, Py_ssize_t n):
+        """Append up to `n` items of `iterator` to `batch`; True if the stream must stop.
+
+        For a feeder reading a synchronous source (a generator, an
+        iterator): the deadline is checked after each item, in C (a clock
+        read per row rather than a Python call), and the batch ends at the
+        first item past it, with the timeout handled as stream_overdue()
+        does.  An exception of the iterator propagates, the items read
+        before it staying in `batch`.  Fewer than `n` items and False: the
+        source is exhausted.
+        """
+        cdef Operation op = self.excl_op
+        cdef bint timed = op is not None and op.timeout_handle is not None and not op.end_sent
+        cdef double deadline = op.deadline if timed else 0
+        cdef Py_ssize_t count = 0
+        if self.stream_interrupt != 0:
+            return True
+        if n <= 0:
+            return False
+        for item in iterator:   # (compiled to the iterator's own tp_iternext calls)
+            PyList_Append(batch, item)
+            if timed and mpg_monotonic() >= deadline:
+                return self.stream_overdue()
+            count += 1
+            if count == n:
+                break
+        return False
 
     cdef _interrupt_stream(self, int reason):
         # The caller is waiting on its own data source, not on us: interrupt
