@@ -392,14 +392,20 @@ async def test_latest_through_an_old_pgbouncer_fails_with_its_error(bouncer):
     await conn.close()
 
 
+@pytest.fixture
+def negotiating_bouncer(request: pytest.FixtureRequest) -> Pgbouncer:
+    """`bouncer`, for a test of pgbouncer 1.23+'s negotiation; skips with an older one."""
+    require_pgbouncer(NEGOTIATES_PROTOCOL_VERSION,
+                      "NegotiateProtocolVersion in answer to a 3.2 startup")
+    return request.getfixturevalue("bouncer")
+
+
 async def test_latest_through_pgbouncer_is_negotiated_down_and_cancel_works(
-        bouncer, connect_kwargs):
+        negotiating_bouncer, connect_kwargs):
     # pgbouncer 1.23+ answers a 3.2 startup with NegotiateProtocolVersion 3.0
     # and gives the client its own cancel key: the connection runs at 3.0 and
     # a timeout's CancelRequest (with pgbouncer's key) stops the statement.
-    require_pgbouncer(NEGOTIATES_PROTOCOL_VERSION,
-                      "NegotiateProtocolVersion in answer to a 3.2 startup")
-    conn = await connect_through(bouncer, max_protocol_version="latest")
+    conn = await connect_through(negotiating_bouncer, max_protocol_version="latest")
     monitor = await mypgdriver.connect(**connect_kwargs)
     try:
         assert conn.get_protocol_version() == (3, 0)
