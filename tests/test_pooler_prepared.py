@@ -355,6 +355,7 @@ async def test_the_cache_left_on_fails_a_transaction_on_another_server_connectio
                 await user.fetchrow(query, 2)
         error = info.value
         assert error.sqlstate == "26000"
+        assert error.message is not None and error.hint is not None
         assert error.message.startswith('prepared statement "__mypg_')
         assert error.message.endswith('" does not exist')
         assert "statement_cache_size=0" in error.hint
