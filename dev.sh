@@ -10,7 +10,8 @@
 #   ./dev.sh docs [sphinx args...]   set up (with the docs extra), build, the site in docs/_build/html
 #
 # Works on a fresh Debian 12 (as root or as a user with sudo): installs what is
-# missing (PostgreSQL, a C compiler, Python headers, python3-venv), creates .venv,
+# missing (PostgreSQL, pgbouncer for the tests and the benchmark, a C compiler,
+# Python headers, python3-venv), creates .venv,
 # installs each extra's requirements when they are missing and the package
 # itself once (editable), and rebuilds the Cython extensions in place
 # (incrementally) on every run.  Reinstalls happen only when pyproject.toml,
@@ -20,7 +21,10 @@
 # python3; used only when .venv is created),
 # MYPGDRIVER_TEST_DSN / MYPGDRIVER_BENCH_DSN (use that server instead of starting
 # one; no server binaries are installed then), MYPGDRIVER_PG_BINDIR (server
-# binaries to use), MYPGDRIVER_DEBUG=1 (debug build, see setup.py).
+# binaries to use), MYPGDRIVER_PGBOUNCER (the pgbouncer binary the tests and
+# the benchmark run, e.g. one newer than Debian's for the tests of 1.21+
+# behaviour; Debian's package is installed only when neither it nor a
+# pgbouncer on PATH is there), MYPGDRIVER_DEBUG=1 (debug build, see setup.py).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -86,6 +90,14 @@ have_psql() {
     compgen -G '/usr/lib/postgresql/*/bin/psql' >/dev/null
 }
 
+# The pgbouncer that tools/pgbouncer.py would find (the same order: the
+# variable, PATH, then where Debian's package puts it).
+have_pgbouncer() {
+    [ -n "${MYPGDRIVER_PGBOUNCER:-}" ] && return 0
+    command -v pgbouncer >/dev/null 2>&1 && return 0
+    [ -x /usr/sbin/pgbouncer ]
+}
+
 have_python_headers() {
     "$PYTHON" - <<'PYEOF'
 import os, sys, sysconfig
@@ -94,15 +106,21 @@ PYEOF
 }
 
 # $1: the DSN variable that, when set, means "use that server, start none";
-# empty when no server is needed (building wheels).
+# empty when no server is needed (building wheels).  $2: the extra being set
+# up (test and bench run pgbouncer in front of their server).
 ensure_system_packages() {
-    local dsn_var="$1" missing=()
+    local dsn_var="$1" extra="${2:-}" missing=()
     if [ -z "$dsn_var" ]; then
         :
     elif [ -n "${!dsn_var:-}" ]; then
         have_psql || missing+=(postgresql-client)  # tests still use psql against it
     elif [ -z "${MYPGDRIVER_PG_BINDIR:-}" ] && ! have_server_binaries; then
         missing+=(postgresql)
+    fi
+    # The pooler tests and the benchmark's pooler scenario run the pgbouncer
+    # installed on the machine (the project never builds one).
+    if [ "$extra" = test ] || [ "$extra" = bench ]; then
+        have_pgbouncer || missing+=(pgbouncer)
     fi
     if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
         missing+=(gcc libc6-dev)
@@ -242,7 +260,7 @@ setup_venv() {
     flock 9
     # PYTHON matters only when .venv is (re)created.
     venv_works || check_python
-    ensure_system_packages "$2"
+    ensure_system_packages "$2" "$1"
     ensure_venv
     ensure_bootstrap
     [ -z "$1" ] || ensure_requirements "$1"

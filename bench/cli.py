@@ -283,13 +283,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     options = options_from(args)
     cells = plan(options)
-    pgbouncer = ""
+    pgbouncer = None
     pooler_skipped = None
     if any(isinstance(c, PoolerCell) for c in cells):
-        # Built (once, about a minute) before the server starts, not between cells.
-        binary, pgbouncer = pooler_scenario.locate_pgbouncer()
-        if binary is None:
-            pooler_skipped, pgbouncer = f"no pgbouncer 1.21+: {pgbouncer}", ""
+        # Found before the server starts: without one the cells are left out.
+        pgbouncer, found = pooler_scenario.locate_pgbouncer()
+        if pgbouncer is None:
+            pooler_skipped = f"no pgbouncer: {found}"
             print(f"note: pooler scenario skipped: {pooler_skipped}", file=sys.stderr)
             cells = [c for c in cells if not isinstance(c, PoolerCell)]
     kind, because = run_kind(args, options)

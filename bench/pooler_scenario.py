@@ -9,10 +9,16 @@ protocol-level named statements across its server connections, which
 mypgdriver relies on to keep its statement cache on.
 
 Two variants, each the throughput workload of the same name run at
-concurrency 10 through a pgbouncer 1.25 built from the source tarball
-(``tools/pgbouncer.py``), started fresh for every cell in front of the
-benchmark's server, with ``pool_mode = transaction``,
-``max_prepared_statements = 200`` and 10 server connections:
+concurrency 10 through the pgbouncer installed on the machine
+(``tools/pgbouncer.py``: ``MYPGDRIVER_PGBOUNCER``, else ``pgbouncer`` on
+PATH, else Debian's), started fresh for every cell in front of the
+benchmark's server, with ``pool_mode = transaction``, 10 server connections
+and, from pgbouncer 1.21 on, ``max_prepared_statements = 200``.  The
+results say which version ran: before 1.21 (Debian 12's 1.18) pgbouncer
+cannot carry named statements, so the configurations below that prepare
+them measure a pooler they were not meant for (mypgdriver's cache pays a
+re-prepare each time it lands on another server connection; psycopg's
+prepared statements and pgbench ``-M prepared`` fail):
 
 * ``pooler_pg_type``: the 12-column ``pg_type`` query, about 600 rows;
 * ``pooler_oneplusone``: ``SELECT 1+1``, the round trip.
@@ -40,7 +46,7 @@ pooler (``CONFIGURATIONS`` says it in one line each):
   setting usually given for poolers;
 * ``psycopg2``: as it is (it never prepares): the throughput cells' code;
 * ``pgbench-prepared``: pgbench ``-M prepared``, 10 clients: the C client
-  with named prepared statements, which pgbouncer 1.25 carries.
+  with named prepared statements, which pgbouncer 1.21+ carries.
 
 A query that fails does not end the cell: failed queries are counted (with
 the first error) and reported per contender, and the table flags a
@@ -53,14 +59,16 @@ pgbench.
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from .contenders import POOLER, POOLER_REFERENCE
 from .drivers import load as load_driver
 from .drivers.base import ConnParams, Session
 from .drivers.psycopg_driver import dbapi_params
 from .workloads import BY_NAME, Workload
+
+if TYPE_CHECKING:
+    from tools.pgbouncer import PgbouncerBinary
 
 SCENARIO = "pooler"  # the worker's `scenario` for a Python contender's cell
 CONCURRENCY = 10  # client connections to the pooler, every contender
@@ -73,11 +81,16 @@ NAMES = tuple(VARIANTS)
 # which the bench cannot import (they need pytest).
 SERVER_POOL_SIZE = 10  # server connections the clients share
 MAX_PREPARED_STATEMENTS = 200  # named statements pgbouncer keeps per server connection
+# Every version's.
 PGBOUNCER_SETTINGS: Dict[str, object] = {
     "pool_mode": "transaction",
-    "max_prepared_statements": MAX_PREPARED_STATEMENTS,
     "default_pool_size": SERVER_POOL_SIZE,
     "max_client_conn": 100,
+}
+# Added from the version that has the setting (1.21): an older pgbouncer
+# refuses to start with a setting it does not know.
+PREPARED_STATEMENT_SETTINGS: Dict[str, object] = {
+    "max_prepared_statements": MAX_PREPARED_STATEMENTS,
 }
 
 PGBENCH_MODE = "prepared"  # pgbench-prepared's -M
@@ -112,28 +125,37 @@ def contenders_for(drivers: Sequence[str], aa_control: bool) -> List[Tuple[str, 
 # --- pgbouncer ------------------------------------------------------------------------
 
 
-def locate_pgbouncer() -> Tuple[Optional[Path], str]:
-    """(the pgbouncer 1.21+ binary, its version), or (None, why there is none).
+def pgbouncer_settings(version: Sequence[int]) -> Dict[str, object]:
+    """pgbouncer's settings for its `version` (e.g. ``(1, 18, 0)``)."""
+    from tools.pgbouncer import PREPARED_STATEMENTS
 
-    Builds it from the source tarball the first time (about a minute, see
-    tools/pgbouncer.py); later calls find it in the cache.
+    if tuple(version) >= PREPARED_STATEMENTS:
+        return {**PGBOUNCER_SETTINGS, **PREPARED_STATEMENT_SETTINGS}
+    return dict(PGBOUNCER_SETTINGS)
+
+
+def locate_pgbouncer() -> Tuple[Optional["PgbouncerBinary"], str]:
+    """(the pgbouncer binary installed on the machine, its version), or (None, why there is none).
+
+    tools/pgbouncer.py says where it looks; whatever its version, it is the
+    one the scenario runs through.
     """
-    from tools.pgbouncer import PgbouncerUnavailable, build_pgbouncer, pgbouncer_version
+    from tools.pgbouncer import PgbouncerUnavailable, find_pgbouncer
 
     try:
-        binary = build_pgbouncer()
-        return binary, pgbouncer_version(binary)
+        binary = find_pgbouncer()
     except (PgbouncerUnavailable, OSError) as exc:
-        # A failed build's message carries its output: its first line says what failed.
         lines = str(exc).strip().splitlines()
         return None, lines[0] if lines else type(exc).__name__
+    return binary, binary.banner
 
 
-def start_pgbouncer(binary: Path, server_params: ConnParams) -> Any:
+def start_pgbouncer(binary: "PgbouncerBinary", server_params: ConnParams) -> Any:
     """A running pgbouncer (tools.pgbouncer.Pgbouncer) in front of the server.
 
-    Raises RuntimeError for a server that needs a password: the pgbouncer
-    runner logs in with trust authentication only.
+    Its settings are pgbouncer_settings() for the binary's version.  Raises
+    RuntimeError for a server that needs a password: the pgbouncer runner
+    logs in with trust authentication only.
     """
     from tools.pgbouncer import Pgbouncer
 
@@ -142,7 +164,7 @@ def start_pgbouncer(binary: Path, server_params: ConnParams) -> Any:
                            "it cannot log in to a server that asks for a password")
     bouncer = Pgbouncer(binary, server_params["host"], server_params["port"],
                         users=[server_params["user"]], database=server_params["database"],
-                        settings=PGBOUNCER_SETTINGS)
+                        settings=pgbouncer_settings(binary.version))
     bouncer.start()
     return bouncer
 
@@ -287,8 +309,16 @@ def is_reference(contender: str) -> bool:
 
 
 def settings(variants: Sequence[str], warmup: float, duration: float, rounds: int,
-             pgbouncer: str) -> Dict[str, Any]:
-    """The scenario's settings as the report shows them."""
-    return {"variants": list(variants), "concurrency": CONCURRENCY, "pgbouncer": pgbouncer,
-            "pgbouncer_settings": dict(PGBOUNCER_SETTINGS), "warmup": warmup,
-            "duration": duration, "rounds": rounds, "configurations": dict(CONFIGURATIONS)}
+             pgbouncer: Optional["PgbouncerBinary"]) -> Dict[str, Any]:
+    """The scenario's settings as the report shows them.
+
+    ``pgbouncer`` is what the binary says its version is (``'PgBouncer
+    1.18.0'``; empty when there was none) and ``pgbouncer_settings`` are
+    the settings of that version.
+    """
+    return {"variants": list(variants), "concurrency": CONCURRENCY,
+            "pgbouncer": pgbouncer.banner if pgbouncer else "",
+            "pgbouncer_settings": (pgbouncer_settings(pgbouncer.version) if pgbouncer
+                                   else dict(PGBOUNCER_SETTINGS)),
+            "warmup": warmup, "duration": duration, "rounds": rounds,
+            "configurations": dict(CONFIGURATIONS)}

@@ -634,12 +634,21 @@ def pipeline_markdown(pipeline: dict[str, Any], chart: str | None = None) -> lis
 # -- the pooler scenario ----------------------------------------------------------------
 
 
+def _prepared_statements_text(bouncer: dict[str, Any]) -> str:
+    """pgbouncer's max_prepared_statements, or that the version it ran had none."""
+    if "max_prepared_statements" in bouncer:
+        return f"max_prepared_statements {bouncer['max_prepared_statements']}"
+    # A pgbouncer before 1.21 has no such setting: named statements are not
+    # carried across its server connections.
+    return "no max_prepared_statements (before pgbouncer 1.21)"
+
+
 def pooler_settings_text(settings: dict[str, Any]) -> str:
     """The pooler scenario's settings in one line of prose."""
     bouncer = settings["pgbouncer_settings"]
     rounds = settings.get("rounds", 1)
     return (f"{settings.get('pgbouncer') or 'pgbouncer'} in {bouncer['pool_mode']} mode, "
-            f"max_prepared_statements {bouncer['max_prepared_statements']}, "
+            f"{_prepared_statements_text(bouncer)}, "
             f"{bouncer['default_pool_size']} server connections, a fresh pgbouncer per cell; "
             f"{settings['concurrency']} client connections; "
             f"{settings['warmup']:g} s warm-up, then {settings['duration']:g} s measured per cell"
@@ -670,12 +679,15 @@ def _peer_margins(results: list[dict[str, Any]]) -> list[str]:
 def pooler_markdown(section: dict[str, Any], chart: str | None = None) -> list[str]:
     """The pooler scenario's tables: rows/s and CPU per query, then the details.
 
-    A section whose pgbouncer could not be built says why instead.
+    A section skipped for want of a pgbouncer says why instead.
     """
-    title = "## Pooler scenario: rows/s through pgbouncer"
+    settings = section["settings"]
+    # The version measured, in the heading: figures through different
+    # pgbouncer versions are not comparable.
+    title = f"## Pooler scenario: rows/s through {settings.get('pgbouncer') or 'pgbouncer'}"
     if "skipped" in section:
         return [title, "", f"Skipped: {section['skipped']}."]
-    results, settings = section["results"], section["settings"]
+    results = section["results"]
     base_name, aa_label = POOLER.baseline, POOLER.control
     control = any(r["contender"] == aa_label for r in results)
     bouncer = settings["pgbouncer_settings"]
@@ -684,7 +696,7 @@ def pooler_markdown(section: dict[str, Any], chart: str | None = None) -> list[s
         "",
         f"The throughput workloads at concurrency {settings['concurrency']} through "
         f"{settings.get('pgbouncer') or 'pgbouncer'} in {bouncer['pool_mode']} mode",
-        f"(max_prepared_statements {bouncer['max_prepared_statements']}, "
+        f"({_prepared_statements_text(bouncer)}, "
         f"{bouncer['default_pool_size']} server connections), each driver in its best",
         "pooler-safe configuration (details below). A failed query does not end a cell: it",
         "is counted, and a contender with any is flagged **failed**; a pooler-safe",
@@ -1082,8 +1094,11 @@ def pool_figure(results: list[dict[str, Any]], lineup: Lineup = POOL,
     return fig
 
 
-def pooler_figure(results: list[dict[str, Any]]) -> Any:
+def pooler_figure(results: list[dict[str, Any]], pgbouncer: str = "") -> Any:
     """POOLER_CHART: rows/s per contender through pgbouncer, one panel per variant.
+
+    `pgbouncer` is the version that ran (``'PgBouncer 1.18.0'``), named in
+    the title.
 
     pgbench-prepared is a dashed line, as pgbench in the throughput charts; a
     contender with failed queries says how many above its bar.  None without
@@ -1116,7 +1131,8 @@ def pooler_figure(results: list[dict[str, Any]]) -> Any:
         for handle, name in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(name, handle)
     _legend(fig, list(legend.values()), list(legend), ncol=4)
-    fig.suptitle("Through pgbouncer in transaction mode, each driver pooler-safe")
+    fig.suptitle(f"Through {pgbouncer or 'pgbouncer'} in transaction mode, "
+                 "each driver pooler-safe")
     fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig
 
@@ -1174,7 +1190,8 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
         if fig is not None:
             drawn[SYNC_POOL_CHART] = fig
     if "pooler" in report:
-        fig = pooler_figure(report["pooler"]["results"])
+        fig = pooler_figure(report["pooler"]["results"],
+                            report["pooler"]["settings"].get("pgbouncer", ""))
         if fig is not None:
             drawn[POOLER_CHART] = fig
     if "memory" in report:

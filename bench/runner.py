@@ -8,8 +8,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from . import (
     memory,
@@ -23,6 +22,9 @@ from .contenders import DICT_ROWS, DICT_ROWS_SCENARIO, DICT_ROWS_WORKLOAD, THROU
 from .server import REPO_ROOT, BenchServer
 from .stats import combine_rounds
 from .workloads import BY_NAME, Workload
+
+if TYPE_CHECKING:
+    from tools.pgbouncer import PgbouncerBinary
 
 # Seconds a cell may take beyond warm-up + duration (connecting, a slow
 # driver's last iteration) before it is killed and marked n/a.
@@ -442,7 +444,7 @@ class Runner:
         self._server_cpus: set[int] | None = None
         self._pool_table = False  # the pool scenario's table exists on the server
         # The pgbouncer binary of the pooler scenario, found at its first cell.
-        self._pgbouncer: Path | None = None
+        self._pgbouncer: PgbouncerBinary | None = None
 
     def expected_rows(self, w: Workload, fresh: bool = False) -> int:
         """Rows one iteration must return, counted on the server when it varies.

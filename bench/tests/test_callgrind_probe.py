@@ -22,10 +22,10 @@ def test_callgrind_total_without_totals_is_an_error(tmp_path: Path) -> None:
 
 
 def test_short_name_makes_both_trees_files_compare_equal() -> None:
-    old = "/work/wt-old/csrc/record_type.c:record_free [/work/wt-old/mypgdriver/protocol/record.so]"
+    old = "/tmp/checkout-old/csrc/record_type.c:record_free [/tmp/checkout-old/mypgdriver/protocol/record.so]"
     new = "csrc/record_type.c:record_free"
-    assert callgrind_probe._short_name(old, "/work/wt-old") == new
-    assert callgrind_probe._short_name(new, "/work/wt-new/") == new
+    assert callgrind_probe._short_name(old, "/tmp/checkout-old") == new
+    assert callgrind_probe._short_name(new, "/tmp/checkout-new/") == new
 
 
 def test_table_shows_medians_and_the_last_tree_against_the_first(capsys) -> None:

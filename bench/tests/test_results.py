@@ -17,6 +17,7 @@ import pytest
 from bench import cli, provenance, report
 from bench.contenders import LINEUPS, OURS, driver_of, is_control
 from bench.runner import Cell, MemoryProbe, PoolCell, RunResults
+from tools.pgbouncer import PgbouncerBinary
 
 from .markdown import squeeze, tables
 
@@ -69,15 +70,16 @@ class _FakeRunner:
         return results
 
 
-FAKE_PGBOUNCER = (Path("/nowhere/pgbouncer"), "PgBouncer 1.25.2")
+FAKE_PGBOUNCER = (PgbouncerBinary(Path("/nowhere/pgbouncer"), (1, 25, 2), "PgBouncer 1.25.2"),
+                  "PgBouncer 1.25.2")
 
 
 @pytest.fixture
 def fake_run(monkeypatch):
     """Runs `python -m bench ARGS` with fakes; charts left out unless asked for.
 
-    pgbouncer is "found" without building it: the pooler cells are answered
-    by the fake runner.
+    pgbouncer is "found" without looking for one: the pooler cells are
+    answered by the fake runner.
     """
     monkeypatch.setattr(cli, "BenchServer", _FakeServer)
     monkeypatch.setattr(cli, "Runner", _FakeRunner)

@@ -1,8 +1,14 @@
-"""pgbouncer for the tests: the 1.25 build (prepared statements in transaction mode).
+"""pgbouncer for the tests: the binary installed on the machine (tools/pgbouncer.py).
 
-``pgbouncer_125()`` gives the binary built by tools/pgbouncer.py, or skips
-the test saying why when no source tarball is available.  With a tarball (as
-in CI) a failed build fails the test instead: those tests must run there.
+``installed_pgbouncer()`` gives that binary with its version (found once per
+test session: ``MYPGDRIVER_PGBOUNCER``, else ``pgbouncer`` on PATH, else
+Debian's), or skips the test saying why when there is none (``./dev.sh``
+installs Debian's package, so CI always has one).  ``require_pgbouncer()``
+also skips a test of a behaviour that the pgbouncer found is too old for,
+naming its version and how to give a newer one.  CI runs Debian's 1.18: the
+tests of 1.21+ behaviour run where a newer binary is given, e.g.::
+
+    MYPGDRIVER_PGBOUNCER=/path/to/pgbouncer ./dev.sh test tests/test_pooler_prepared.py
 
 ``ClientMessageRecorder`` is a TCP proxy that parses what the client sends
 (message type and body), so a test can check which protocol messages the
@@ -13,51 +19,90 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-from pathlib import Path
+from typing import Optional
 
 import pytest
 
-from tools.pgbouncer import PgbouncerUnavailable, build_pgbouncer, find_tarball
+from tools.pgbouncer import (
+    PGBOUNCER_ENV,
+    PREPARED_STATEMENTS,
+    PgbouncerBinary,
+    PgbouncerNotFound,
+    PgbouncerUnavailable,
+    find_pgbouncer,
+)
 
 #: Server connections per (database, user) pool: the clients share these.
 SERVER_POOL_SIZE = 10
 #: Named statements pgbouncer keeps per server connection (max_prepared_statements).
 MAX_PREPARED_STATEMENTS = 200
 
-_built: dict[str, Path] = {}
+# The binary found, or why there is none: looked up once per session.
+_found: list[PgbouncerBinary | PgbouncerUnavailable] = []
 
 # Request codes of the untyped packets that precede a StartupMessage.
 _ENCRYPTION_REQUESTS = (80877103, 80877104)
 
 
-def pgbouncer_125() -> Path:
-    """The pgbouncer binary built from the source tarball; skips when there is none."""
-    if "binary" not in _built:
-        try:
-            tarball = find_tarball()
-        except PgbouncerUnavailable as e:
-            pytest.fail(str(e))
-        if tarball is None:
-            pytest.skip("needs pgbouncer 1.21+ built from source (Debian's 1.18 cannot carry "
-                        "prepared statements in transaction mode), and no tarball was found: "
-                        "set MYPGDRIVER_PGBOUNCER_TARBALL to a pgbouncer-*.tar.gz")
-        try:
-            _built["binary"] = build_pgbouncer(tarball)
-        except PgbouncerUnavailable as e:
-            pytest.fail(f"pgbouncer could not be built from {tarball}: {e}")
-    return _built["binary"]
+def _version(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
 
 
-def transaction_pool_settings(max_clients: int) -> dict[str, object]:
-    """pgbouncer settings of the tests: transaction pooling with prepared statements."""
-    return {
+def installed_pgbouncer() -> PgbouncerBinary:
+    """The pgbouncer binary the tests run; skips the test when there is none.
+
+    A binary that is there but does not work (or a ``MYPGDRIVER_PGBOUNCER``
+    that names no pgbouncer) fails the test instead: it must not turn the
+    pooler tests into skips unnoticed.
+    """
+    if not _found:
+        try:
+            _found.append(find_pgbouncer())
+        except PgbouncerUnavailable as e:
+            _found.append(e)
+    found = _found[0]
+    if isinstance(found, PgbouncerNotFound):
+        pytest.skip(str(found))
+    if isinstance(found, PgbouncerUnavailable):
+        pytest.fail(str(found))
+    return found
+
+
+def require_pgbouncer(version: tuple[int, ...], behaviour: str) -> PgbouncerBinary:
+    """installed_pgbouncer() if it is `version` or newer; else skip, saying why.
+
+    `behaviour` says what the test needs that version for, e.g.
+    ``"max_prepared_statements"``.
+    """
+    binary = installed_pgbouncer()
+    if not binary.at_least(version):
+        pytest.skip(f"needs pgbouncer {_version(version)}+ ({behaviour}); the one found is "
+                    f"{binary.describe()}: give a newer one with "
+                    f"{PGBOUNCER_ENV}=/path/to/pgbouncer")
+    return binary
+
+
+def transaction_pool_settings(binary: PgbouncerBinary, max_clients: int,
+                              max_prepared_statements: Optional[int] = None
+                              ) -> dict[str, object]:
+    """pgbouncer settings of the tests: transaction pooling, 10 server connections.
+
+    With a pgbouncer that has ``max_prepared_statements`` (1.21+) it is set
+    (to MAX_PREPARED_STATEMENTS unless given: 0 turns the tracking off);
+    older ones do not know the setting and never carry statements.
+    """
+    settings: dict[str, object] = {
         "pool_mode": "transaction",
-        "max_prepared_statements": MAX_PREPARED_STATEMENTS,
         "default_pool_size": SERVER_POOL_SIZE,
         "max_client_conn": max_clients,
         # Accepting 200+ clients in a burst is the point of the test.
         "listen_backlog": 1024,
     }
+    if binary.at_least(PREPARED_STATEMENTS):
+        settings["max_prepared_statements"] = (
+            MAX_PREPARED_STATEMENTS if max_prepared_statements is None
+            else max_prepared_statements)
+    return settings
 
 
 class ClientMessageRecorder:
