@@ -1,4 +1,6 @@
-"""mypgdriver: a fast PostgreSQL driver for asyncio.
+"""mypgdriver: a PostgreSQL driver for Python; this module is its asyncio API.
+
+Its blocking API is mypgdriver.sync, its DB-API 2.0 mypgdriver.dbapi.
 
 >>> conn = await mypgdriver.connect('postgresql://user@localhost/db')
 >>> await conn.fetch('SELECT * FROM t WHERE id = $1', 10)
