@@ -525,12 +525,17 @@ async def test_tasks_cancelled_while_holding_connections(pool_kwargs, observer, 
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         stats = pool.get_stats()
-        assert stats.broken_on_release == 5
+        # A cancelled call raises once the server answered its cancel, so a
+        # connection usually comes back in sync and is reused; one whose
+        # cancel was not answered in time is replaced, never reused.
+        assert stats.broken_on_release <= 5
         assert stats.waiters == 0
         # Full strength again, refilled in the background; the abandoned
         # queries were cancelled on the server.
         await wait_until(lambda: pool.get_size() == 5 and pool.get_idle_size() == 5)
         await wait_until(lambda: _count_is(observer, app_name, 5))
+        stats = pool.get_stats()
+        assert stats.connections_opened == 5 + stats.broken_on_release
 
         async def check(i: int) -> None:
             async with pool.acquire() as con:
