@@ -190,6 +190,16 @@ class PreparedStatement(Generic[RowT]):
             self._query, args, timeout, return_rows=True, rows_as=rows_as,
             state=self._state, retry=self._reprepare)
 
+    async def _fetch_arguments(self, args: tuple[Any, ...], rows_as: Any = None) -> list[Any]:
+        """fetch() with `args` as given, a tuple subclass included (mypgdriver.dbapi).
+
+        ``fetch(*args)`` would make a plain tuple of a
+        :class:`~mypgdriver.protocol.statement.StrAsTextArguments`, the
+        arguments of the DB-API's run after a str was refused.  `rows_as`:
+        what rows.choose_rows() made of a row factory (None: the statement's).
+        """
+        return await self._session.run_prepared(self, args, 0, None, 'fetch', rows_as)
+
     async def _fetch_each(self, args: ArgumentRows, *, timeout: Optional[float] = None,
                           rows_as: Any = None) -> list[tuple[list[Any], str]]:
         """fetchmany() with the rows and status tag of each run apart, in order.

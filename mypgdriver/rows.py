@@ -42,6 +42,7 @@ from typing import (
 )
 
 from mypgdriver import exceptions
+from mypgdriver.exceptions import pep249
 
 __all__ = ('Column', 'DescribesColumns', 'DictRow', 'ResultDescription', 'RowFactory',
            'RowMaker', 'TupleRow', 'args_row', 'class_row', 'dict_row', 'kwargs_row',
@@ -271,17 +272,28 @@ def dict_row(cursor: DescribesColumns) -> RowMaker[DictRow]:
 def scalar_row(cursor: DescribesColumns) -> RowMaker[Any]:
     """Each row as the value of its first column (``SELECT id FROM ...`` -> a list of ids).
 
-    A result without any column (``SELECT FROM t``) raises InterfaceError.
+    A result without any column (``SELECT FROM t``) raises the DB-API's
+    :exc:`~mypgdriver.dbapi.ProgrammingError`, as psycopg's ``scalar_row`` does.
     """
     columns = _columns(cursor)
     if columns is None:
         return _no_result
     if not columns:
-        raise exceptions.InterfaceError('scalar_row needs a result with at least one column')
+        raise scalar_row_without_columns()
 
     def first_value(values: Sequence[Any]) -> Any:
         return values[0]
     return first_value
+
+
+def scalar_row_without_columns() -> pep249.ProgrammingError:
+    """The error of scalar_row for a result without columns, wherever it is found.
+
+    psycopg raises its ProgrammingError there (what code moving from it
+    catches); the decode loop, which builds scalar_row's rows itself,
+    raises this same error before the statement is sent.
+    """
+    return pep249.ProgrammingError('scalar_row needs a result with at least one column')
 
 
 def namedtuple_row(cursor: DescribesColumns) -> RowMaker[NamedTuple]:

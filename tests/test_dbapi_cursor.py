@@ -534,6 +534,28 @@ def test_built_in_factories_go_down_to_the_decode_loop(conn: Connection):
     assert conn.execute('SELECT 1, 2').fetchall() == [(1, 2)]
 
 
+def test_scalar_row_on_a_result_without_columns_is_psycopgs_programming_error(
+        conn: Connection):
+    cur = conn.cursor(row_factory=mypgdriver.rows.scalar_row)
+    for run in (lambda: cur.execute('SELECT FROM generate_series(1, %s)', (2,)),
+                lambda: cur.execute('SELECT FROM generate_series(1, 2)'),
+                lambda: cur.executemany('SELECT FROM generate_series(1, %s)', [(1,)],
+                                        returning=True)):
+        with pytest.raises(dbapi.ProgrammingError) as info:
+            run()
+        assert type(info.value) is dbapi.ProgrammingError
+        assert not isinstance(info.value, dbapi.InterfaceError)
+        assert str(info.value) == 'scalar_row needs a result with at least one column'
+        # Refused before the statement was sent: the transaction goes on.
+        assert cur.execute('SELECT 3').fetchall() == [3]
+    conn.rollback()
+    with conn.cursor(name='no_columns', row_factory=mypgdriver.rows.scalar_row) as server:
+        with pytest.raises(dbapi.ProgrammingError) as info:
+            server.execute('SELECT FROM generate_series(1, 2)')
+            server.fetchone()
+        assert type(info.value) is dbapi.ProgrammingError
+
+
 def test_a_user_factory_gets_the_cursor_with_the_new_description(conn: Connection):
     seen: list[Any] = []
 

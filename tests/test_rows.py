@@ -14,8 +14,10 @@ from typing import Any, Callable, NamedTuple, Sequence
 import pytest
 
 import mypgdriver
+import mypgdriver.prepared
 from mypgdriver import Record
 from mypgdriver.exceptions import InterfaceError
+from mypgdriver.exceptions.pep249 import ProgrammingError
 from mypgdriver.rows import (
     Column,
     ResultDescription,
@@ -211,10 +213,69 @@ async def test_empty_results_and_statements_without_columns(conn: Any) -> None:
     assert maker.factory_calls == 1
 
 
+NO_COLUMNS = 'SELECT FROM generate_series(1, 2)'
+
+
+def assert_no_columns_error(error: BaseException) -> None:
+    """psycopg's class for scalar_row without a column: a DB-API ProgrammingError, not InterfaceError."""
+    assert type(error) is ProgrammingError
+    assert not isinstance(error, InterfaceError)
+    assert str(error) == 'scalar_row needs a result with at least one column'
+
+
 async def test_scalar_row_without_columns(conn: Any) -> None:
-    with pytest.raises(InterfaceError, match='at least one column'):
-        await conn.fetch('SELECT FROM generate_series(1, 2)', row_factory=scalar_row)
+    with pytest.raises(ProgrammingError) as info:
+        await conn.fetch(NO_COLUMNS, row_factory=scalar_row)
+    assert_no_columns_error(info.value)
     await assert_usable(conn)
+
+
+async def test_scalar_row_without_columns_everywhere(conn: Any) -> None:
+    stmt = await conn.prepare(NO_COLUMNS)
+    calls = [
+        lambda: conn.fetchrow(NO_COLUMNS, row_factory=scalar_row),
+        lambda: conn.fetchmany('SELECT FROM generate_series(1, $1::int)', [(1,)],
+                               row_factory=scalar_row),
+        lambda: stmt.fetch(row_factory=scalar_row),
+        lambda: stmt.fetchrow(row_factory=scalar_row),
+        lambda: conn.prepare(NO_COLUMNS, row_factory=scalar_row),
+    ]
+    for call in calls:
+        with pytest.raises(ProgrammingError) as info:
+            result = await call()
+            if isinstance(result, mypgdriver.prepared.PreparedStatement):
+                await result.fetch()
+        assert_no_columns_error(info.value)
+        await assert_usable(conn)
+    async with conn.transaction():
+        with pytest.raises(ProgrammingError) as info:
+            [r async for r in conn.cursor(NO_COLUMNS, row_factory=scalar_row)]
+        assert_no_columns_error(info.value)
+        cur = await conn.cursor(NO_COLUMNS, row_factory=scalar_row)
+        with pytest.raises(ProgrammingError) as info:
+            await cur.fetch(1)
+        assert_no_columns_error(info.value)
+        # Refused before anything was sent: the transaction goes on.
+        assert await conn.fetchval('SELECT 7') == 7
+
+
+async def test_scalar_row_without_columns_on_the_pool(connect_kwargs: dict[str, Any]) -> None:
+    async with mypgdriver.create_pool(**connect_kwargs, min_size=1, max_size=1,
+                                      row_factory=scalar_row) as pool:
+        with pytest.raises(ProgrammingError) as info:
+            await pool.fetch(NO_COLUMNS)
+        assert_no_columns_error(info.value)
+        async with pool.acquire() as con:
+            with pytest.raises(ProgrammingError) as info:
+                await con.fetchrow(NO_COLUMNS)
+            assert_no_columns_error(info.value)
+            assert await con.fetchval('SELECT 5') == 5
+
+
+def test_scalar_row_called_directly_without_columns() -> None:
+    with pytest.raises(ProgrammingError) as info:
+        scalar_row(ResultDescription(()))
+    assert_no_columns_error(info.value)
 
 
 # --- where the factory is chosen ---

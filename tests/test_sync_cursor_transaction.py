@@ -1,7 +1,8 @@
 """mypgdriver.sync: cursors (iteration with prefetch, Cursor.fetch/forward/fetchrow) and transactions."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+import asyncio
+from typing import Any, Iterator, NamedTuple
 
 import pytest
 
@@ -72,6 +73,156 @@ def test_a_bad_cursor_query_fails_at_open(sconn: Connection) -> None:
         with sconn.transaction():
             sconn.cursor('SELECT 1 / 0').open()
     assert not sconn.is_in_transaction()
+
+
+# --- conn.cursor(q) used as the cursor itself: `await` removed, bound at first use ---
+
+OPEN_PORTALS = "SELECT count(*) FROM pg_cursors WHERE strpos(statement, 'lazy' || '_mark') > 0"
+
+
+def test_the_factory_fetches_forwards_and_fetchrows_as_an_opened_cursor(
+        sconn: Connection) -> None:
+    with sconn.transaction():
+        cur = sconn.cursor('SELECT g AS lazy_mark FROM generate_series(1, 10) g',
+                           record_class=None)
+        # Nothing is bound until the first use...
+        assert sconn.fetchval(OPEN_PORTALS) == 0
+        assert [r['lazy_mark'] for r in cur.fetch(3)] == [1, 2, 3]
+        # ...then one portal, for every later call.
+        assert sconn.fetchval(OPEN_PORTALS) == 1
+        assert cur.forward(4) == 4
+        row = cur.fetchrow()
+        assert row is not None and row['lazy_mark'] == 8
+        assert [r['lazy_mark'] for r in cur.fetch(5, timeout=10)] == [9, 10]
+        assert cur.fetch(1) == []
+        assert cur.fetchrow() is None
+        assert cur.forward(3) == 0
+        assert sconn.fetchval(OPEN_PORTALS) == 1
+
+
+@pytest.mark.parametrize('first', ['fetchrow', 'forward'])
+def test_fetchrow_or_forward_first_binds_the_portal(sconn: Connection, first: str) -> None:
+    with sconn.transaction():
+        cur = sconn.cursor('SELECT g FROM generate_series(1, 5) g', record_class=None)
+        if first == 'fetchrow':
+            row = cur.fetchrow(timeout=10)
+            assert row is not None and row['g'] == 1
+        else:
+            assert cur.forward(1, timeout=10) == 1
+        assert [r['g'] for r in cur.fetch(2)] == [2, 3]
+
+
+def test_a_prepared_statements_cursor_is_used_without_open(sconn: Connection) -> None:
+    stmt = sconn.prepare('SELECT g FROM generate_series(1, $1::int) g')
+    with sconn.transaction():
+        cur = stmt.cursor(4)
+        assert [r['g'] for r in cur.fetch(3)] == [1, 2, 3]
+        row = cur.fetchrow()
+        assert row is not None and row['g'] == 4
+        assert cur.fetchrow() is None
+
+
+def test_a_factory_used_as_a_cursor_is_not_iterated_again(sconn: Connection) -> None:
+    with sconn.transaction():
+        cur = sconn.cursor('SELECT g FROM generate_series(1, 5) g')
+        assert [r['g'] for r in cur.fetch(2)] == [1, 2]
+        # Iterating it would start the query again from its first row.
+        with pytest.raises(mypgdriver.exceptions.InterfaceError, match='fetch'):
+            iter(cur)
+        assert [r['g'] for r in cur.fetch(10)] == [3, 4, 5]
+        # A factory not used as a cursor iterates, and open()s, as before.
+        unused = sconn.cursor('SELECT g FROM generate_series(1, 3) g')
+        assert [r['g'] for r in unused] == [1, 2, 3]
+        assert [r['g'] for r in unused.open().fetch(5)] == [1, 2, 3]
+        # open() on a used factory is a new portal, as `await factory` again is.
+        assert [r['g'] for r in cur.open().fetch(1)] == [1]
+
+
+def test_a_refused_first_use_binds_nothing_and_the_next_one_opens(sconn: Connection) -> None:
+    cur = sconn.cursor('SELECT g FROM generate_series(1, 3) g', record_class=None)
+    with pytest.raises(mypgdriver.exceptions.NoActiveSQLTransactionError):
+        cur.fetch(1)
+    with sconn.transaction():
+        assert [r['g'] for r in cur.fetch(5)] == [1, 2, 3]
+
+
+def test_the_factory_and_its_cursor_show_the_query(sconn: Connection) -> None:
+    with sconn.transaction():
+        cur = sconn.cursor('SELECT 1')
+        assert cur.fetch(1)[0][0] == 1
+        assert repr(cur) == repr(sconn.cursor('SELECT 1').open()) == "<Cursor 'SELECT 1'>"
+
+
+class Misuse(NamedTuple):
+    """A cursor call of the asyncio API (``cur = await conn.cursor(q)``, then a method)."""
+
+    in_transaction: bool
+    query: str
+    cursor_kwargs: dict[str, Any]
+    method: str
+    args: tuple[Any, ...]
+
+
+MISUSES = {
+    'fetch outside a transaction': Misuse(False, 'SELECT 1', {}, 'fetch', (1,)),
+    'fetchrow outside a transaction': Misuse(False, 'SELECT 1', {}, 'fetchrow', ()),
+    'forward outside a transaction': Misuse(False, 'SELECT 1', {}, 'forward', (1,)),
+    'prefetch given': Misuse(True, 'SELECT 1', {'prefetch': 5}, 'fetch', (1,)),
+    'n of zero': Misuse(True, 'SELECT 1', {}, 'fetch', (0,)),
+    'n not an int': Misuse(True, 'SELECT 1', {}, 'forward', ('2',)),
+    'a bad query': Misuse(True, 'SELECT 1 / 0', {}, 'fetchrow', ()),
+    'a bad argument': Misuse(True, 'SELECT $1::int', {'args': ('x',)}, 'fetch', (1,)),
+    'an unknown table': Misuse(True, 'SELECT * FROM no_such_lazy_t', {}, 'fetch', (1,)),
+}
+
+
+def outcome(error: BaseException, after: object) -> tuple[Any, ...]:
+    return (type(error), str(error), getattr(error, 'sqlstate', None), after)
+
+
+async def async_outcome(dsn: str, misuse: Misuse) -> tuple[Any, ...]:
+    """What the asyncio API raises for `misuse`, and what the next query gets after it."""
+    conn = await mypgdriver.connect(dsn)
+    try:
+        kwargs = dict(misuse.cursor_kwargs)
+        args = kwargs.pop('args', ())
+        xact = conn.transaction()
+        if misuse.in_transaction:
+            await xact.start()
+        try:
+            cur = await conn.cursor(misuse.query, *args, **kwargs)
+            await getattr(cur, misuse.method)(*misuse.args)
+        except Exception as e:
+            error = e
+        else:
+            raise AssertionError('no error')
+        try:
+            after: object = await conn.fetchval('SELECT 42')
+        except Exception as e:
+            after = type(e)
+        return outcome(error, after)
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize('name', list(MISUSES))
+def test_the_factory_raises_what_the_asyncio_cursor_raises(dsn: str, name: str) -> None:
+    misuse = MISUSES[name]
+    expected = asyncio.run(async_outcome(dsn, misuse))
+    with mypgdriver.sync.connect(dsn) as conn:
+        kwargs = dict(misuse.cursor_kwargs)
+        args = kwargs.pop('args', ())
+        xact = conn.transaction()
+        if misuse.in_transaction:
+            xact.start()
+        with pytest.raises(Exception) as info:
+            getattr(conn.cursor(misuse.query, *args, **kwargs), misuse.method)(*misuse.args)
+        try:
+            after: object = conn.fetchval('SELECT 42')
+        except Exception as e:
+            after = type(e)
+        assert outcome(info.value, after) == expected
+    assert expected[0] is not AssertionError
 
 
 def test_commit_is_seen_by_another_connection(sconn: Connection, observer: Connection) -> None:

@@ -121,7 +121,9 @@ def test_released_connection_and_its_handles_refuse_to_work(
     released = 'released back to the pool'
     for call in (lambda: conn.fetchval('SELECT 1'), lambda: fetchval('SELECT 1'),
                  lambda: conn.execute('SELECT 1'), lambda: conn.get_server_pid(),
-                 lambda: stmt.fetchval(1), lambda: list(cursor_factory), lambda: xact.start(),
+                 lambda: stmt.fetchval(1), lambda: list(cursor_factory),
+                 lambda: cursor_factory.fetch(1), lambda: cursor_factory.fetchrow(),
+                 lambda: cursor_factory.forward(1), lambda: xact.start(),
                  lambda: conn.is_closed()):
         with pytest.raises(mypgdriver.exceptions.InterfaceError, match=released):
             call()
@@ -131,6 +133,25 @@ def test_released_connection_and_its_handles_refuse_to_work(
         assert conn2.fetchval('SELECT 7') == 7
         with pytest.raises(mypgdriver.exceptions.InterfaceError, match=released):
             stmt.fetch(1)
+
+
+def test_a_pooled_connections_cursor_is_used_without_open(
+        make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(min_size=1, max_size=1)
+    with pool.acquire() as conn:
+        with conn.transaction():
+            cur = conn.cursor('SELECT g FROM generate_series(1, 5) g')
+            assert [r['g'] for r in cur.fetch(2)] == [1, 2]
+            assert cur.forward(1) == 1
+            row = cur.fetchrow()
+            assert row is not None and row['g'] == 4
+            used = conn.cursor('SELECT 1')
+            assert used.fetch(1)[0][0] == 1
+        with pytest.raises(mypgdriver.exceptions.NoActiveSQLTransactionError):
+            conn.cursor('SELECT 1').fetch(1)
+    # Bound during the checkout, it dies with it as every handle does.
+    with pytest.raises(mypgdriver.exceptions.InterfaceError, match='released back to the pool'):
+        used.fetch(1)
 
 
 def test_transaction_left_open_is_rolled_back(make_pool: Callable[..., Pool],

@@ -15,6 +15,7 @@ import pytest
 import mypgdriver.sync
 from mypgdriver import Record
 from mypgdriver.exceptions import InterfaceError
+from mypgdriver.exceptions.pep249 import ProgrammingError
 from mypgdriver.rows import (
     args_row,
     class_row,
@@ -137,6 +138,55 @@ def test_pool(dsn: str, no_event_loop: list[str]) -> None:  # noqa: F811
     with mypgdriver.sync.create_pool(dsn, min_size=1, max_size=1) as pool:
         assert type(pool.fetchrow('SELECT 1')) is Record
         assert pool.fetch('SELECT 1 AS a', row_factory=dict_row) == [{'a': 1}]
+
+
+NO_COLUMNS = 'SELECT FROM generate_series(1, 2)'
+
+
+def assert_no_columns_error(error: BaseException) -> None:
+    """psycopg's class for scalar_row without a column: a DB-API ProgrammingError, not InterfaceError."""
+    assert type(error) is ProgrammingError
+    assert not isinstance(error, InterfaceError)
+    assert str(error) == 'scalar_row needs a result with at least one column'
+
+
+def test_scalar_row_without_columns_everywhere(sconn: Connection) -> None:  # noqa: F811
+    stmt = sconn.prepare(NO_COLUMNS)
+    calls: list[Callable[[], Any]] = [
+        lambda: sconn.fetch(NO_COLUMNS, row_factory=scalar_row),
+        lambda: sconn.fetchrow(NO_COLUMNS, row_factory=scalar_row),
+        lambda: sconn.fetchmany('SELECT FROM generate_series(1, $1::int)', [(1,)],
+                                row_factory=scalar_row),
+        lambda: stmt.fetch(row_factory=scalar_row),
+        lambda: sconn.prepare(NO_COLUMNS, row_factory=scalar_row).fetch(),
+    ]
+    for call in calls:
+        with pytest.raises(ProgrammingError) as info:
+            call()
+        assert_no_columns_error(info.value)
+        assert_usable(sconn)
+    with sconn.transaction():
+        with pytest.raises(ProgrammingError) as info:
+            list(sconn.cursor(NO_COLUMNS, row_factory=scalar_row))
+        assert_no_columns_error(info.value)
+        cur = sconn.cursor(NO_COLUMNS, row_factory=scalar_row).open()
+        with pytest.raises(ProgrammingError) as info:
+            cur.fetch(1)
+        assert_no_columns_error(info.value)
+        assert sconn.fetchval('SELECT 7') == 7
+
+
+def test_scalar_row_without_columns_on_the_pool(dsn: str,  # noqa: F811
+                                                no_event_loop: list[str]) -> None:  # noqa: F811
+    with mypgdriver.sync.create_pool(dsn, min_size=1, max_size=1, row_factory=scalar_row) as pool:
+        with pytest.raises(ProgrammingError) as info:
+            pool.fetch(NO_COLUMNS)
+        assert_no_columns_error(info.value)
+        with pool.acquire() as con:
+            with pytest.raises(ProgrammingError) as info:
+                con.fetchrow(NO_COLUMNS)
+            assert_no_columns_error(info.value)
+            assert con.fetchval('SELECT 5') == 5
 
 
 @pytest.mark.parametrize('at', [1, 777])

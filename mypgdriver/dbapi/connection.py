@@ -12,11 +12,12 @@ import contextlib
 import enum
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Union, overload
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Union, overload
 
-from mypgdriver import sync
+from mypgdriver import exceptions, sync
 from mypgdriver.dbapi.cursor import Cursor, Params
 from mypgdriver.exceptions import pep249
+from mypgdriver.protocol.statement import StrAsTextArguments, refused_argument
 from mypgdriver.rows import Column, RowFactory, description_of, tuple_row
 from mypgdriver.sql import quote_ident
 from mypgdriver.sync.connection import async_connection, call_runner
@@ -358,6 +359,31 @@ class Connection:
             raise pep249.ProgrammingError(
                 f'cannot change {attribute} while a transaction is open: commit() or '
                 f'rollback() first')
+
+    def _fetch_str_as_text(self, statement: PreparedStatement[Any], args: Sequence[Any],
+                           rows_as: Any, refusal: exceptions.DataError) -> list[Any]:
+        """After `statement`'s codecs refused one of `args`: its rows with the str bound as text.
+
+        Called from the ``except`` of an execute()'s run.  A str that its
+        parameter's binary codec refuses (``'42'`` for ``%s::int``) is
+        bound as text instead, for the server's input function of the type,
+        as psycopg binds every str: ``'42'`` gives 42, ``'abc'`` the
+        server's InvalidTextRepresentation (22P02), which then fails an open
+        transaction as any server error.  The refusal was raised before
+        anything was sent (refused_argument() says so), so the statement
+        runs once; a refused value that is not a str raises `refusal`.
+        Only this error path pays for it: a run whose values the codecs
+        take never gets here.
+        """
+        refused = refused_argument(refusal)
+        if refused is None or not isinstance(args[refused], str):
+            raise refusal
+        try:
+            return self._run(statement._fetch_arguments(StrAsTextArguments(args), rows_as))
+        except BaseException as outcome:
+            # The server's answer stands on its own: not an error "during
+            # handling" of the refusal, which was only the cue to send as text.
+            raise outcome from None
 
     def _prepare(self, query: str) -> _Statement:
         """The cached statement of `query`, prepared now if needed (the oldest dropped)."""

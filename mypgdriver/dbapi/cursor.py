@@ -358,7 +358,11 @@ class Cursor:
                 if len(args) != entry.param_count:
                     _raise_parameter_count(text, len(args), entry.param_count)
                 statement = entry.statement
-                rows = conn._run(statement.fetch(*args, row_factory=self._rows_as))
+                try:
+                    rows = conn._run(statement.fetch(*args, row_factory=self._rows_as))
+                except exceptions.DataError as e:
+                    # Refused by a codec: a str goes again as text, as in psycopg.
+                    rows = conn._fetch_str_as_text(statement, args, self._rows_as, e)
             except exceptions.PostgresError as e:
                 _add_parameter_hint(e, text, params)
                 raise

@@ -108,7 +108,12 @@ class ServerCursor(Cursor):
             if not conn._autocommit and not conn._in_transaction():
                 conn._begin()
             if args:
-                conn._run(conn._prepare(declare).statement.fetch(*args))
+                declaring = conn._prepare(declare).statement
+                try:
+                    conn._run(declaring.fetch(*args))
+                except exceptions.DataError as e:
+                    # Refused by a codec: a str goes again as text, as in psycopg.
+                    conn._fetch_str_as_text(declaring, args, None, e)
             else:
                 conn._run(conn._aconn.execute(declare))
             self._declared = True

@@ -64,7 +64,8 @@ cdef extern from *:
 
 from cpython.list cimport PyList_Append
 from mypgdriver.protocol.record import Record
-from mypgdriver.rows import FactoryCall, ResultDescription, dict_row, scalar_row, tuple_row
+from mypgdriver.rows import (
+    FactoryCall, ResultDescription, dict_row, scalar_row, scalar_row_without_columns, tuple_row)
 
 
 cdef enum OpKind:
@@ -1425,8 +1426,7 @@ cdef int row_kind_of(StatementState st, object rows_as) except -1:
         return ROW_TUPLE
     if rows_as is scalar_row:
         if st.has_rows and not st.column_oids:
-            raise exceptions.InterfaceError(
-                'scalar_row needs a result with at least one column')
+            raise scalar_row_without_columns()
         return ROW_SCALAR
     if type(rows_as) is FactoryCall:
         return ROW_MAKER

@@ -74,6 +74,9 @@ cdef class StatementState:
     cdef int _build_column_arrays(self) except -1
     cdef int probe_dict_slots(self) except -1
     cdef int encode_bind(self, WriteBuffer buf, str portal, object args, Py_ssize_t row_index=*) except -1
+    cdef int encode_bind_str_as_text(self, WriteBuffer buf, str portal, tuple args,
+                                     Py_ssize_t row_index) except -1
+    cdef int param_format(self, Py_ssize_t i) except -1
     cdef object decode_row(self, Frame *frame, type record_class)
     cdef object decode_row_as(self, Frame *frame, int kind, object maker)
     cdef tuple decode_tuple(self, Frame *frame)

@@ -12,6 +12,12 @@ MAX_QUERY_ARGUMENTS: Final[int]
 
 def check_argument_count(nargs: int) -> None: ...
 
+def refused_argument(error: BaseException) -> int | None: ...
+
+class StrAsTextArguments(tuple[Any, ...]):
+    """Query arguments whose str values are sent as text where their parameter's codec refuses them."""
+
+
 @disjoint_base
 class StatementState:
     """A prepared statement's parameter and column types, and their codecs."""

@@ -9,14 +9,15 @@ from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.dict cimport PyDict_Copy, PyDict_SetItem
 from cpython.ref cimport Py_INCREF, Py_XDECREF
-from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
+from cpython.tuple cimport (
+    PyTuple_Check, PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM)
 from libc.stdint cimport int16_t, int32_t, uint16_t, uint32_t
 from mypgdriver.protocol.buffer cimport (
     Frame, WriteBuffer, frame_read, frame_read_int16, frame_read_int32, frame_read_cstr,
     unpack_int32, unpack_uint32)
 from mypgdriver.protocol.record cimport (
     RecordDescriptor, record_new, record_set_item, record_finish)
-from mypgdriver.codecs.base cimport Codec, FORMAT_BINARY, FORMAT_TEXT
+from mypgdriver.codecs.base cimport Codec, FORMAT_BINARY, FORMAT_TEXT, text_encode
 
 from collections.abc import Mapping, Sequence, Set as AbstractSet
 
@@ -101,6 +102,23 @@ cdef extern from "Python.h":
 # per column: a combined table holds its values inside the keys object,
 # at well under this per entry in every CPython version we know.
 cdef Py_ssize_t DICT_PROBE_BYTES_PER_COLUMN = 64
+
+
+class StrAsTextArguments(tuple):
+    """Query arguments whose str values are sent as text where their parameter's codec refuses them.
+
+    psycopg sends every str as text (of type unknown): the server's input
+    function of the parameter's type reads it, so ``'42'`` for an int works
+    and ``'abc'`` gets the server's error (22P02).  mypgdriver's codecs are
+    binary and refuse a str for an int client-side; mypgdriver.dbapi then
+    runs the statement again with its arguments in this tuple, for the
+    psycopg behaviour.  Only a value its codec refuses changes format (in
+    that Bind only); a str with a NUL, which text cannot hold, is still
+    refused.  encode_bind() looks for this type only off its plain-tuple
+    path, so other calls pay nothing for it.
+    """
+
+    __slots__ = ()
 
 
 cdef tuple row_arguments(object row, Py_ssize_t row_index, str what='row'):
@@ -234,13 +252,9 @@ cdef class StatementState:
         self.param_codecs = tuple([registry.get_codec(oid) for oid in self.param_oids])
         self.column_codecs = tuple([registry.get_codec(oid) for oid in self.column_oids])
         self._build_column_arrays()
-        for oid, c in zip(self.param_oids, self.param_codecs):
-            if inferred_again(oid, c):
-                param_formats.append(FORMAT_TEXT)
-                parse_oids.append(0)
-            else:
-                param_formats.append(c.format)
-                parse_oids.append(oid)
+        for i, (oid, c) in enumerate(zip(self.param_oids, self.param_codecs)):
+            param_formats.append(self.param_format(i))
+            parse_oids.append(0 if inferred_again(oid, c) else oid)
         self.parse_oids = tuple(parse_oids)
         self.param_formats_msg = encode_format_section(param_formats)
         self.result_formats_msg = encode_format_section([c.format for c in self.column_codecs])
@@ -277,6 +291,8 @@ cdef class StatementState:
         cdef Codec codec
         cdef object arg
         if type(args) is not tuple:
+            if PyTuple_Check(args) and type(args) is StrAsTextArguments:
+                return self.encode_bind_str_as_text(buf, portal, <tuple>args, row_index)
             args = row_arguments(args, row_index)
         nargs = PyTuple_GET_SIZE(args)
         if nargs != nparams:
@@ -307,6 +323,67 @@ cdef class StatementState:
         buf.write_bytes(self.result_formats_msg)
         buf.end_message()
         return 0
+
+    cdef int encode_bind_str_as_text(self, WriteBuffer buf, str portal, tuple args,
+                                     Py_ssize_t row_index) except -1:
+        """encode_bind() of StrAsTextArguments: a str its codec refuses goes in text format.
+
+        The values are encoded first, apart, since the format codes that
+        precede them in the Bind depend on which codecs refused.  Off the
+        hot path: only a statement whose codecs refused a str gets here.
+        """
+        cdef Py_ssize_t nparams = PyTuple_GET_SIZE(self.param_codecs)
+        cdef Py_ssize_t nargs = PyTuple_GET_SIZE(args)
+        cdef Py_ssize_t i, off
+        cdef Codec codec
+        cdef object arg
+        cdef WriteBuffer values
+        cdef list formats
+        if nargs != nparams:
+            raise_argument_count_error(nparams, nargs, row_index)
+        values = WriteBuffer()
+        formats = [self.param_format(i) for i in range(nparams)]
+        for i in range(nparams):
+            arg = <object>PyTuple_GET_ITEM(args, i)
+            if arg is None:
+                values.write_int32(-1)
+                continue
+            codec = <Codec>PyTuple_GET_ITEM(self.param_codecs, i)
+            off = values.reserve_length()
+            try:
+                try:
+                    codec.encode(values, arg)
+                except MemoryError:
+                    raise
+                except Exception:
+                    if not isinstance(arg, str):
+                        raise
+                    # Its text, for the type's input function (a NUL is
+                    # refused: text cannot hold one).
+                    values.length = off + 4
+                    text_encode(codec, values, arg)
+                    formats[i] = FORMAT_TEXT
+            except MemoryError:
+                raise
+            except Exception as e:
+                raise_argument_error(e, i, arg, codec, row_index)
+            values.patch_length(off, <int32_t>(values.length - off - 4))
+        buf.start_message(b'B')
+        buf.write_cstr(portal)
+        buf.write_cstr(self.name)
+        buf.write_bytes(encode_format_section(formats))
+        buf.write_int16(<int16_t>nparams)
+        buf.write_raw(values.data, values.length)
+        buf.write_bytes(self.result_formats_msg)
+        buf.end_message()
+        return 0
+
+    cdef int param_format(self, Py_ssize_t i) except -1:
+        """The format parameter `i` is sent in (see inferred_again)."""
+        cdef Codec codec = <Codec>PyTuple_GET_ITEM(self.param_codecs, i)
+        if inferred_again(<uint32_t>self.param_oids[i], codec):
+            return FORMAT_TEXT
+        return codec.format
 
     cdef object decode_row(self, Frame *frame, type record_class):
         cdef Py_ssize_t ncols = PyTuple_GET_SIZE(self.column_codecs)
@@ -649,7 +726,21 @@ cdef int raise_argument_error(object exc, Py_ssize_t i, object arg, Codec codec,
     if len(value_repr) > 80:
         value_repr = value_repr[:77] + '...'
     msg = f'{prefix}: {value_repr} ({reason})'
-    raise argument_error_class(exc)(msg) from exc
+    error = argument_error_class(exc)(msg)
+    error._refused_argument = i     # (see refused_argument())
+    raise error from exc
+
+
+def refused_argument(error):
+    """The index of the argument a codec refused if `error` is that refusal, else None.
+
+    Such an error is raised while the Bind is encoded, before anything of
+    the operation is written: a caller may run the operation again with
+    other arguments without running the statement twice (mypgdriver.dbapi,
+    with StrAsTextArguments).  Any other DataError (the server's, or one
+    raised by a row factory once the statement ran) gives None.
+    """
+    return getattr(error, '_refused_argument', None)
 
 
 cdef object argument_error_class(object exc):

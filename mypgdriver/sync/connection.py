@@ -296,11 +296,13 @@ class Connection:
                timeout: Optional[float] = None,
                record_class: Optional[type[Record]] = None,
                row_factory: Optional[RowFactory[Any]] = None) -> CursorFactory[Any]:
-        """A cursor over the rows of `query`: iterate it, or open() it for a :class:`Cursor`.
+        """A cursor over the rows of `query`: iterate it, or fetch from it as from a :class:`Cursor`.
 
         ``for row in conn.cursor(q, prefetch=100)`` fetches 100 rows (default
-        50) per round trip; ``conn.cursor(q).open()`` (``await conn.cursor(q)``
-        in asyncio) gives a Cursor with fetch(n), fetchrow() and forward(n).
+        50) per round trip.  ``cur = conn.cursor(q)`` is ``cur = await
+        conn.cursor(q)`` of the asyncio API: cur.fetch(n), cur.fetchrow()
+        and cur.forward(n), the first of them binding the portal;
+        ``conn.cursor(q).open()`` binds it at once and returns a Cursor.
         Cursors live only inside a transaction.  `record_class` and
         `row_factory` as in :meth:`fetch`.
         """

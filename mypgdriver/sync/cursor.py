@@ -1,21 +1,37 @@
 """Cursors of the sync API: the asyncio CursorFactory and Cursor, driven by the runner.
 
-``for row in conn.cursor(query, *args, prefetch=N)`` iterates over all rows,
-fetching N per round trip (default 50).  ``conn.cursor(query).open()`` is
-the sync spelling of ``await conn.cursor(query)``: it binds the portal (the
-query starts on the server, and its errors are raised, there and then, as
-with ``await``) and returns a :class:`Cursor` with fetch(n), fetchrow() and
-forward(n).  (A Cursor bound lazily, at its first fetch, would read the same
-as the async code without ``await``, but its query would start later: a
-different snapshot under READ COMMITTED, and errors raised elsewhere.)
+The sync API is the asyncio API without ``await``, so ``cur = await
+conn.cursor(query)`` becomes ``cur = conn.cursor(query)``: the factory is
+itself a cursor, with fetch(n), fetchrow() and forward(n).  Its portal is
+bound at the first of those calls (``await factory`` then, in the same
+call as the fetch), inside the transaction the caller must be in, with the
+errors the asyncio API raises at the ``await``.  ``for row in
+conn.cursor(query, *args, prefetch=N)`` iterates over all rows, fetching N
+per round trip (default 50).
+
+``conn.cursor(query).open()`` binds the portal there and then and returns
+a :class:`Cursor`: for code that wants the query started (its snapshot
+taken, under READ COMMITTED) and its errors raised at that line, as
+``await`` does, rather than at the first fetch.
 
 Each round trip is one call: between two batches the connection is free,
 and other threads' calls run in between (see runner.py).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, Iterator, Optional, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Coroutine,
+    Generic,
+    Iterator,
+    Optional,
+    TypeVar,
+    cast,
+)
 
+from mypgdriver import exceptions
 from mypgdriver._typing import RowT
 from mypgdriver.protocol.rowstream import RowStream
 
@@ -23,18 +39,70 @@ if TYPE_CHECKING:
     from mypgdriver import cursor as async_cursor
     from mypgdriver.sync.runner import CallRunner
 
+T = TypeVar('T')
+#: One call of the asyncio Cursor (``lambda c: c.fetch(n)``), run by a sync cursor.
+CursorCall = Callable[['async_cursor.Cursor[RowT]'], Coroutine[Any, Any, T]]
 
-class CursorFactory(Generic[RowT]):
-    """What :meth:`Connection.cursor` returns: iterate it, or open() it for a :class:`Cursor`."""
 
-    __slots__ = ('_runner', '_factory')
+class _CursorMethods(Generic[RowT]):
+    """fetch(n), fetchrow() and forward(n), written once for Cursor and CursorFactory.
+
+    Each is the asyncio :class:`mypgdriver.cursor.Cursor` method of the
+    same name; the class says, in ``_on_cursor()``, which asyncio Cursor
+    runs it.
+    """
+
+    __slots__ = ()
+
+    def _on_cursor(self, call: CursorCall[RowT, T]) -> T:
+        raise NotImplementedError
+
+    def fetch(self, n: int, *, timeout: Optional[float] = None) -> list[RowT]:
+        """The next `n` rows (fewer at the end, [] when exhausted)."""
+        return self._on_cursor(lambda cursor: cursor.fetch(n, timeout=timeout))
+
+    def fetchrow(self, *, timeout: Optional[float] = None) -> Optional[RowT]:
+        """The next row, or None when exhausted."""
+        return self._on_cursor(lambda cursor: cursor.fetchrow(timeout=timeout))
+
+    def forward(self, n: int, *, timeout: Optional[float] = None) -> int:
+        """Skip the next `n` rows on the server; return how many were skipped (<= n)."""
+        return self._on_cursor(lambda cursor: cursor.forward(n, timeout=timeout))
+
+
+class CursorFactory(_CursorMethods[RowT]):
+    """What :meth:`Connection.cursor` returns: iterate it, or use it as a :class:`Cursor`.
+
+    ``for row in factory`` iterates over all rows.  Its fetch(n),
+    fetchrow() and forward(n) are a Cursor's (``await conn.cursor(q)`` in
+    asyncio is ``conn.cursor(q)`` here): the first of them binds the
+    portal.  open() binds it at once and returns a Cursor.
+    """
+
+    __slots__ = ('_runner', '_factory', '_cursor')
 
     def __init__(self, runner: CallRunner, factory: async_cursor.CursorFactory[RowT]) -> None:
         self._runner = runner
         self._factory = factory
+        # The asyncio Cursor bound by the first fetch/fetchrow/forward.
+        self._cursor: Optional[async_cursor.Cursor[RowT]] = None
+
+    def __repr__(self) -> str:
+        if self._cursor is not None:
+            return repr(self._cursor)
+        return super().__repr__()
 
     def __iter__(self) -> Iterator[RowT]:
         """All rows, `prefetch` per round trip (inside a transaction)."""
+        if self._cursor is not None:
+            # A new portal would start over from the first row, which the
+            # caller, having fetched some, would not expect.
+            raise exceptions.InterfaceError(
+                'this cursor was used with fetch(), fetchrow() or forward(): read the rest '
+                'with fetch(); iterate a new conn.cursor(query) to go through all the rows')
+        return self._rows()
+
+    def _rows(self) -> Iterator[RowT]:
         run = self._runner.run
         # The asyncio iterator is a RowStream over the cursor's batches: the
         # batches are fetched here, one call each, and the rows handed out.
@@ -46,15 +114,29 @@ class CursorFactory(Generic[RowT]):
             yield from rows
 
     def open(self) -> Cursor[RowT]:
-        """Bind the portal and return a :class:`Cursor` (``await conn.cursor(q)`` in asyncio)."""
+        """Bind the portal now and return a :class:`Cursor` (``await conn.cursor(q)`` in asyncio).
+
+        Each call binds a new portal, as each ``await`` of the factory does.
+        """
         return Cursor(self._runner, self._runner.run(_opened(self._factory)))
+
+    def _on_cursor(self, call: CursorCall[RowT, T]) -> T:
+        # One runner call, so that two threads' first fetches bind one portal.
+        return self._runner.run(self._bound_then(call))
+
+    async def _bound_then(self, call: CursorCall[RowT, T]) -> T:
+        cursor = self._cursor
+        if cursor is None:
+            # The asyncio API's own checks and errors: those of `await factory`.
+            cursor = self._cursor = await self._factory
+        return await call(cursor)
 
 
 async def _opened(factory: async_cursor.CursorFactory[RowT]) -> async_cursor.Cursor[RowT]:
     return await factory
 
 
-class Cursor(Generic[RowT]):
+class Cursor(_CursorMethods[RowT]):
     """An open portal into a query's rows (see :meth:`CursorFactory.open`)."""
 
     __slots__ = ('_runner', '_cursor')
@@ -66,14 +148,5 @@ class Cursor(Generic[RowT]):
     def __repr__(self) -> str:
         return repr(self._cursor)
 
-    def fetch(self, n: int, *, timeout: Optional[float] = None) -> list[RowT]:
-        """The next `n` rows (fewer at the end, [] when exhausted)."""
-        return self._runner.run(self._cursor.fetch(n, timeout=timeout))
-
-    def fetchrow(self, *, timeout: Optional[float] = None) -> Optional[RowT]:
-        """The next row, or None when exhausted."""
-        return self._runner.run(self._cursor.fetchrow(timeout=timeout))
-
-    def forward(self, n: int, *, timeout: Optional[float] = None) -> int:
-        """Skip the next `n` rows on the server; return how many were skipped (<= n)."""
-        return self._runner.run(self._cursor.forward(n, timeout=timeout))
+    def _on_cursor(self, call: CursorCall[RowT, T]) -> T:
+        return self._runner.run(call(self._cursor))

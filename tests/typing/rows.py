@@ -101,9 +101,29 @@ def rows_on_the_sync_api(conn: mypgdriver.sync.Connection, pool: mypgdriver.sync
                 List[Tuple[Any, ...]])
     assert_type(conn.cursor('SELECT 1', row_factory=dict_row),
                 mypgdriver.sync.CursorFactory[Dict[str, Any]])
+    # The factory is the cursor of `await conn.cursor(q)` without the await.
+    assert_type(conn.cursor('SELECT 1').fetch(5), List[Record])
+    assert_type(conn.cursor('SELECT 1', row_factory=dict_row).fetch(5, timeout=1.5),
+                List[Dict[str, Any]])
+    assert_type(conn.cursor('SELECT 1', row_factory=class_row(Item)).fetchrow(),
+                Optional[Item])
+    assert_type(conn.cursor('SELECT 1').forward(5), int)
+    assert_type(conn.cursor('SELECT 1', row_factory=scalar_row).open().fetch(5), List[Any])
+    with pool.acquire() as pooled:
+        assert_type(pooled.cursor('SELECT 1', row_factory=tuple_row).fetch(2),
+                    List[Tuple[Any, ...]])
+        assert_type(pooled.cursor('SELECT 1').fetchrow(timeout=1), Optional[Record])
     stmt = conn.prepare('SELECT 1', row_factory=dict_row)
     assert_type(stmt, mypgdriver.sync.PreparedStatement[Dict[str, Any]])
     assert_type(stmt.fetch(), List[Dict[str, Any]])
     assert_type(stmt.fetch(row_factory=class_row(Item)), List[Item])
+    assert_type(stmt.cursor().fetchrow(), Optional[Dict[str, Any]])
     assert_type(pool.fetch('SELECT 1', row_factory=scalar_row), List[Any])
     assert_type(pool.fetchrow('SELECT 1', row_factory=dict_row), Optional[Dict[str, Any]])
+
+
+def mistakes_with_a_sync_cursor(conn: mypgdriver.sync.Connection) -> None:
+    """What both checkers must refuse on the cursor a sync cursor() returns."""
+    conn.cursor('SELECT 1').fetch()  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    conn.cursor('SELECT 1').fetch('5')  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    conn.cursor('SELECT 1').fetchval()  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]

@@ -14,7 +14,15 @@ from typing import Optional
 import mypgdriver.sync
 from mypgdriver.exceptions import PostgresLogMessage, UniqueViolationError
 from mypgdriver.pool import PoolStats
-from mypgdriver.sync import Connection, Cursor, Notification, Pool, PreparedStatement, Record
+from mypgdriver.sync import (
+    Connection,
+    Cursor,
+    CursorFactory,
+    Notification,
+    Pool,
+    PreparedStatement,
+    Record,
+)
 
 SCHEMA = """
     CREATE TEMPORARY TABLE items (
@@ -63,7 +71,7 @@ def restock(conn: Connection, amounts: dict[str, int]) -> dict[str, int]:
 
 
 def names_in_batches(conn: Connection) -> list[str]:
-    """Read the names through a server-side cursor, both ways a cursor is used."""
+    """Read the names through a server-side cursor, each way a cursor is used."""
     names: list[str] = []
     with conn.transaction(readonly=True):
         for row in conn.cursor('SELECT name FROM items ORDER BY id', prefetch=2):
@@ -73,6 +81,13 @@ def names_in_batches(conn: Connection) -> list[str]:
         first: Optional[ItemRecord] = cursor.fetchrow()
         rest: list[ItemRecord] = cursor.fetch(100)
         assert first is not None and len(rest) == len(names) - 1
+        # `await conn.cursor(q)` of the asyncio API, without the await.
+        unopened: CursorFactory[ItemRecord] = conn.cursor(
+            'SELECT name, quantity FROM items ORDER BY id', record_class=ItemRecord)
+        skipped: int = unopened.forward(1)
+        second: Optional[ItemRecord] = unopened.fetchrow()
+        others: list[ItemRecord] = unopened.fetch(100)
+        assert skipped + len(others) + (second is not None) == len(names)
     return names
 
 
