@@ -725,7 +725,7 @@ async def test_all_backends_terminated_mid_run(pool_kwargs, observer, app_name):
             # Work is being done (on connections opened again after the last
             # termination, which a loaded machine may take a while to open).
             before = ok
-            await wait_until(lambda: ok > before)
+            await wait_until(lambda before=before: ok > before)
             assert await terminate_backends(observer, app_name) >= 1
         before = ok
         await wait_until(lambda: ok > before)
