@@ -257,8 +257,8 @@ async def test_lost_during_cursor_fetch(connect_kwargs, monitor):
                 if seen == 100:
                     # The next batch blocks on row 150: terminate meanwhile.
                     terminating = asyncio.ensure_future(terminate_in_the_sleep())
-    await asyncio.wait_for(terminating, HANG)
     assert seen == 100
+    await asyncio.wait_for(terminating, HANG)
     assert_ended_by_server(info.value)
     await later_calls_fail(conn)
 
