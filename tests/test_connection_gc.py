@@ -20,9 +20,11 @@ import pytest
 
 import mypgdriver
 from tests.support.session_state import monitor  # noqa: F401  (fixture)
+from tests.support.waiting import SETTLE
 
-#: How long the server may take to notice the closed socket and end the backend.
-BACKEND_GONE_LIMIT = 5.0
+#: How long the server may take to notice the closed socket and end the backend
+#: (a moment; on a loaded machine, seconds).
+BACKEND_GONE_LIMIT = SETTLE
 
 
 @pytest.fixture(autouse=True)

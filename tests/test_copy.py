@@ -426,7 +426,8 @@ async def test_copy_out_timeout_stops_a_slow_output_on_time(conn, observer, swal
                 await asyncio.wait_for(conn.copy_from_query(
                     _FAST_THEN_SLOW, output=output, timeout=timeout), 10)
             elapsed = loop.time() - started
-            assert elapsed < timeout + 2.0, (delay, timeout, elapsed)
+            # (a loaded machine adds a fraction of 5 s; a stuck output, 10)
+            assert elapsed < timeout + 5.0, (delay, timeout, elapsed)
             assert output.running == 0, (delay, timeout)
             calls = output.calls
             if sys.version_info >= (3, 11):

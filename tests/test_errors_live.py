@@ -10,6 +10,8 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from tests.support.backends import wait_sleeping
+from tests.support.waiting import apoll
 
 SCHEMA = "mypg_errors_live"
 
@@ -400,11 +402,7 @@ async def test_operation_after_terminate_raises_interface_error(connect_kwargs, 
 async def test_operation_after_server_ended_session(connect_kwargs, conn):
     victim = await mypgdriver.connect(**connect_kwargs)
     assert await conn.fetchval("SELECT pg_terminate_backend($1)", victim.get_server_pid()) is True
-    for _ in range(100):
-        if victim.is_closed():
-            break
-        await asyncio.sleep(0.02)
-    assert victim.is_closed() is True
+    assert await apoll(victim.is_closed, bool) is True
     with pytest.raises((exceptions.InterfaceError, exceptions.ConnectionDoesNotExistError),
                        match="connection is closed"):
         await victim.fetchval("SELECT 1")
@@ -417,8 +415,8 @@ async def test_server_ending_session_during_query_raises_a_connection_error(
     # that handlers of connection errors see it) with the server's error as
     # its cause, and the connection is closed afterwards.
     victim = await mypgdriver.connect(**connect_kwargs)
-    running = asyncio.ensure_future(victim.fetchval("SELECT pg_sleep(5)"))
-    await asyncio.sleep(0.1)
+    running = asyncio.ensure_future(victim.fetchval("SELECT pg_sleep(30)"))
+    await wait_sleeping(conn, victim.get_server_pid())
     await conn.fetchval("SELECT pg_terminate_backend($1)", victim.get_server_pid())
     try:
         with pytest.raises(exceptions.ConnectionDoesNotExistError,
@@ -438,8 +436,8 @@ async def test_server_ending_session_during_query_raises_a_connection_error(
 
 async def test_server_ending_session_during_query_closes_connection(connect_kwargs, conn):
     victim = await mypgdriver.connect(**connect_kwargs)
-    running = asyncio.ensure_future(victim.fetchval("SELECT pg_sleep(5)"))
-    await asyncio.sleep(0.1)
+    running = asyncio.ensure_future(victim.fetchval("SELECT pg_sleep(30)"))
+    await wait_sleeping(conn, victim.get_server_pid())
     await conn.fetchval("SELECT pg_terminate_backend($1)", victim.get_server_pid())
     with pytest.raises(exceptions.PostgresError):
         await asyncio.wait_for(running, 3)

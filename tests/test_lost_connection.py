@@ -16,11 +16,13 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from tests.support.backends import wait_sleeping
 from tests.support.tcp_proxy import TcpProxy
 from tools.pgcluster import PgCluster
 
-#: How soon a loss must be noticed and reported.
-PROMPT = 2.0
+#: How soon a loss must be noticed and reported: a loaded machine stalls the
+#: test for a fraction of it, a driver that waits for something stays far over it.
+PROMPT = 5.0
 #: Upper bound for any single wait in this module: beyond it, the driver hangs.
 HANG = 15.0
 BIG_QUERY = "SELECT g, repeat('x', 100) FROM generate_series(1, 100000) g"
@@ -92,7 +94,7 @@ async def later_calls_fail(conn: Any) -> None:
     if hasattr(conn, "prepare"):
         calls.append(conn.prepare("SELECT 'not prepared before'"))
     for call in calls:
-        await fails_promptly(call, exceptions.ConnectionDoesNotExistError, bound=0.5)
+        await fails_promptly(call, exceptions.ConnectionDoesNotExistError)
 
 
 @pytest.fixture
@@ -147,15 +149,14 @@ async def test_prepare_of_cached_statement_on_lost_connection_fails(connect_kwar
     assert await conn.fetchval("SELECT 1") == 1
     await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
     await wait_closed(conn)
-    await fails_promptly(conn.prepare("SELECT 1"), exceptions.ConnectionDoesNotExistError,
-                         bound=0.5)
+    await fails_promptly(conn.prepare("SELECT 1"), exceptions.ConnectionDoesNotExistError)
 
 
 async def test_terminated_busy_connection(connect_kwargs, monitor):
     conn = await mypgdriver.connect(**connect_kwargs)
     recorder = listen_for_termination(conn)
     pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
-    await asyncio.sleep(0.2)
+    await wait_sleeping(monitor, conn.get_server_pid())
     assert await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
     err = await fails_promptly(pending, exceptions.ConnectionDoesNotExistError)
     assert_ended_by_server(err)
@@ -170,7 +171,7 @@ async def test_terminated_connection_inside_transaction(connect_kwargs, monitor)
     conn = await mypgdriver.connect(**connect_kwargs)
     await conn.execute("BEGIN")
     pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
-    await asyncio.sleep(0.2)
+    await wait_sleeping(monitor, conn.get_server_pid())
     await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
     assert_ended_by_server(
         await fails_promptly(pending, exceptions.ConnectionDoesNotExistError))
@@ -181,7 +182,7 @@ async def test_terminated_during_executemany(connect_kwargs, monitor):
     conn = await mypgdriver.connect(**connect_kwargs)
     pending = asyncio.ensure_future(conn.executemany(
         "SELECT pg_sleep(0.05) WHERE $1::int IS NOT NULL", [(i,) for i in range(200)]))
-    await asyncio.sleep(0.3)
+    await wait_sleeping(monitor, conn.get_server_pid())
     await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
     assert_ended_by_server(
         await fails_promptly(pending, exceptions.ConnectionDoesNotExistError))
@@ -213,14 +214,11 @@ async def test_lost_inside_transaction_block_raises_the_servers_error(connect_kw
     if not hasattr(mypgdriver.Connection, "transaction"):
         pytest.skip("Connection.transaction() not implemented yet")
     conn = await mypgdriver.connect(**connect_kwargs)
-    # On a loaded machine the query may reach the server after the backend
-    # exited (the socket is reset, the FATAL message lost); with or without
-    # the server's message as its cause, the error is a connection error, and
-    # what matters is that the block re-raises it.
+    # What matters is that the block re-raises the connection error.
     with pytest.raises(exceptions.ConnectionDoesNotExistError):
         async with conn.transaction():
             pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
-            await asyncio.sleep(0.2)
+            await wait_sleeping(monitor, conn.get_server_pid())
             await monitor.fetchval("SELECT pg_terminate_backend($1)", conn.get_server_pid())
             await asyncio.wait_for(pending, HANG)
     await later_calls_fail(conn)
@@ -244,7 +242,13 @@ async def test_lost_during_cursor_fetch(connect_kwargs, monitor):
     if not hasattr(mypgdriver.Connection, "cursor"):
         pytest.skip("Connection.cursor() not implemented yet")
     conn = await mypgdriver.connect(**connect_kwargs)
+    pid = conn.get_server_pid()
     seen = 0
+
+    async def terminate_in_the_sleep() -> None:
+        await wait_sleeping(monitor, pid)
+        await monitor.fetchval("SELECT pg_terminate_backend($1)", pid)
+
     with pytest.raises(exceptions.ConnectionDoesNotExistError) as info:
         async with conn.transaction():
             async for _ in conn.cursor("SELECT g, pg_sleep(CASE WHEN g = 150 THEN 30 ELSE 0 END) "
@@ -252,9 +256,9 @@ async def test_lost_during_cursor_fetch(connect_kwargs, monitor):
                 seen += 1
                 if seen == 100:
                     # The next batch blocks on row 150: terminate meanwhile.
-                    asyncio.get_running_loop().call_later(0.3, asyncio.ensure_future, monitor.fetchval(
-                        "SELECT pg_terminate_backend($1)", conn.get_server_pid()))
+                    terminating = asyncio.ensure_future(terminate_in_the_sleep())
     assert seen == 100
+    await asyncio.wait_for(terminating, HANG)
     assert_ended_by_server(info.value)
     await later_calls_fail(conn)
 
@@ -281,11 +285,11 @@ async def test_cursor_on_lost_connection_raises_connection_does_not_exist(connec
     ("close", exceptions.QueryCanceledError),
     ("terminate", exceptions.ConnectionDoesNotExistError),
 ])
-async def test_closing_fails_the_pending_call(connect_kwargs, how, outcome):
+async def test_closing_fails_the_pending_call(connect_kwargs, monitor, how, outcome):
     conn = await mypgdriver.connect(**connect_kwargs)
     recorder = listen_for_termination(conn)
     pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
-    await asyncio.sleep(0.2)
+    await wait_sleeping(monitor, conn.get_server_pid())
     if how == "close":
         await asyncio.wait_for(conn.close(), PROMPT)
     else:
@@ -298,10 +302,10 @@ async def test_closing_fails_the_pending_call(connect_kwargs, how, outcome):
     if recorder:
         await recorder.wait_called(conn)
     # Closed by us: later calls say so (InterfaceError), as in asyncpg.
-    await fails_promptly(conn.fetchval("SELECT 1"), exceptions.InterfaceError, bound=0.5)
+    await fails_promptly(conn.fetchval("SELECT 1"), exceptions.InterfaceError)
 
 
-async def test_close_cancels_each_pipelined_call_and_refuses_queued_ones(connect_kwargs):
+async def test_close_cancels_each_pipelined_call_and_refuses_queued_ones(connect_kwargs, monitor):
     # Calls in flight are each cancelled on the server, as asyncpg's close()
     # cancels its running query; calls still waiting for their turn (the
     # pipeline is full) were never sent and fail like a call made after close().
@@ -316,7 +320,7 @@ async def test_close_cancels_each_pipelined_call_and_refuses_queued_ones(connect
             order.append(i)
 
     calls = [asyncio.ensure_future(sleep(i)) for i in range(4)]
-    await asyncio.sleep(0.3)
+    await wait_sleeping(monitor, conn.get_server_pid())
     assert conn.get_pipeline_stats().in_flight == 2
     start = time.monotonic()
     await asyncio.wait_for(conn.close(), PROMPT)
@@ -338,7 +342,7 @@ async def test_close_lets_a_call_that_finishes_first_return(connect_kwargs):
     assert conn.get_pipeline_stats().in_flight == 1
     await asyncio.wait_for(conn.close(), PROMPT)
     assert await pending == 42
-    await fails_promptly(conn.fetchval("SELECT 1"), exceptions.InterfaceError, bound=0.5)
+    await fails_promptly(conn.fetchval("SELECT 1"), exceptions.InterfaceError)
 
 
 async def test_close_timeout_aborts_and_fails_the_pending_call(connect_kwargs):
@@ -390,7 +394,9 @@ async def test_server_stopped_fast(running_private_cluster):
     busy = await mypgdriver.connect(**kwargs_for(cluster))
     idle = await mypgdriver.connect(**kwargs_for(cluster))
     pending = asyncio.ensure_future(busy.fetchval("SELECT pg_sleep(30)"))
-    await asyncio.sleep(0.2)
+    # (`idle` watches.)  A shutdown before the statement arrives would reset
+    # the socket under the client's send, losing the server's FATAL message.
+    await wait_sleeping(idle, busy.get_server_pid())
     try:
         stopping = asyncio.ensure_future(asyncio.to_thread(cluster.stop, mode="fast"))
         # Fast shutdown terminates sessions with FATAL 57P01 first.
@@ -537,7 +543,7 @@ async def test_stalled_server_close_does_not_hang(pg_cluster):
         await asyncio.wait_for(conn.close(), HANG)
         assert time.monotonic() - start < PROMPT
         assert conn.is_closed()
-        await fails_promptly(conn.fetchval("SELECT 1"), exceptions.InterfaceError, bound=0.5)
+        await fails_promptly(conn.fetchval("SELECT 1"), exceptions.InterfaceError)
 
 
 async def test_stalled_server_then_lost_fails_pending_resync(pg_cluster):

@@ -24,6 +24,9 @@ from tools.pgcluster import PgCluster
 
 WHERE_QUERY = "SELECT inet_server_port(), pg_is_in_recovery(), current_user"
 RO_USER = "mypg_readonly"    # default_transaction_read_only=on, on the primary too
+#: How late a connect() may end after its time budget: a loaded machine adds
+#: a fraction of it, each bound below is far from what a wrong budget takes.
+PROMPT = 5.0
 
 
 @pytest.fixture(autouse=True)
@@ -147,7 +150,7 @@ async def test_all_hosts_down_lists_every_host(refused_port, refused_port2):
     start = time.monotonic()
     with pytest.raises(exceptions.ConnectionFailureError) as info:
         await mypgdriver.connect(uri(refused_port, refused_port2), timeout=10)
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < PROMPT     # not retried until the timeout (10 s)
     assert isinstance(info.value, OSError)
     message = str(info.value)
     assert f"127.0.0.1:{refused_port}" in message
@@ -222,16 +225,17 @@ async def test_stalling_first_host_consumes_the_whole_budget(pg_cluster, silent_
     with pytest.raises(asyncio.TimeoutError):
         await mypgdriver.connect(uri(silent_port, pg_cluster.port), timeout=1)
     elapsed = time.monotonic() - start
-    assert 0.9 < elapsed < 2.0, elapsed
+    assert 0.9 < elapsed < 1 + PROMPT, elapsed
 
 
 async def test_stalling_hosts_share_one_budget(silent_port):
+    # 10 silent hosts: a budget per host would take 10 s.
     with SilentPort() as second:
         start = time.monotonic()
         with pytest.raises(asyncio.TimeoutError):
-            await mypgdriver.connect(uri(silent_port, second.port), timeout=1)
+            await mypgdriver.connect(uri(*[silent_port, second.port] * 5), timeout=1)
         elapsed = time.monotonic() - start
-    assert 0.9 < elapsed < 2.0, elapsed
+    assert 0.9 < elapsed < 1 + PROMPT, elapsed
 
 
 async def test_connect_timeout_is_per_host(pg_cluster, silent_port):
@@ -241,7 +245,7 @@ async def test_connect_timeout_is_per_host(pg_cluster, silent_port):
                              timeout=20)
     elapsed = time.monotonic() - start
     assert port == pg_cluster.port
-    assert 2.9 < elapsed < 5, elapsed
+    assert 2.9 < elapsed < 3 + PROMPT, elapsed     # (not the budget of 20 s)
 
 
 async def test_connect_timeout_shorter_than_budget_lists_timeouts(silent_port):
@@ -251,7 +255,7 @@ async def test_connect_timeout_shorter_than_budget_lists_timeouts(silent_port):
             await mypgdriver.connect(uri(silent_port, second.port, query="connect_timeout=2"),
                                      timeout=20)
         elapsed = time.monotonic() - start
-    assert 3.9 < elapsed < 6, elapsed
+    assert 3.9 < elapsed < 4 + PROMPT, elapsed     # (not the budget of 20 s)
     assert f"127.0.0.1:{silent_port}" in str(info.value)
     assert f"127.0.0.1:{second.port}" in str(info.value)
 
@@ -263,7 +267,7 @@ async def test_timeout_covers_authentication():
             await mypgdriver.connect(host="127.0.0.1", port=server.port, user="postgres",
                                      password="secret", timeout=0.7)
         elapsed = time.monotonic() - start
-        assert 0.6 < elapsed < 2.0, elapsed
+        assert 0.6 < elapsed < 0.7 + PROMPT, elapsed
         assert server.passwords == [b"secret\x00"]   # it did get as far as authentication
 
 
@@ -273,7 +277,7 @@ async def test_stalled_authentication_consumes_the_shared_budget(pg_cluster):
         with pytest.raises(asyncio.TimeoutError):
             await mypgdriver.connect(uri(server.port, pg_cluster.port), password="secret",
                                      timeout=1)
-        assert 0.9 < time.monotonic() - start < 2.0
+        assert 0.9 < time.monotonic() - start < 1 + PROMPT
         # With a per-host limit the next host gets its turn.
         port, _, _ = await where(uri(server.port, pg_cluster.port, query="connect_timeout=2"),
                                  password="secret", timeout=20)

@@ -11,8 +11,10 @@ module, which takes minutes.
 """
 from __future__ import annotations
 
+import contextlib
 import email.message
 import email.parser
+import fcntl
 import os
 import pathlib
 import subprocess
@@ -58,6 +60,25 @@ def project_urls(metadata: email.message.Message) -> dict[str, str]:
     return dict(value.split(", ", 1) for value in metadata.get_all("Project-URL", []))
 
 
+@contextlib.contextmanager
+def checkout_lock() -> Iterator[None]:
+    """The checkout to ourselves: dev.sh's lock (an flock on the root directory).
+
+    setuptools builds the sdist's tree in the current directory, as
+    mypgdriver-<version>/, and removes it afterwards: two test runs of one
+    checkout building at the same time remove each other's tree mid-build
+    ("No such file or directory: 'mypgdriver-0.1.0.dev0/tests/...'").  The
+    lock also keeps the build from reading a checkout that ./dev.sh is
+    rebuilding.
+    """
+    fd = os.open(ROOT, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 @pytest.fixture(scope="module")
 def sdist(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """The sdist from MYPGDRIVER_DIST_DIR, or one built from the checkout now."""
@@ -69,8 +90,9 @@ def sdist(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     # The build backend itself, as a frontend without isolation would call
     # it: the test extra's setuptools and Cython are enough.
     build = "import setuptools.build_meta as backend, sys; print(backend.build_sdist(sys.argv[1]))"
-    proc = subprocess.run([sys.executable, "-c", build, str(outdir)], cwd=ROOT,
-                          capture_output=True, text=True)
+    with checkout_lock():
+        proc = subprocess.run([sys.executable, "-c", build, str(outdir)], cwd=ROOT,
+                              capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return outdir / proc.stdout.strip().splitlines()[-1]
 

@@ -82,12 +82,13 @@ def test_a_statement_timeout_cancels_on_the_server_and_stays_in_sync(
     pid = sync_conn._aconn.get_server_pid()
     started = time.monotonic()
     with pytest.raises(asyncio.TimeoutError):
-        sync_conn.fetchval('SELECT pg_sleep(5)', timeout=timeout)
-    assert time.monotonic() - started < timeout + 1.0
+        sync_conn.fetchval('SELECT pg_sleep(30)', timeout=timeout)
+    # (a loaded machine adds a fraction of the 5 s allowed)
+    assert time.monotonic() - started < timeout + 5.0
     # the next call waits for the drain of the cancelled statement
     assert sync_conn.fetchval('SELECT 1+1') == 2
     assert sync_conn.fetchval('SELECT pg_backend_pid()') == pid
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 10.0      # cancelled: not after the 30 s statement
 
 
 def test_a_timed_out_transaction_statement_ends_the_block(sync_conn: Any) -> None:

@@ -27,6 +27,7 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 from mypgdriver.connect_params import parse_connect_params
+from tests.support.backends import wait_sleeping
 from tests.support.pgbouncer import installed_pgbouncer, require_pgbouncer
 from tests.support.scripted_server import (
     SSL_REQUEST_CODE,
@@ -35,7 +36,6 @@ from tests.support.scripted_server import (
     parameter_status,
     ready_for_query,
 )
-from tests.test_cancellation import RUNNING_QUERY
 from tools.pgbouncer import NEGOTIATES_PROTOCOL_VERSION, Pgbouncer
 
 STEP_TIMEOUT = 5
@@ -327,11 +327,7 @@ async def test_cancel_with_the_long_key_stops_pg_sleep(connect_kwargs, server_ve
             assert len(conn._protocol.backend_secret) == 32
         pid = conn.get_server_pid()
         task = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
-        deadline = time.monotonic() + STEP_TIMEOUT
-        # Running pg_sleep, not parsing it (see test_cancellation.RUNNING_QUERY).
-        while not await monitor.fetchval(RUNNING_QUERY, pid):
-            assert time.monotonic() < deadline, "pg_sleep never started"
-            await asyncio.sleep(0.01)
+        await wait_sleeping(monitor, pid)       # running pg_sleep, not parsing it
         started = time.monotonic()
         await conn.cancel()
         with pytest.raises(exceptions.QueryCanceledError):

@@ -2,13 +2,13 @@
 rows, server information and the statement cache."""
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from tests.support.backends import wait_backend_gone
 
 PREPARED_QUERY = "SELECT name, statement FROM pg_prepared_statements ORDER BY name"
 
@@ -351,14 +351,6 @@ async def test_is_in_transaction(conn):
 
 # --- closing -----------------------------------------------------------------------
 
-async def _wait_backend_gone(observer, pid: int) -> bool:
-    for _ in range(100):
-        if not await observer.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid):
-            return True
-        await asyncio.sleep(0.02)
-    return False
-
-
 async def test_close_ends_the_server_session(connect_kwargs, conn):
     other = await mypgdriver.connect(**connect_kwargs)
     pid = other.get_server_pid()
@@ -366,7 +358,7 @@ async def test_close_ends_the_server_session(connect_kwargs, conn):
     await other.close()
     assert other.is_closed() is True
     await other.close()  # closing twice is harmless
-    assert await _wait_backend_gone(conn, pid)
+    await wait_backend_gone(conn, pid)
 
 
 async def test_terminate_ends_the_server_session(connect_kwargs, conn):
@@ -374,7 +366,7 @@ async def test_terminate_ends_the_server_session(connect_kwargs, conn):
     pid = other.get_server_pid()
     other.terminate()
     assert other.is_closed() is True
-    assert await _wait_backend_gone(conn, pid)
+    await wait_backend_gone(conn, pid)
 
 
 # --- statement cache ----------------------------------------------------------------

@@ -4,11 +4,12 @@ recovery from schema changes (ALTER TABLE, ALTER TYPE)."""
 from __future__ import annotations
 
 import asyncio
+import types
 
 import pytest
 
 import mypgdriver
-from mypgdriver import exceptions
+from mypgdriver import exceptions, statement_cache
 
 # Longer than the max_cacheable_statement_size used below, so that checking
 # the server's statements does not itself go through (and disturb) the cache.
@@ -71,16 +72,21 @@ async def test_recently_used_entries_survive_eviction(small_cache):
     assert set(await _statements(conn)) == {a, c, d}
 
 
-async def test_statement_lifetime_limit(connect_kwargs):
+async def test_statement_lifetime_limit(connect_kwargs, monkeypatch):
+    # The cache's clock is the test's: on a loaded machine the 0.2 s could
+    # pass between the first two calls.
+    now = [1000.0]
+    monkeypatch.setattr(statement_cache, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
     conn = await mypgdriver.connect(**connect_kwargs, max_cached_statement_lifetime=0.2,
                                     max_cacheable_statement_size=100)
     try:
         query = "SELECT $1::int AS aging"
         await conn.fetchval(query, 1)
         first = (await _statements(conn))[query]
+        now[0] += 0.15
         await conn.fetchval(query, 2)
         assert (await _statements(conn))[query] == first
-        await asyncio.sleep(0.3)
+        now[0] += 0.15                  # 0.3 s since it was prepared
         assert await conn.fetchval(query, 3) == 3
         statements = await _statements(conn)
         assert statements[query] != first

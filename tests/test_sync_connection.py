@@ -13,6 +13,7 @@ import pytest
 import mypgdriver
 import mypgdriver.sync
 from mypgdriver.sync import Connection
+from tests.support.backends import wait_backend_gone_sync
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
 
 
@@ -40,11 +41,7 @@ def test_connect_returns_a_sync_connection_and_with_closes_it(dsn: str,
     with mypgdriver.sync.connect(dsn) as other:
         # the server saw the backend go (Terminate is processed at once, but
         # the backend's exit is asynchronous: allow it a moment)
-        for _ in range(100):
-            if not other.fetchval('SELECT count(*) FROM pg_stat_activity WHERE pid = $1', pid):
-                break
-            other.execute('SELECT pg_sleep(0.02)')
-        assert other.fetchval('SELECT count(*) FROM pg_stat_activity WHERE pid = $1', pid) == 0
+        wait_backend_gone_sync(other, pid)
 
 
 def test_values_of_each_codec_family(sconn: Connection) -> None:

@@ -9,7 +9,6 @@ sync, same backend) once the network is back.
 """
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Iterator
 
@@ -17,6 +16,7 @@ import pytest
 
 import mypgdriver.sync
 from mypgdriver import exceptions
+from tests.support.descriptors import HAVE_PROC_FDS, open_descriptors, opened_since
 from tests.support.tcp_proxy import TcpProxy
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
 
@@ -30,21 +30,12 @@ BIG_QUERY = "SELECT g, repeat('x', 200) FROM generate_series(1, 5000) g"
 OFFSETS = [0, 1, 4, 5, 6, 30, 200, 1000, 4096, 65535, 65536, 100_001, 500_000, 1_000_000]
 
 
-def open_fds(proxy: TcpProxy) -> int:
-    """Descriptors open in this process, the proxy's own sockets not counted.
-
-    The proxy closes its side from its threads: counted until it settles.
-    """
-    deadline = time.monotonic() + 2
-    while True:
-        listed = set(map(int, os.listdir('/proc/self/fd')))
-        proxy_fds = {proxy._listener.fileno()}
-        for c in proxy.connections:
-            proxy_fds.update((c.client.fileno(), c.upstream.fileno()))
-        count = len(listed - proxy_fds)
-        again = set(map(int, os.listdir('/proc/self/fd')))
-        if again == listed or time.monotonic() > deadline:
-            return count
+def proxy_sockets(proxy: TcpProxy) -> set[int]:
+    """The descriptors of the proxy's own sockets (not the driver's)."""
+    fds = {proxy._listener.fileno()}
+    for c in proxy.connections:
+        fds.update((c.client.fileno(), c.upstream.fileno()))
+    return fds
 
 
 @pytest.fixture
@@ -58,16 +49,14 @@ def connect(proxy: TcpProxy, **kwargs: Any) -> mypgdriver.sync.Connection:
                                    database='postgres', ssl='disable', **kwargs)
 
 
-@pytest.mark.skipif(not os.path.isdir('/proc/self/fd'), reason='counts /proc/self/fd')
+@pytest.mark.skipif(not HAVE_PROC_FDS, reason='reads /proc/self/fd')
 @pytest.mark.parametrize('reset', [False, True], ids=['fin', 'rst'])
 def test_stream_cut_at_many_offsets_fails_promptly_and_leaks_nothing(
         proxy: TcpProxy, reset: bool) -> None:
-    fds = None
     for nbytes in OFFSETS:
+        before = open_descriptors()
         conn = connect(proxy)
         assert conn.fetchval('SELECT 1') == 1
-        if fds is None:
-            fds = open_fds(proxy)
         proxy.cut_after(nbytes, reset=reset)
         started = time.monotonic()
         with pytest.raises(exceptions.ConnectionDoesNotExistError):
@@ -77,20 +66,20 @@ def test_stream_cut_at_many_offsets_fails_promptly_and_leaks_nothing(
         with pytest.raises(exceptions.ConnectionDoesNotExistError):
             conn.fetchval('SELECT 1')
         conn.close()
-        # this connection's socket is gone: as many descriptors as before it
-        assert open_fds(proxy) == fds - 1, nbytes
-        fds = None
+        # this connection's socket is gone, and nothing else it opened is left
+        assert opened_since(before, lambda: proxy_sockets(proxy)) == {}, nbytes
 
 
+@pytest.mark.skipif(not HAVE_PROC_FDS, reason='reads /proc/self/fd')
 @pytest.mark.parametrize('nbytes', [0, 1, 9, 60, 300])
 def test_startup_cut_fails_promptly(pg_cluster: Any, nbytes: int) -> None:
     with TcpProxy(pg_cluster.host, pg_cluster.port, cut_new_after=nbytes) as proxy:
-        before = open_fds(proxy)
+        before = open_descriptors()
         started = time.monotonic()
         with pytest.raises(exceptions.ConnectionDoesNotExistError):
             connect(proxy, timeout=10)
         assert time.monotonic() - started < PROMPT
-        assert open_fds(proxy) == before
+        assert opened_since(before, lambda: proxy_sockets(proxy)) == {}
 
 
 def test_cut_during_copy_out_and_executemany(proxy: TcpProxy, pg_cluster: Any) -> None:

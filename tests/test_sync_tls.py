@@ -25,6 +25,7 @@ from mypgdriver.sync import transport
 from tests.support.fake_server import ScriptedSslAnswer
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.tls_listener import DirectTlsListener
+from tests.support.waiting import poll
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
 from tests.test_sync_streams import (
     copy_chunks,
@@ -49,6 +50,9 @@ from tests.test_tls import (  # noqa: F401 (fixtures)
 pytestmark = pytest.mark.usefixtures('no_event_loop')
 
 STARTUP_VERSION = struct.pack('!i', 196608)     # bytes 4..8 of a StartupMessage (3.0)
+#: How late a timed-out call may end: a loaded machine adds a fraction of it,
+#: a timeout not honoured never ends (the server stalls, the statement sleeps 30 s).
+PROMPT = 5.0
 
 
 @pytest.fixture
@@ -92,9 +96,9 @@ def test_decrypted_bytes_held_by_the_ssl_socket_are_read_before_select(
     monkeypatch.setattr(transport, 'READ_SIZE', 1000)
     conn = sync_connect(connections, dsn(tls_cluster, sslmode='require'))
     started = time.monotonic()
-    value = conn.fetchval("SELECT repeat('x', 100000)", timeout=5)
+    value = conn.fetchval("SELECT repeat('x', 100000)", timeout=10)
     assert len(value) == 100000
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5     # not at the timeout (10 s)
 
 
 def test_default_sslmode_prefer_uses_tls(tls_cluster, connections) -> None:
@@ -135,7 +139,7 @@ def test_tls_handshake_that_stalls_times_out() -> None:
         with pytest.raises(asyncio.TimeoutError):
             sync.connect(host='127.0.0.1', port=server.port,
                          user='postgres', ssl='require', timeout=0.5)
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 0.5 + PROMPT
         assert server.requests == [SSL_REQUEST]
 
 
@@ -188,7 +192,7 @@ def test_direct_tls_against_the_server(tls_cluster, pki, connections) -> None:
 
 # --- the CancelRequest over TLS -------------------------------------------------------
 
-def _wait_not_running(monitor: Any, pid: int, bound: float = 3.0) -> None:
+def _wait_not_running(monitor: Any, pid: int, bound: float = 10.0) -> None:
     start = time.monotonic()
     while monitor.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1', pid) == 'active':
         if time.monotonic() - start > bound:
@@ -209,23 +213,31 @@ def test_a_statement_timeout_cancels_over_the_connections_transport_kind(
                          f'?sslmode={sslmode}')
         assert uses_tls(conn) is (sslmode == 'require')
         pid = conn._aconn.get_server_pid()
+        # Prepared first: the timed-out call is one round trip, whose
+        # statement the cancel finds running.
+        assert conn.fetchval('SELECT pg_sleep($1)', 0) is None
         started = time.monotonic()
         with pytest.raises(asyncio.TimeoutError):
-            conn.fetchval('SELECT pg_sleep(30)', timeout=0.3)
-        assert time.monotonic() - started < 2
+            conn.fetchval('SELECT pg_sleep($1)', 30, timeout=0.3)
+        assert time.monotonic() - started < 0.3 + PROMPT
         # The CancelRequest went out before the call returned (as libpq's
-        # PQcancel does), not at the next call.
-        assert len(proxy.first_bytes) == 2
+        # PQcancel does), not at the next call: the proxy gets it (its
+        # threads record it when they get to it) with no call made since.
+        assert len(poll(lambda: proxy.first_bytes[1:], lambda cancels: cancels != []
+                        and all(len(c) == 8 for c in cancels))) >= 1
         _wait_not_running(monitor, pid)
         assert conn.fetchval('SELECT $1::int', 7, timeout=5) == 7
         assert conn._aconn.get_server_pid() == pid
         openings = proxy.first_bytes
-        assert len(openings) == 2
         if sslmode == 'require':
             assert openings[0] == SSL_REQUEST
         else:
             assert openings[0][4:8] == STARTUP_VERSION
-        assert openings[1] == cancel_opening
+        # Then the cancel connections, each of the connection's kind: one,
+        # or more if the server ignored the first (it does so when the
+        # backend has not started reading the statement yet, which a
+        # loaded machine makes possible; the driver then sends another).
+        assert openings[1:] and openings[1:] == [cancel_opening] * len(openings[1:])
 
 
 @pytest.mark.parametrize('timeout', [None, 30], ids=['blocking reads', 'polled reads'])

@@ -26,6 +26,7 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 from tests.support import certs
+from tests.support.backends import wait_sleeping
 from tests.support.cancel_loop import check_loop_outcomes, run_cancellation_loop
 from tests.support.fake_server import (
     ASK_PASSWORD,
@@ -40,6 +41,9 @@ from tools.pgcluster import PgCluster, ServerLacksSsl
 
 SSL_REQUEST = struct.pack("!ii", 8, 80877103)
 CANCEL_REQUEST_PREFIX = struct.pack("!ii", 16, 80877102)
+#: How late a timed-out call may end: a loaded machine adds a fraction of it,
+#: a timeout not honoured never ends (the server stalls, the statement sleeps 30 s).
+PROMPT = 5.0
 
 # How the server's pg_hba.conf rejection names the transport: "no
 # encryption" / "SSL encryption" from PostgreSQL 14, "SSL off" / "SSL on" before.
@@ -669,7 +673,7 @@ async def test_direct_tls_refuses_modes_that_allow_plain_text(sslmode):
 
 # --- CancelRequest over TLS -----------------------------------------------------------
 
-async def _wait_not_running(monitor, pid: int, bound: float = 3.0) -> float:
+async def _wait_not_running(monitor, pid: int, bound: float = 10.0) -> float:
     """Seconds until backend `pid` runs no statement; fails after `bound`."""
     start = time.monotonic()
     while True:
@@ -696,19 +700,25 @@ async def test_timeout_cancels_over_the_connections_transport_kind(
         try:
             assert (await conn.fetchrow(SSL_STATE_QUERY))[0] is (sslmode == "require")
             pid = conn.get_server_pid()
+            # Prepared first: the timed-out call is one round trip, whose
+            # statement the cancel finds running.
+            assert await conn.fetchval("SELECT pg_sleep($1)", 0) is None
             started = time.monotonic()
             with pytest.raises(asyncio.TimeoutError):
-                await conn.fetchval("SELECT pg_sleep(30)", timeout=0.3)
-            assert time.monotonic() - started < 2
+                await conn.fetchval("SELECT pg_sleep($1)", 30, timeout=0.3)
+            assert time.monotonic() - started < 0.3 + PROMPT
             await _wait_not_running(monitor, pid)
             assert await conn.fetchval("SELECT $1::int", 7, timeout=5) == 7
             openings = proxy.first_bytes
-            assert len(openings) == 2
             if sslmode == "require":
                 assert openings[0] == SSL_REQUEST
             else:
                 assert openings[0][4:8] == struct.pack("!i", 196608)   # StartupMessage
-            assert openings[1] == cancel_opening
+            # Then the cancel connections, each of the connection's kind: one,
+            # or more if the server ignored the first (it does so when the
+            # backend has not started reading the statement yet, which a
+            # loaded machine makes possible; the driver then sends another).
+            assert openings[1:] and openings[1:] == [cancel_opening] * len(openings[1:])
         finally:
             await conn.close()
             await monitor.close()
@@ -716,9 +726,10 @@ async def test_timeout_cancels_over_the_connections_transport_kind(
 
 async def test_public_cancel_over_tls(tls_cluster):
     conn = await mypgdriver.connect(dsn(tls_cluster, sslmode="require"), timeout=10)
+    monitor = await mypgdriver.connect(dsn(tls_cluster, sslmode="disable"))
     try:
         task = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
-        await asyncio.sleep(0.2)
+        await wait_sleeping(monitor, conn.get_server_pid())
         await conn.cancel()
         with pytest.raises(exceptions.QueryCanceledError):
             await asyncio.wait_for(task, 5)
@@ -726,6 +737,7 @@ async def test_public_cancel_over_tls(tls_cluster):
         assert (await conn.fetchrow(SSL_STATE_QUERY))[0] is True
     finally:
         await conn.close()
+        await monitor.close()
 
 
 # --- what a server must not do during SSL negotiation -----------------------------------
@@ -738,7 +750,7 @@ async def test_tls_handshake_that_stalls_times_out():
             await asyncio.wait_for(mypgdriver.connect(
                 host="127.0.0.1", port=server.port, user="postgres", ssl="require",
                 timeout=0.5), 10)
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 0.5 + PROMPT
         assert server.requests == [SSL_REQUEST]
 
 

@@ -40,6 +40,7 @@ from tests.support.session_state import (  # noqa: F401  (fixtures)
     settled_backend_state,
     shared_table,
 )
+from tests.support.waiting import SETTLE
 
 #: Rows the block writes (block=<id>, i=0..BLOCK_ROWS-1).
 BLOCK_ROWS = 3
@@ -293,7 +294,7 @@ def _signalling(shape: str, done: BodyDone) -> Callable[[Any, str, int], Awaitab
 
 async def _wait_until_commit_runs(monitor: Any, pid: int, where: str) -> None:
     """Wait until backend `pid` sleeps in the deferred trigger, i.e. inside its COMMIT."""
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + SETTLE
     while not await monitor.fetchval(
             "SELECT count(*) FROM pg_stat_activity "
             "WHERE pid = $1 AND state = 'active' AND wait_event = 'PgSleep'", pid):
@@ -305,11 +306,13 @@ async def _wait_until_commit_runs(monitor: Any, pid: int, where: str) -> None:
 @pytest.mark.parametrize("shape", ["async_with", "explicit", "nested"])
 async def test_cancel_during_commit_says_truthfully_whether_it_committed(
         shared_table, conn, shape):
-    await _make_commit_slow(shared_table, 0.4)
+    # 1 s: the monitor sees the COMMIT run, and the cancel lands in it
+    # `delay` later, even when a loaded machine is slow to do either.
+    await _make_commit_slow(shared_table, 1.0)
     try:
         for delay in (0.0, 0.05, 0.2):
             block = next(_block_ids)
-            where = f"{shape}, cancelled {delay}s after a 0.4s COMMIT started on the server"
+            where = f"{shape}, cancelled {delay}s after a 1s COMMIT started on the server"
             task = asyncio.ensure_future(
                 _signalling(shape, BodyDone())(conn, shared_table.name, block))
             await _wait_until_commit_runs(shared_table.monitor, conn.get_server_pid(), where)

@@ -210,14 +210,28 @@ def install_sqlalchemy(version: str, cache: pathlib.Path) -> pathlib.Path:
     target = cache / f'site-{version}'
     if (target / 'sqlalchemy' / '__init__.py').exists():
         return target
-    partial = cache / f'site-{version}.partial'
-    shutil.rmtree(partial, ignore_errors=True)
-    subprocess.run(
-        [sys.executable, '-m', 'pip', 'install', '-q', '--no-deps', '--target', str(partial),
-         f'sqlalchemy=={version}'],
-        check=True)
-    partial.rename(target)
+    # A folder of this run's own: two test runs in one checkout may both
+    # find the cache empty and install at the same time.
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = pathlib.Path(tempfile.mkdtemp(dir=cache, prefix=f'site-{version}.partial-'))
+    try:
+        subprocess.run(
+            [sys.executable, '-m', 'pip', 'install', '-q', '--no-deps', '--target', str(partial),
+             f'sqlalchemy=={version}'],
+            check=True)
+        _move_into_place(partial, target)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return target
+
+
+def _move_into_place(folder: pathlib.Path, target: pathlib.Path) -> None:
+    """Rename `folder` to `target`, unless another run put its own there first."""
+    try:
+        folder.rename(target)
+    except OSError:
+        if not target.is_dir():
+            raise
 
 
 def fetch_sdist(version: str, cache: pathlib.Path) -> pathlib.Path:
@@ -242,7 +256,7 @@ def fetch_sdist(version: str, cache: pathlib.Path) -> pathlib.Path:
         unpacked = [p for p in pathlib.Path(tmp).iterdir() if p.is_dir()]
         if len(unpacked) != 1:
             raise SystemExit(f'unexpected sdist layout: {unpacked}')
-        unpacked[0].rename(target)
+        _move_into_place(unpacked[0], target)
     return target
 
 

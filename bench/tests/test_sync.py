@@ -128,7 +128,9 @@ def test_sync_cell_runs_one_thread_per_user_and_counts_the_window():
     assert 0 < cell.requests < pool.calls  # the warm-up's requests are not counted
     assert 4 * cell.requests <= cell.queries <= 10 * cell.requests
     assert cell.errors == 0 and cell.first_error is None
-    assert 0.2 <= cell.elapsed < 1.0
+    # The window is the duration, stretched until each user finished a request
+    # (at most MAX_EXTENSION, 30 s): a loaded machine adds a fraction of 5 s.
+    assert 0.2 <= cell.elapsed < 0.2 + 5
     assert cell.p50_ms is not None and cell.p50_ms <= cell.p99_ms
     assert cell.cpu_seconds >= 0
 

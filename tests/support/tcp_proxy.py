@@ -43,7 +43,8 @@ class _ProxiedConnection:
         # the connection; None means no limit.
         self.cut_remaining: int | None = None
         self.cut_with_reset = False
-        self.closed = threading.Event()
+        self.closed = threading.Event()         # closing has begun: the pumps stop
+        self._sockets_closed = threading.Event()
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -111,23 +112,35 @@ class _ProxiedConnection:
         return data
 
     def close(self) -> None:
+        """Close both sockets; when this returns, they are closed.
+
+        Whoever comes second (a pump thread and the test's thread may both
+        close) waits for the first to finish: a proxy must not leave its
+        sockets to be closed by a thread of a test that is over, in the
+        middle of the next test's count of open descriptors.
+        """
         with self._lock:
-            if self.closed.is_set():
-                return
+            first = not self.closed.is_set()
             self.closed.set()
-        for sock in (self.client, self.upstream):
-            try:
-                if self.cut_with_reset and sock is self.client:
-                    # Linger 0: the close sends RST instead of FIN.  SHUT_RD
-                    # sends nothing but wakes the other pump thread out of
-                    # recv(); until it leaves, the kernel would not close.
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                    sock.shutdown(socket.SHUT_RD)
-                else:
-                    sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            sock.close()
+        if not first:
+            self._sockets_closed.wait()
+            return
+        try:
+            for sock in (self.client, self.upstream):
+                try:
+                    if self.cut_with_reset and sock is self.client:
+                        # Linger 0: the close sends RST instead of FIN.  SHUT_RD
+                        # sends nothing but wakes the other pump thread out of
+                        # recv(); until it leaves, the kernel would not close.
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        sock.shutdown(socket.SHUT_RD)
+                    else:
+                        sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                sock.close()
+        finally:
+            self._sockets_closed.set()
 
 
 class TcpProxy:
@@ -169,7 +182,10 @@ class TcpProxy:
         self._flowing = threading.Event()
         self._flowing.set()
         self._closed = False
-        threading.Thread(target=self._accept_loop, daemon=True).start()
+        # Orders close() with the accept loop's registering of a connection.
+        self._accepting = threading.Lock()
+        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True)
+        self._acceptor.start()
 
     def __enter__(self) -> "TcpProxy":
         return self
@@ -199,9 +215,15 @@ class TcpProxy:
                 continue
             for sock in (client, upstream):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = _ProxiedConnection(self, client, upstream, len(self.connections))
-            conn.cut_remaining = self.cut_new_after
-            self.connections.append(conn)
+            with self._accepting:
+                if self._closed:
+                    # Accepted as the proxy closed: not forwarded, not left open.
+                    client.close()
+                    upstream.close()
+                    return
+                conn = _ProxiedConnection(self, client, upstream, len(self.connections))
+                conn.cut_remaining = self.cut_new_after
+                self.connections.append(conn)
             conn.start()
 
     def cut_after(self, nbytes: int, *, reset: bool = False) -> None:
@@ -225,12 +247,21 @@ class TcpProxy:
         self._flowing.set()
 
     def close(self) -> None:
-        self._closed = True
+        """Close the listener and every connection: when this returns, no socket is open.
+
+        (The accept loop may be in accept() or connecting upstream: it is
+        waited for, and closes what it gets from then on.)
+        """
+        with self._accepting:
+            self._closed = True
         self._flowing.set()
         try:
-            self._listener.close()
+            # shutdown() wakes a thread blocked in accept(); close() alone does not.
+            self._listener.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+        self._listener.close()
+        self._acceptor.join()
         for conn in self.connections:
             conn.close()
 
