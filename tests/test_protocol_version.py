@@ -185,8 +185,10 @@ async def test_3_2_granted_keeps_a_32_byte_key_and_sends_it_whole_when_cancellin
         while not fake.cancel_requests and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         conn.terminate()
-    assert fake.cancel_requests == [
-        struct.pack("!iii", 12 + 32, CANCEL_REQUEST_CODE, 4242) + secret]
+    # (Repeated while the statement goes unanswered: each one whole.)
+    assert fake.cancel_requests
+    assert set(fake.cancel_requests) == {
+        struct.pack("!iii", 12 + 32, CANCEL_REQUEST_CODE, 4242) + secret}
 
 
 @pytest.mark.parametrize("length", [4, 256])
