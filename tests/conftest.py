@@ -11,10 +11,18 @@ import signal
 import threading
 from typing import Any, AsyncIterator, Iterator
 
+import hypothesis
 import pytest
 
 # The repository root is on sys.path by pyproject.toml's pytest `pythonpath`.
 from tools.pgcluster import ExternalCluster, PgCluster
+
+# Hypothesis's per-example deadline (200 ms by default) is a timing assertion:
+# a loaded machine (a garbage collection of this big process, other work on
+# the CPU) exceeds it now and then, and Hypothesis then fails the test as
+# flaky.  No property here is about speed.
+hypothesis.settings.register_profile('mypgdriver', deadline=None)
+hypothesis.settings.load_profile('mypgdriver')
 
 #: Login roles made in the session cluster: name -> (password, pg_hba.conf method).
 #: The passwords are not ASCII so that SASLprep and the client encoding of the
