@@ -342,13 +342,22 @@ class Session:
         """
         try:
             return await fut
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, asyncio.TimeoutError) as e:
+            await self.interrupted(fut, e)
+            raise
+
+    async def interrupted(self, fut: asyncio.Future[Any], error: BaseException) -> None:
+        """The wait for `fut` ended in `error`: a cancellation of the caller, or the timeout.
+
+        A cancelled caller abandons the operation (CancelRequest and drain);
+        either way, the caller gets its error once the server answered the
+        cancel (settle_after_interruption), so that the connection is in
+        sync and is_in_transaction() is the server's.  Only on the error
+        path: the hot paths await their Future inline.
+        """
+        if isinstance(error, asyncio.CancelledError):
             self.protocol.abandon(fut)
-            await self.settle_after_interruption()
-            raise
-        except asyncio.TimeoutError:
-            await self.settle_after_interruption()
-            raise
+        await self.settle_after_interruption()
 
     async def settle_after_interruption(self) -> None:
         """After a statement was abandoned with a CancelRequest: wait until it is answered.
@@ -424,12 +433,8 @@ class Session:
             if fut is not None:
                 try:
                     return await fut
-                except asyncio.CancelledError:
-                    proto.abandon(fut)
-                    await self.settle_after_interruption()
-                    raise
-                except asyncio.TimeoutError:
-                    await self.settle_after_interruption()
+                except (asyncio.CancelledError, asyncio.TimeoutError) as e:
+                    await self.interrupted(fut, e)
                     raise
         except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
             return await self.recover_in_place(e, query, state, args, limit, deadline,
@@ -451,12 +456,8 @@ class Session:
             if fut is not None:
                 try:
                     return await fut
-                except asyncio.CancelledError:
-                    proto.abandon(fut)
-                    await self.settle_after_interruption()
-                    raise
-                except asyncio.TimeoutError:
-                    await self.settle_after_interruption()
+                except (asyncio.CancelledError, asyncio.TimeoutError) as e:
+                    await self.interrupted(fut, e)
                     raise
         except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
             return await self.recover_in_place(e, query, state, args, limit, deadline,
@@ -565,12 +566,8 @@ class Session:
             self.admission.leave_line()
         try:
             return await fut
-        except asyncio.CancelledError:
-            proto.abandon(fut)
-            await self.settle_after_interruption()
-            raise
-        except asyncio.TimeoutError:
-            await self.settle_after_interruption()
+        except (asyncio.CancelledError, asyncio.TimeoutError) as e:
+            await self.interrupted(fut, e)
             raise
         except RETRYABLE_ERRORS as e:
             if retried or refused is not None:
@@ -774,12 +771,8 @@ class Session:
                                                        rows_as)
         try:
             result = await fut
-        except asyncio.CancelledError:
-            proto.abandon(fut)
-            await self.settle_after_interruption()
-            raise
-        except asyncio.TimeoutError:
-            await self.settle_after_interruption()
+        except (asyncio.CancelledError, asyncio.TimeoutError) as e:
+            await self.interrupted(fut, e)
             raise
         except RETRYABLE_ERRORS as e:
             self.retry_in_place(e, state.query, described=True)

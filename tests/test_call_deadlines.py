@@ -256,3 +256,27 @@ async def test_stalled_close_ends_at_its_timeout(proxied):
     with pytest.raises((exceptions.InterfaceError, exceptions.PostgresConnectionError,
                         exceptions.QueryCanceledError)):
         await busy
+
+
+async def test_stalled_executemany_after_its_sync_reports_the_outcome_unknown(
+        proxied, monitor):  # noqa: F811
+    # The statement is prepared, so the rows and the Sync go out at once:
+    # once the Sync is sent the server may commit, and with no answer to the
+    # cancel the caller is told that the outcome is unknown, never that
+    # nothing was written; the connection is closed rather than left in doubt.
+    proxy, conn = proxied
+    table = unique_table_name("mypg_stall_sync")
+    await monitor.execute(f"CREATE TABLE {table} (k int)")
+    try:
+        query = f"INSERT INTO {table} VALUES ($1)"
+        await conn.executemany(query, [(0,)])      # prepared and cached
+        proxy.stall()
+        elapsed, result = await _elapsed(
+            lambda: conn.executemany(query, [(i,) for i in range(10)], timeout=0.5))
+        assert isinstance(result, asyncio.TimeoutError), result
+        assert "unknown" in str(result) and "nothing was written" not in str(result), result
+        assert elapsed < 0.5 + COMMIT_ANSWER_WAIT + MARGIN, elapsed
+        assert conn.is_closed()
+    finally:
+        proxy.resume()
+        await monitor.execute(f"DROP TABLE {table}")
