@@ -3,7 +3,7 @@
 ``mypgdriver.sync`` (issue 24) serves blocking code with the same protocol
 and Session as the asyncio API, driving their coroutines by hand: no event
 loop exists during its calls (docs/dev/sync-design.md).  These tests run the
-prototype glue (mypgdriver/sync/_prototype.py) in plain functions, with the
+public sync API (mypgdriver.sync) in plain functions, with the
 event loop policy refusing to hand out a loop, and fail when code on these
 paths starts to need a running loop (``asyncio.get_running_loop()``,
 ``asyncio.sleep``, ``wait_for``, ``shield``, ``current_task()``): such waits go
@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from mypgdriver.sync import _prototype as sync
+import mypgdriver.sync as sync
 
 
 @pytest.fixture

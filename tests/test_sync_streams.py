@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from mypgdriver.sync import _prototype as sync
+import mypgdriver.sync as sync
 from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures('no_event_loop')

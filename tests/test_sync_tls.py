@@ -1,6 +1,6 @@
 """TLS with no event loop: the connector's sslmode policy on the sync glue (issue 24).
 
-The prototype glue (mypgdriver/sync/_prototype.py) runs the asyncio
+The sync API (mypgdriver.sync, over its glue) runs the asyncio
 connector unchanged over its blocking transports (mypgdriver/sync/transport.py):
 the SSLRequest, ``start_tls``, direct TLS, the allow/prefer fallback,
 channel binding and the CancelRequest over TLS.  Each test runs in a plain
@@ -18,9 +18,8 @@ from typing import Any, Iterator
 
 import pytest
 
-import mypgdriver.sync
+import mypgdriver.sync as sync
 from mypgdriver import exceptions
-from mypgdriver.sync import _prototype as sync
 from mypgdriver.sync import transport
 from tests.support.fake_server import ScriptedSslAnswer
 from tests.support.tcp_proxy import TcpProxy
@@ -274,8 +273,8 @@ def test_a_32_mb_copy_in_over_tls_completes_while_the_server_sends_a_notice_per_
 
 def test_terminate_from_another_thread_over_tls_ends_the_running_call(tls_cluster) -> None:
     errors: list[BaseException] = []
-    with mypgdriver.sync.connect(dsn(tls_cluster, sslmode='require'), timeout=10) as conn, \
-            mypgdriver.sync.connect(dsn(tls_cluster, sslmode='require'), timeout=10) as observer:
+    with sync.connect(dsn(tls_cluster, sslmode='require'), timeout=10) as conn, \
+            sync.connect(dsn(tls_cluster, sslmode='require'), timeout=10) as observer:
         assert uses_tls(conn) is True
         pid = conn.get_server_pid()
 
