@@ -220,8 +220,14 @@ class RowStream:
         state = self.state
         if state is None:
             raise RuntimeError('the RowStream is closed')
-        rows, status, state = await self.session.run_state(
-            state, (), 0, self.session.resolve_timeout(None), WANT_RESULT, rows_as)
+        session = self.session
+        deadline = session.deadline(session.resolve_timeout(None))
+        if state.codecs_generation != session.codecs.generation:
+            # A codec was set since the statement was prepared (as a
+            # PreparedStatement's run does: the columns' codecs re-picked).
+            await session.refresh_codecs(state, session.time_left(deadline))
+        rows, status, state = await session.run_state(
+            state, (), 0, session.time_left(deadline), WANT_RESULT, rows_as)
         return _result(rows, status, state)
 
     def close(self) -> None:

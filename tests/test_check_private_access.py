@@ -77,3 +77,11 @@ def test_the_package_keeps_to_its_baseline():
     found = checker.count_all(checker.package_files())
     assert checker.check(found, checker.load_baseline()) == []
     assert not [path for path in found if path.startswith(checker.MUST_BE_CLEAN)]
+
+
+def test_a_private_submodule_imported_by_name_does_not_count(tmp_path, monkeypatch):
+    (tmp_path / '_private.py').write_text('')
+    assert count(tmp_path, monkeypatch, """\
+        from . import _private
+        from . import _missing
+    """) == [2]

@@ -31,10 +31,11 @@ them.
 What does not count:
 
 * dunder names (``__init__``, ``__slots__``, ``__version__``);
-* private *modules* in an import path (``from mypgdriver._typing import
-  RowT``, ``from mypgdriver.exceptions._hints import append_hint``): a
+* private *modules* (``from mypgdriver._typing import RowT``,
+  ``from mypgdriver.exceptions import _hints``, ``from . import _base``): a
   leading-underscore module is private to its package, and every file
-  checked is inside the package;
+  checked is inside the package (a name imported from a module is told
+  from a submodule by the files present: ``_name.py``, ``.pyx``, a folder);
 * the public API of named tuples that happens to start with an underscore
   (``_replace``, ``_asdict``, ``_make``, ``_fields``, ``_field_defaults``);
 * Cython sources (.pyx, .pxd) and stubs (.pyi): not Python's grammar, and
@@ -130,10 +131,26 @@ def occurrences(path: Path) -> list[Occurrence]:
                 add(node)
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                if is_private(alias.name):
+                if is_private(alias.name) and not _is_module(path, node, alias.name):
                     add(node)
     found.sort(key=lambda o: o.line)
     return found
+
+
+def _is_module(path: Path, node: ast.ImportFrom, name: str) -> bool:
+    """True if ``from m import name`` imports a submodule of m (a private module: allowed)."""
+    if node.level:
+        package = path.parent
+        for _ in range(node.level - 1):
+            package = package.parent
+        if node.module:
+            package = package.joinpath(*node.module.split('.'))
+    elif node.module:
+        package = ROOT.joinpath(*node.module.split('.'))
+    else:
+        return False
+    return ((package / name).is_dir() or (package / f'{name}.py').exists()
+            or (package / f'{name}.pyx').exists() or any(package.glob(f'{name}.*.so')))
 
 
 def _is_own_receiver(node: ast.expr) -> bool:
