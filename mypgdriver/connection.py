@@ -588,6 +588,11 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         self._dispatch_connection_lost(None)
 
 
+def session_of(conn: Connection) -> Session:
+    """The Session behind `conn`: for mypgdriver.session_api, the faces' interface to it."""
+    return conn._session
+
+
 def _forward(ref: 'weakref.ref[Connection]', method: str, *args: Any) -> None:
     """Deliver a protocol event to the connection, if it still exists."""
     conn = ref()

@@ -25,6 +25,7 @@ from typing import (
 
 from mypgdriver import exceptions, tracing, waits
 from mypgdriver._typing import ArgumentRows
+from mypgdriver.exceptions import pep249
 from mypgdriver.protocol.buffer import WriteBuffer
 from mypgdriver.protocol.record import Record
 from mypgdriver.sql import quote_ident, quote_literal, substitute_parameters
@@ -850,3 +851,136 @@ def copy_fail_reason(exc: BaseException) -> str:
         text = f'{name} (its message could not be produced)'
     text = text[:1000].replace('\0', '\\0')
     return text.encode('utf-8', 'backslashreplace').decode('utf-8')
+
+
+# --- COPY driven one call at a time (mypgdriver.session_api, for the DB-API) ------------
+
+class StepwiseCopyIn:
+    """A ``COPY ... FROM STDIN`` whose steps are separate calls: start, send..., finish or fail.
+
+    For a face whose caller writes the data itself, block by block
+    (psycopg's ``with cursor.copy(...) as copy: copy.write(...)``).  From
+    start() to finish() or fail() the COPY holds the connection alone:
+    other calls on it wait (in call order) until it ends.  Each step is one
+    coroutine call; the caller must end every started COPY with exactly one
+    of finish() or fail() (a ``with`` block's exit), else the connection
+    stays held.
+    """
+
+    __slots__ = ('_connection', '_session', '_query', '_fut')
+
+    def __init__(self, connection: Any, session: Session, query: str) -> None:
+        self._connection = connection
+        self._session = session
+        self._query = query
+        self._fut: Optional[asyncio.Future[Any]] = None
+
+    async def start(self) -> None:
+        """Hold the connection, send the COPY, wait until the server takes data.
+
+        A statement that is not a COPY FROM STDIN raises the server's error,
+        or ProgrammingError if it ran as something else; the connection is
+        then released (nothing to finish).
+        """
+        session = self._session
+        await self._connection._copy_hold(None)
+        try:
+            fut = session.protocol.copy_in(self._query, None)
+            if not await self._connection._copy_in_started(fut):
+                await session.wait(fut)     # the server's error (or a COPY of another kind)
+                raise pep249.ProgrammingError('the statement did not start a COPY FROM STDIN')
+        except BaseException:
+            session.admission.release()
+            raise
+        self._fut = fut
+
+    async def send(self, data: bytes) -> None:
+        """Send a block of data (nothing once the server failed the COPY: finish() says why)."""
+        assert self._fut is not None
+        await self._connection._send_copy_data(data, self._fut)
+
+    async def finish(self) -> str:
+        """End the COPY (CopyDone): its status tag, or the server's error; releases the connection."""
+        session = self._session
+        fut = self._fut
+        assert fut is not None
+        try:
+            if not fut.done():
+                session.protocol.copy_in_done()
+            result: str = await session.wait(fut)
+            return result
+        finally:
+            session.admission.release()
+
+    async def fail(self, exc: BaseException) -> None:
+        """Abort the COPY because of `exc` (CopyFail: nothing is copied); releases the connection."""
+        assert self._fut is not None
+        try:
+            await self._connection._fail_copy_in(self._fut, exc)
+        finally:
+            self._session.admission.release()
+
+
+class StepwiseCopyOut:
+    """A ``COPY ... TO STDOUT`` read one call at a time: start, next()..., finish.
+
+    The data streams: reading from the network pauses while
+    COPY_OUT_PAUSE_BYTES wait unread.  From start() to finish() the COPY
+    holds the connection alone; finish() before the end cancels the rest
+    on the server (inside a transaction block, the block then fails).
+    """
+
+    __slots__ = ('_connection', '_session', '_query', '_fut', '_stream')
+
+    def __init__(self, connection: Any, session: Session, query: str) -> None:
+        self._connection = connection
+        self._session = session
+        self._query = query
+        self._fut: Optional[asyncio.Future[Any]] = None
+        self._stream = _CopyOutStream(session.protocol)
+
+    async def start(self) -> None:
+        """Hold the connection and send the COPY (the data is read by next())."""
+        session = self._session
+        await self._connection._copy_hold(None)
+        try:
+            stream = self._stream
+            fut = session.protocol.copy_out(self._query, stream.feed, None)
+            fut.add_done_callback(stream.wake)
+        except BaseException:
+            session.admission.release()
+            raise
+        self._fut = fut
+
+    async def next(self) -> Optional[bytes]:
+        """The data received since the last call (waiting for some), None at the end."""
+        stream = self._stream
+        fut = self._fut
+        assert fut is not None
+        while True:
+            if stream.chunks:
+                return stream.take()
+            if fut.done():
+                return None
+            stream.waiter = self._session.loop.create_future()
+            await stream.waiter
+
+    async def finish(self) -> Optional[str]:
+        """End the COPY: its status tag (None if left before the end); releases the connection.
+
+        The server's error, if the COPY failed, is raised here.
+        """
+        session = self._session
+        fut = self._fut
+        assert fut is not None
+        try:
+            if fut.done():
+                result: str = fut.result()
+                return result
+            # Left before the end: the protocol cancels the COPY on the server
+            # and drains the rest before the next operation.
+            session.abandon(fut)
+            return None
+        finally:
+            self._stream.resume()
+            session.admission.release()

@@ -68,11 +68,12 @@ def test_reload_schema_state_after_another_connection_changes_a_column(conn: Con
     conn.execute('INSERT INTO dbapi_rs VALUES (1)')
     cur = conn.execute('SELECT * FROM dbapi_rs WHERE %s', (True,))
     assert cur.fetchall() == [(1,)]
-    assert 'SELECT * FROM dbapi_rs WHERE $1' in conn._statements
+    # The statement is prepared in the connection's one statement cache (the Session's).
+    assert conn.link.statements.is_cached('SELECT * FROM dbapi_rs WHERE $1')
     with dbapi.connect(dsn, autocommit=True) as other:
         other.execute('ALTER TABLE dbapi_rs ALTER COLUMN v TYPE text')
     conn.reload_schema_state()
-    assert conn._statements == {}
+    assert not conn.link.statements.is_cached('SELECT * FROM dbapi_rs WHERE $1')
     cur = conn.execute('SELECT * FROM dbapi_rs WHERE %s', (True,))
     assert cur.fetchall() == [('1',)]
     assert cur.description is not None and cur.description[0].type_code == 25

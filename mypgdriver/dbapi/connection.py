@@ -10,29 +10,20 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Union, overload
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Union, overload
 
-from mypgdriver import exceptions, sync
+from mypgdriver import sync
 from mypgdriver.dbapi.cursor import Cursor, Params
+from mypgdriver.dbapi.link import ConnectionLink
 from mypgdriver.exceptions import pep249
-from mypgdriver.protocol.statement import StrAsTextArguments, refused_argument
-from mypgdriver.rows import Column, RowFactory, description_of, tuple_row
+from mypgdriver.rows import RowFactory, tuple_row
 from mypgdriver.sql import quote_ident
-from mypgdriver.sync.connection import async_connection, call_runner
 
 if TYPE_CHECKING:
     from mypgdriver.dbapi.server_cursor import ServerCursor
-    from mypgdriver.prepared import PreparedStatement
-    from mypgdriver.protocol.record import Record
 
 __all__ = ('Connection', 'IsolationLevel', 'Transaction')
-
-#: How many prepared statements a connection keeps for execute() (the one
-#: prepared longest ago is dropped first; its server statement is closed
-#: unless the connection's statement cache still holds it).
-STATEMENTS_KEPT = 256
 
 
 class IsolationLevel(enum.IntEnum):
@@ -42,24 +33,6 @@ class IsolationLevel(enum.IntEnum):
     READ_COMMITTED = 2
     REPEATABLE_READ = 3
     SERIALIZABLE = 4
-
-
-class _Statement:
-    """A prepared statement of the connection's cache and its cursor description."""
-
-    __slots__ = ('statement', 'state', 'description', 'param_count')
-
-    def __init__(self, statement: PreparedStatement[Record]) -> None:
-        self.statement = statement
-        self.describe()
-
-    def describe(self) -> None:
-        """Take the description from the statement as it is prepared now."""
-        state = self.statement._state
-        self.state = state
-        self.param_count = len(state.param_oids)
-        self.description: Optional[tuple[Column, ...]] = (
-            description_of(state).description if state.has_rows else None)
 
 
 class Transaction:
@@ -107,19 +80,10 @@ class Connection:
                  row_factory: Optional[RowFactory[Any]] = None) -> None:
         """Wrap an open sync connection (use :func:`mypgdriver.dbapi.connect`)."""
         self._conn = connection
-        self._aconn = async_connection(connection)
-        self._run = call_runner(connection)
-        # Serialises the DB-API calls of threads sharing the connection
-        # (the sync core serialises each call; this keeps a BEGIN with its
-        # statement, and a COPY block, whole).
-        self._lock = threading.RLock()
-        self._autocommit = bool(autocommit)
-        self._isolation_level: Optional[IsolationLevel] = None
-        self._read_only: Optional[bool] = None
-        self._deferrable: Optional[bool] = None
+        #: What the cursors of this connection run their statements through.
+        self.link = ConnectionLink(connection, autocommit)
         self._blocks: list[Transaction] = []
         self._savepoints = 0
-        self._statements: dict[str, _Statement] = {}
         #: The row factory of new cursors (tuples by default).
         self.row_factory: RowFactory[Any] = row_factory if row_factory is not None else tuple_row
         #: The number of rows a server-side cursor fetches per round trip when iterated.
@@ -153,7 +117,7 @@ class Connection:
     @property
     def closed(self) -> bool:
         """True once the connection is closed or lost."""
-        return self._aconn.is_closed()
+        return self.link.is_closed()
 
     @property
     def autocommit(self) -> bool:
@@ -161,42 +125,42 @@ class Connection:
 
         May be changed only while no transaction is open.
         """
-        return self._autocommit
+        return self.link.autocommit
 
     @autocommit.setter
     def autocommit(self, value: bool) -> None:
         self._check_no_transaction('autocommit')
-        self._autocommit = bool(value)
+        self.link.autocommit = bool(value)
 
     @property
     def isolation_level(self) -> Optional[IsolationLevel]:
         """The isolation level of the next transactions (None: the server's default)."""
-        return self._isolation_level
+        return self.link.isolation_level
 
     @isolation_level.setter
     def isolation_level(self, value: Optional[Union[IsolationLevel, int]]) -> None:
         self._check_no_transaction('isolation_level')
-        self._isolation_level = None if value is None else IsolationLevel(value)
+        self.link.isolation_level = None if value is None else IsolationLevel(value)
 
     @property
     def read_only(self) -> Optional[bool]:
         """Whether the next transactions are READ ONLY (None: the server's default)."""
-        return self._read_only
+        return self.link.read_only
 
     @read_only.setter
     def read_only(self, value: Optional[bool]) -> None:
         self._check_no_transaction('read_only')
-        self._read_only = None if value is None else bool(value)
+        self.link.read_only = None if value is None else bool(value)
 
     @property
     def deferrable(self) -> Optional[bool]:
         """Whether the next transactions are DEFERRABLE (None: the server's default)."""
-        return self._deferrable
+        return self.link.deferrable
 
     @deferrable.setter
     def deferrable(self, value: Optional[bool]) -> None:
         self._check_no_transaction('deferrable')
-        self._deferrable = None if value is None else bool(value)
+        self.link.deferrable = None if value is None else bool(value)
 
     @property
     def server_version(self) -> int:
@@ -264,15 +228,15 @@ class Connection:
         back to if the block raised; the outer transaction goes on.
         commit() and rollback() are not allowed inside the block.
         """
-        with self._lock:
+        with self.link.lock:
             if self._in_transaction():
                 if savepoint_name is None:
                     self._savepoints += 1
                     savepoint_name = f'_dbapi_sp_{self._savepoints}'
-                self._run(self._aconn.execute(f'SAVEPOINT {quote_ident(savepoint_name)}'))
+                self.link.simple(f'SAVEPOINT {quote_ident(savepoint_name)}')
                 block = Transaction(self, savepoint_name, force_rollback)
             else:
-                self._begin()
+                self.link.begin()
                 block = Transaction(self, None, force_rollback)
             self._blocks.append(block)
         try:
@@ -284,43 +248,40 @@ class Connection:
             self._finish_block(block, commit=not force_rollback)
 
     def _finish_block(self, block: Transaction, *, commit: bool) -> None:
-        with self._lock:
+        with self.link.lock:
             if self._blocks and self._blocks[-1] is block:
                 self._blocks.pop()
             if self.closed:
                 return
             name = block.savepoint_name
             if name is None:
-                self._run(self._aconn.execute('COMMIT' if commit else 'ROLLBACK'))
+                self.link.simple('COMMIT' if commit else 'ROLLBACK')
             elif commit:
-                self._run(self._aconn.execute(f'RELEASE SAVEPOINT {quote_ident(name)}'))
+                self.link.simple(f'RELEASE SAVEPOINT {quote_ident(name)}')
             else:
                 quoted = quote_ident(name)
-                self._run(self._aconn.execute(
-                    f'ROLLBACK TO SAVEPOINT {quoted}; RELEASE SAVEPOINT {quoted}'))
+                self.link.simple(f'ROLLBACK TO SAVEPOINT {quoted}; RELEASE SAVEPOINT {quoted}')
 
     # --- closing --------------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the connection; an open transaction is rolled back by the server."""
         if not self.closed:
-            with self._lock:
-                self._statements.clear()
+            with self.link.lock:
                 self._conn.close()
 
     def reload_schema_state(self) -> None:
         """Forget what is known of the schema: prepared statements, their descriptions, types.
 
         After DDL run by another connection (a column's type changed, a
-        type created) or a schema migration: the statements this
-        connection prepared for execute() are dropped (prepared again when
-        next used) and :meth:`mypgdriver.sync.Connection.reload_schema_state`
-        clears the core's statement cache and type codecs.
+        type created) or a schema migration:
+        :meth:`mypgdriver.sync.Connection.reload_schema_state` clears the
+        statement cache (the one execute() prepares its statements in: they
+        are prepared again when next used) and the type codecs.
         """
-        with self._lock:
+        with self.link.lock:
             if self.closed:
                 raise pep249.InterfaceError('the connection is closed')
-            self._statements.clear()
             self._conn.reload_schema_state()
 
     def cancel(self) -> None:
@@ -330,69 +291,21 @@ class Connection:
     # --- internals ------------------------------------------------------------------------
 
     def _in_transaction(self) -> bool:
-        return self._aconn.is_in_transaction()
-
-    def _begin(self) -> None:
-        """BEGIN with the isolation settings."""
-        parts = ['BEGIN']
-        if self._isolation_level is not None:
-            parts.append('ISOLATION LEVEL ' + self._isolation_level.name.replace('_', ' '))
-        if self._read_only is not None:
-            parts.append('READ ONLY' if self._read_only else 'READ WRITE')
-        if self._deferrable is not None:
-            parts.append('DEFERRABLE' if self._deferrable else 'NOT DEFERRABLE')
-        self._run(self._aconn.execute(' '.join(parts)))
+        return self.link.in_transaction()
 
     def _end_transaction(self, command: str, method: str) -> None:
         if self._blocks:
             raise pep249.ProgrammingError(
                 f'{method}() is not allowed inside a transaction() block: the block '
                 f'commits or rolls back itself at its end')
-        with self._lock:
+        with self.link.lock:
             if self.closed:
                 raise pep249.InterfaceError('the connection is closed')
             if self._in_transaction():
-                self._run(self._aconn.execute(command))
+                self.link.simple(command)
 
     def _check_no_transaction(self, attribute: str) -> None:
         if not self.closed and self._in_transaction():
             raise pep249.ProgrammingError(
                 f'cannot change {attribute} while a transaction is open: commit() or '
                 f'rollback() first')
-
-    def _fetch_str_as_text(self, statement: PreparedStatement[Any], args: Sequence[Any],
-                           rows_as: Any, refusal: exceptions.DataError) -> list[Any]:
-        """After `statement`'s codecs refused one of `args`: its rows with the str bound as text.
-
-        Called from the ``except`` of an execute()'s run.  A str that its
-        parameter's binary codec refuses (``'42'`` for ``%s::int``) is
-        bound as text instead, for the server's input function of the type,
-        as psycopg binds every str: ``'42'`` gives 42, ``'abc'`` the
-        server's InvalidTextRepresentation (22P02), which then fails an open
-        transaction as any server error.  The refusal was raised before
-        anything was sent (refused_argument() says so), so the statement
-        runs once; a refused value that is not a str raises `refusal`.
-        Only this error path pays for it: a run whose values the codecs
-        take never gets here.
-        """
-        refused = refused_argument(refusal)
-        if refused is None or not isinstance(args[refused], str):
-            raise refusal
-        try:
-            return self._run(statement._fetch_arguments(StrAsTextArguments(args), rows_as))
-        except BaseException as outcome:
-            # The server's answer stands on its own: not an error "during
-            # handling" of the refusal, which was only the cue to send as text.
-            raise outcome from None
-
-    def _prepare(self, query: str) -> _Statement:
-        """The cached statement of `query`, prepared now if needed (the oldest dropped)."""
-        statements = self._statements
-        entry = statements.get(query)
-        if entry is not None:
-            return entry
-        entry = _Statement(self._run(self._aconn.prepare(query)))
-        statements[query] = entry
-        if len(statements) > STATEMENTS_KEPT:
-            del statements[next(iter(statements))]
-        return entry

@@ -13,8 +13,9 @@ pending, and rows read are taken from the network as they are consumed
 whole table in memory.  The connection is held by the block: other
 threads' calls on it wait until the block ends.
 
-This module drives the core's COPY steps (mypgdriver/copy.py) one call at
-a time: the start, each block, the end.
+This module drives the core's COPY steps one call at a time (the start,
+each block, the end) through :mod:`mypgdriver.session_api`
+(StepwiseCopyIn and StepwiseCopyOut of mypgdriver/copy.py).
 """
 from __future__ import annotations
 
@@ -22,14 +23,11 @@ import re
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Union
 
-from mypgdriver import copy as core_copy
 from mypgdriver.dbapi.copytext import TextRows
 from mypgdriver.exceptions import pep249
+from mypgdriver.session_api import StepwiseCopyIn, StepwiseCopyOut
 
 if TYPE_CHECKING:
-    import asyncio
-
-    from mypgdriver.connection import Connection as AsyncConnection
     from mypgdriver.dbapi.cursor import Cursor
 
 __all__ = ('Copy',)
@@ -58,8 +56,8 @@ class Copy:
     transaction then fails: roll it back).
     """
 
-    __slots__ = ('_cursor', '_statement', '_direction', '_future', '_pending', '_pending_size',
-                 '_text_rows', '_stream', '_started', '_finished', '_status', '_remainder')
+    __slots__ = ('_cursor', '_link', '_statement', '_direction', '_steps', '_pending',
+                 '_pending_size', '_text_rows', '_started', '_finished', '_status', '_remainder')
 
     def __init__(self, cursor: Cursor, statement: str) -> None:
         """Use :meth:`Cursor.copy`."""
@@ -71,14 +69,14 @@ class Copy:
             raise pep249.ProgrammingError(
                 'cursor.copy() runs COPY ... FROM STDIN or COPY ... TO STDOUT')
         self._cursor = cursor
+        self._link = cursor.connection.link
         self._statement = statement
         self._direction = direction
-        self._future: Optional[asyncio.Future[Any]] = None
+        self._steps: Union[StepwiseCopyIn, StepwiseCopyOut, None] = None
         self._pending: list[bytes] = []
         self._pending_size = 0
         # write_row()'s lines, formatted in C (mypgdriver/dbapi/copytext.pyx).
         self._text_rows = TextRows()
-        self._stream: Optional[core_copy._CopyOutStream] = None
         self._started = False
         self._finished = False
         self._status: Optional[str] = None
@@ -90,32 +88,28 @@ class Copy:
         return self._direction
 
     def __enter__(self) -> Copy:
-        conn = self._cursor._conn
-        conn._lock.acquire()
+        link = self._link
+        link.lock.acquire()
         try:
-            if not conn._autocommit and not conn._in_transaction():
-                conn._begin()
-            aconn = conn._aconn
-            if self._direction == 'in':
-                self._future = conn._run(_start_in(aconn, self._statement))
-            else:
-                self._stream = core_copy._CopyOutStream(aconn._session.protocol)
-                self._future = conn._run(_start_out(aconn, self._statement, self._stream))
+            link.begin_implicit()
+            statements = link.statements
+            steps = (statements.copy_in(self._statement) if self._direction == 'in'
+                     else statements.copy_out(self._statement))
+            link.run(steps.start())
+            self._steps = steps
             self._started = True
         except BaseException:
-            conn._lock.release()
+            link.lock.release()
             raise
         return self
 
     def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        conn = self._cursor._conn
         try:
             self._finish(exc)
         finally:
-            conn._lock.release()
-        cursor = self._cursor
-        cursor._set_command(self._status)
+            self._link.lock.release()
+        self._cursor.show_command(self._status)
 
     # --- COPY FROM STDIN --------------------------------------------------------------------
 
@@ -155,9 +149,9 @@ class Copy:
         if self._remainder:
             data, self._remainder = self._remainder, b''
             return data
-        conn = self._cursor._conn
-        assert self._future is not None and self._stream is not None
-        block = conn._run(_next_out(conn._aconn, self._stream, self._future))
+        steps = self._steps
+        assert isinstance(steps, StepwiseCopyOut)
+        block = self._link.run(steps.next())
         return b'' if block is None else block
 
     def __iter__(self) -> Iterator[bytes]:
@@ -206,26 +200,25 @@ class Copy:
         data = self._pending[0] if len(self._pending) == 1 else b''.join(self._pending)
         self._pending = []
         self._pending_size = 0
-        conn = self._cursor._conn
-        conn._run(conn._aconn._send_copy_data(data, self._future))
+        steps = self._steps
+        assert isinstance(steps, StepwiseCopyIn)
+        self._link.run(steps.send(data))
 
     def _finish(self, exc: Optional[BaseException]) -> None:
         if self._finished or not self._started:
             return
         self._finished = True
-        conn = self._cursor._conn
-        aconn = conn._aconn
-        fut = self._future
-        assert fut is not None
-        if self._direction == 'in':
+        run = self._link.run
+        steps = self._steps
+        if isinstance(steps, StepwiseCopyIn):
             if exc is None:
                 self._flush()
-                self._status = conn._run(_finish_in(aconn, fut))
+                self._status = run(steps.finish())
             else:
-                conn._run(_fail_in(aconn, fut, exc))
+                run(steps.fail(exc))
         else:
-            assert self._stream is not None
-            self._status = conn._run(_finish_out(aconn, fut, self._stream))
+            assert steps is not None
+            self._status = run(steps.finish())
 
 
 def format_text_row(row: Sequence[Any]) -> str:
@@ -248,79 +241,3 @@ def _unescape(field: str) -> str:
         return _UNESCAPED.get(char, char)
 
     return _UNESCAPE.sub(replace, field)
-
-
-# --- the core's COPY steps, one call each -----------------------------------------------------
-
-async def _start_in(aconn: AsyncConnection, query: str) -> asyncio.Future[Any]:
-    """Hold the connection, send the COPY; its operation once the server takes data."""
-    session = aconn._session
-    await aconn._copy_hold(None)
-    try:
-        fut = session.protocol.copy_in(query, None)
-        if not await aconn._copy_in_started(fut):
-            await session.wait(fut)     # the server's error (or a COPY of another kind)
-            raise pep249.ProgrammingError('the statement did not start a COPY FROM STDIN')
-    except BaseException:
-        session.admission.release()
-        raise
-    return fut
-
-
-async def _finish_in(aconn: AsyncConnection, fut: asyncio.Future[Any]) -> str:
-    session = aconn._session
-    try:
-        if not fut.done():
-            session.protocol.copy_in_done()
-        result: str = await session.wait(fut)
-        return result
-    finally:
-        session.admission.release()
-
-
-async def _fail_in(aconn: AsyncConnection, fut: asyncio.Future[Any], exc: BaseException) -> None:
-    try:
-        await aconn._fail_copy_in(fut, exc)
-    finally:
-        aconn._session.admission.release()
-
-
-async def _start_out(aconn: AsyncConnection, query: str,
-                     stream: core_copy._CopyOutStream) -> asyncio.Future[Any]:
-    session = aconn._session
-    await aconn._copy_hold(None)
-    try:
-        fut = session.protocol.copy_out(query, stream.feed, None)
-        fut.add_done_callback(stream.wake)
-    except BaseException:
-        session.admission.release()
-        raise
-    return fut
-
-
-async def _next_out(aconn: AsyncConnection, stream: core_copy._CopyOutStream,
-                    fut: asyncio.Future[Any]) -> Optional[bytes]:
-    """The data received since the last call (waiting for some), None at the end."""
-    while True:
-        if stream.chunks:
-            return stream.take()
-        if fut.done():
-            return None
-        stream.waiter = aconn._loop.create_future()
-        await stream.waiter
-
-
-async def _finish_out(aconn: AsyncConnection, fut: asyncio.Future[Any],
-                      stream: core_copy._CopyOutStream) -> Optional[str]:
-    session = aconn._session
-    try:
-        if fut.done():
-            result: str = fut.result()
-            return result
-        # Left before the end: the protocol cancels the COPY on the server
-        # and drains the rest before the next operation.
-        session.abandon(fut)
-        return None
-    finally:
-        stream.resume()
-        session.admission.release()

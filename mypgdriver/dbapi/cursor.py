@@ -1,9 +1,10 @@
 """The DB-API cursor: execute(), fetch*(), description, rowcount, nextset() (PEP 249).
 
 A thin layer over the sync core: ``execute(query, params)`` converts the
-placeholders once per query text (:mod:`mypgdriver.paramstyle`), takes the
-query's prepared statement from the connection's statement cache, and runs
-it with one Bind/Execute/Sync.  The cursor's row factory travels down with
+placeholders once per query text (:mod:`mypgdriver.paramstyle`) and runs the
+query through :mod:`mypgdriver.session_api` (the connection's
+:class:`~mypgdriver.dbapi.link.ConnectionLink`): prepared and cached by the
+Session's statement cache, one Bind/Execute/Sync once cached.  The cursor's row factory travels down with
 the call (:mod:`mypgdriver.rows`): tuple rows (the default), ``dict_row`` and
 ``scalar_row`` are built by the decode loop in C straight from the binary
 results; any other factory is called with the cursor itself (its
@@ -40,6 +41,7 @@ from mypgdriver.rows import (
     scalar_row,
     tuple_row,
 )
+from mypgdriver.session_api import Result
 from mypgdriver.sql import first_keyword, skip_non_code
 
 if TYPE_CHECKING:
@@ -74,7 +76,7 @@ class _CalledWithCursor:
 
     def __call__(self, result: ResultDescription) -> RowMaker[Any]:
         cursor = self.cursor
-        cursor._description = result.description
+        cursor.take_description(result.description)
         return self.factory(cursor)
 
 
@@ -185,18 +187,6 @@ def runs_as_script(query: str) -> bool:
     return first_keyword(query) not in _PREPARED_KEYWORDS or has_several_statements(query)
 
 
-class _Result:
-    """One result of an execute: its rows (None for a command), tag and description."""
-
-    __slots__ = ('rows', 'status', 'description')
-
-    def __init__(self, rows: Optional[list[Any]], status: Optional[str],
-                 description: Optional[tuple[Column, ...]]) -> None:
-        self.rows = rows
-        self.status = status
-        self.description = description
-
-
 class Cursor:
     """A DB-API cursor (client-side): the result of each execute is fetched whole.
 
@@ -206,7 +196,7 @@ class Cursor:
     to hold in memory, use a server-side cursor (``conn.cursor(name=...)``).
     """
 
-    __slots__ = ('_conn', 'arraysize', 'row_factory_', '_rows_as', '_results', '_index',
+    __slots__ = ('_conn', '_link', 'arraysize', 'row_factory_', '_rows_as', '_results', '_index',
                  '_rows', '_pos', '_description', '_rowcount', '_status', '_query', '_closed',
                  '__weakref__')
 
@@ -214,12 +204,13 @@ class Cursor:
                  row_factory: Optional[RowFactory[Any]] = None) -> None:
         """Use :meth:`Connection.cursor`."""
         self._conn = connection
+        self._link = connection.link
         #: The default number of rows fetchmany() returns (PEP 249; 1 by default).
         self.arraysize = 1
         factory = row_factory if row_factory is not None else connection.row_factory
         self.row_factory_: RowFactory[Any] = factory
         self._rows_as: Any = rows_as_for(self, factory)
-        self._results: list[_Result] = []
+        self._results: list[Result] = []
         self._index = 0
         self._rows: Optional[list[Any]] = None
         self._pos = 0
@@ -329,10 +320,10 @@ class Cursor:
         statement opens a transaction (BEGIN).  `prepare` is accepted for
         psycopg 3 compatibility: statements are always prepared and cached.
         """
-        conn = self._conn
+        link = self._link
         if self._closed:
             raise pep249.InterfaceError('the cursor is closed')
-        with conn._lock:
+        with link.lock:
             if params is None:
                 text = query
                 args: Sequence[Any] = ()
@@ -341,34 +332,36 @@ class Cursor:
                 text = converted.text
                 args = converted.arguments(params)
             self._query = text
-            if not conn._autocommit and not conn._in_transaction():
-                conn._begin()
-            entry = conn._statements.get(text)
+            if not link.autocommit and not link.in_transaction():
+                link.begin()
+            statements = link.statements
+            if (params is None and not statements.is_cached(text)
+                    and runs_as_script(text)):
+                several = split_statements(text) if has_several_statements(text) else None
+                if several is not None:
+                    self._run_statements(several)
+                else:
+                    self._set_command(link.simple(text))
+                return self
             try:
-                if entry is None:
-                    if params is None and runs_as_script(text):
-                        statements = (split_statements(text) if has_several_statements(text)
-                                      else None)
-                        if statements is not None:
-                            self._run_statements(statements)
-                        else:
-                            self._set_command(conn._run(conn._aconn.execute(text)))
-                        return self
-                    entry = conn._prepare(text)
-                if len(args) != entry.param_count:
-                    _raise_parameter_count(text, len(args), entry.param_count)
-                statement = entry.statement
                 try:
-                    rows = conn._run(statement.fetch(*args, row_factory=self._rows_as))
+                    result = link.run(statements.run(text, args, self._rows_as))
                 except exceptions.DataError as e:
                     # Refused by a codec: a str goes again as text, as in psycopg.
-                    rows = conn._fetch_str_as_text(statement, args, self._rows_as, e)
+                    result = link.run_str_as_text(text, args, self._rows_as, e)
+            except exceptions.QueryParameterError:
+                raise
+            except exceptions.InterfaceError:
+                expected = statements.parameter_count(text)
+                if expected is None or expected == len(args):
+                    raise
+                raise _parameter_count_error(text, len(args), expected) from None
             except exceptions.PostgresError as e:
                 _add_parameter_hint(e, text, params)
                 raise
-            if entry.state is not statement._state:
-                entry.describe()
-            self._set_rows(rows, statement._status.status, entry.description)
+            self._results = [result]
+            self._index = 0
+            self._select_result(result)
         return self
 
     def executemany(self, query: str, params_seq: Iterable[Params], *,
@@ -381,32 +374,25 @@ class Cursor:
         (``INSERT ... RETURNING``) are kept: the cursor is on the first run's
         result and nextset() moves to the next one, as in psycopg 3.
         """
-        conn = self._conn
+        link = self._link
         if self._closed:
             raise pep249.InterfaceError('the cursor is closed')
-        with conn._lock:
+        with link.lock:
             converted = convert(query, PYFORMAT)
             text = converted.text
             self._query = text
             arguments = converted.arguments
-            if not conn._autocommit and not conn._in_transaction():
-                conn._begin()
-            entry = conn._statements.get(text)
+            link.begin_implicit()
             try:
-                if entry is None:
-                    entry = conn._prepare(text)
-                groups = conn._run(entry.statement._fetch_each(
-                    (arguments(params) for params in params_seq),
-                    rows_as=self._rows_as if returning else None))
+                groups, description = link.run(link.statements.run_each(
+                    text, (arguments(params) for params in params_seq),
+                    self._rows_as if returning else None))
             except exceptions.PostgresError as e:
                 _add_parameter_hint(e, text, True)
                 raise
-            if entry.state is not entry.statement._state:
-                entry.describe()
-            description = entry.description
             if returning:
-                results = [_Result(rows if description is not None else None, status,
-                                   description) for rows, status in groups]
+                results = [Result(rows if description is not None else None, status,
+                                  description) for rows, status in groups]
                 self._load_results(results)
                 if not results:
                     self._rowcount = 0
@@ -554,32 +540,25 @@ class Cursor:
         In autocommit mode they run inside BEGIN ... COMMIT, rolled back if
         one fails: the atomicity of a multi-statement simple Query.
         """
-        conn = self._conn
-        run = conn._run
-        aconn = conn._aconn
-        wrapped = conn._autocommit and not conn._in_transaction()
+        link = self._link
+        run = link.run
+        runner = link.statements
+        wrapped = link.autocommit and not link.in_transaction()
         if wrapped:
-            run(aconn.execute('BEGIN'))
-        results: list[_Result] = []
+            link.simple('BEGIN')
+        results: list[Result] = []
         try:
             for statement in statements:
                 if first_keyword(statement) not in _PREPARED_KEYWORDS:
-                    results.append(_Result(None, run(aconn.execute(statement)), None))
+                    results.append(Result(None, link.simple(statement), None))
                     continue
-                entry = conn._prepare(statement)
-                prepared = entry.statement
-                rows = run(prepared.fetch(row_factory=self._rows_as))
-                if entry.state is not prepared._state:
-                    entry.describe()
-                description = entry.description
-                results.append(_Result(rows if description is not None else None,
-                                       prepared._status.status, description))
+                results.append(run(runner.run(statement, (), self._rows_as)))
         except BaseException:
-            if wrapped and not conn.closed and conn._in_transaction():
-                run(aconn.execute('ROLLBACK'))
+            if wrapped and not link.is_closed() and link.in_transaction():
+                link.simple('ROLLBACK')
             raise
         if wrapped:
-            run(aconn.execute('COMMIT'))
+            link.simple('COMMIT')
         self._load_results(results)
 
     def _current_rows(self) -> list[Any]:
@@ -595,20 +574,23 @@ class Cursor:
             "no result to fetch from: the last operation did not return rows"
             if self._query is not None else 'no result to fetch from: nothing was executed')
 
-    def _set_rows(self, rows: list[Any], status: Optional[str],
-                  description: Optional[tuple[Column, ...]]) -> None:
-        result = _Result(rows if description is not None else None, status, description)
-        self._results = [result]
-        self._index = 0
-        self._select_result(result)
+    # For the row factories and COPY of this package (not the cursor's users):
+
+    def take_description(self, description: Optional[tuple[Column, ...]]) -> None:
+        """Show `description` as the current one (a row factory is about to be called)."""
+        self._description = description
+
+    def show_command(self, status: Optional[str]) -> None:
+        """Make a command's status tag (no rows) the cursor's one result (COPY's end)."""
+        self._set_command(status)
 
     def _set_command(self, status: Optional[str]) -> None:
-        result = _Result(None, status, None)
+        result = Result(None, status, None)
         self._results = [result]
         self._index = 0
         self._select_result(result)
 
-    def _load_results(self, results: list[_Result]) -> None:
+    def _load_results(self, results: list[Result]) -> None:
         self._results = results
         self._index = 0
         if results:
@@ -619,7 +601,7 @@ class Cursor:
             self._status = None
             self._rowcount = -1
 
-    def _select_result(self, result: _Result) -> None:
+    def _select_result(self, result: Result) -> None:
         self._rows = result.rows
         self._pos = 0
         self._description = result.description
@@ -635,11 +617,12 @@ def _add_parameter_hint(error: exceptions.PostgresError, query: str, params: obj
             append_hint(error, hint)
 
 
-def _raise_parameter_count(query: str, given: int, expected: int) -> None:
+def _parameter_count_error(query: str, given: int,
+                           expected: int) -> exceptions.QueryParameterError:
     # A utility statement (SET, DDL) is prepared with no parameters at all,
     # whatever $n it contains.
     hint = utility_statement_hint(query) if given and not expected else None
-    raise exceptions.QueryParameterError(
+    return exceptions.QueryParameterError(
         f'the server expects {expected} parameter{"s" if expected != 1 else ""} for this '
         f'statement, {given} {"was" if given == 1 else "were"} given', hint=hint)
 

@@ -15,15 +15,14 @@ from mypgdriver import exceptions
 from mypgdriver.dbapi.cursor import Cursor, Params
 from mypgdriver.exceptions import pep249
 from mypgdriver.paramstyle import PYFORMAT, convert
-from mypgdriver.rows import RowFactory, description_of
+from mypgdriver.rows import RowFactory
 from mypgdriver.sql import quote_ident
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
     from mypgdriver.dbapi.connection import Connection
-    from mypgdriver.prepared import PreparedStatement
-    from mypgdriver.protocol.record import Record
+    from mypgdriver.session_api import RowStream
 
 __all__ = ('ServerCursor',)
 
@@ -57,7 +56,7 @@ class ServerCursor(Cursor):
         #: Rows fetched per round trip while iterating.
         self.itersize: int = connection.itersize
         self._declared = False
-        self._fetches: dict[str, PreparedStatement[Record]] = {}
+        self._fetches: dict[str, RowStream] = {}
         self._fetched = 0
 
     @property
@@ -88,10 +87,10 @@ class ServerCursor(Cursor):
         description is known at once (one more round trip: the FETCH
         statement is prepared).
         """
-        conn = self._conn
+        link = self._link
         if self._closed:
             raise pep249.InterfaceError('the cursor is closed')
-        with conn._lock:
+        with link.lock:
             self._close_on_server()
             if params is None:
                 text = query
@@ -105,24 +104,21 @@ class ServerCursor(Cursor):
             hold = ' WITH HOLD' if self._withhold else ''
             declare = f'DECLARE {quote_ident(self._name)}{scroll} CURSOR{hold} FOR {text}'
             self._query = declare
-            if not conn._autocommit and not conn._in_transaction():
-                conn._begin()
+            link.begin_implicit()
             if args:
-                declaring = conn._prepare(declare).statement
                 try:
-                    conn._run(declaring.fetch(*args))
+                    link.run(link.statements.run(declare, args, None))
                 except exceptions.DataError as e:
                     # Refused by a codec: a str goes again as text, as in psycopg.
-                    conn._fetch_str_as_text(declaring, args, None, e)
+                    link.run_str_as_text(declare, args, None, e)
             else:
-                conn._run(conn._aconn.execute(declare))
+                link.simple(declare)
             self._declared = True
             self._fetched = 0
             # A FETCH statement is described by the cursor it reads: a
             # redeclared cursor needs statements prepared for it.
-            self._fetches = {}
-            statement = self._fetch_statement(f'FORWARD {self.itersize}')
-            self._description = description_of(statement._state).description
+            self._drop_fetches()
+            self._description = self._fetch_statement(f'FORWARD {self.itersize}').description
             self._rows = []
             self._pos = 0
             self._rowcount = -1
@@ -177,9 +173,9 @@ class ServerCursor(Cursor):
             raise ValueError(f"mode must be 'relative' or 'absolute', not {mode!r}")
         if target < 0:
             raise IndexError(f'position {target} is before the first row')
-        conn = self._conn
-        with conn._lock:
-            conn._run(conn._aconn.execute(f'{move} FROM {quote_ident(self._name)}'))
+        link = self._link
+        with link.lock:
+            link.simple(f'{move} FROM {quote_ident(self._name)}')
         self._pos = target
 
     def close(self) -> None:
@@ -187,10 +183,10 @@ class ServerCursor(Cursor):
         if self._closed:
             return
         try:
-            with self._conn._lock:
+            with self._link.lock:
                 self._close_on_server()
         finally:
-            self._fetches = {}
+            self._drop_fetches()
             super().close()
 
     # --- internals ------------------------------------------------------------------------
@@ -201,25 +197,31 @@ class ServerCursor(Cursor):
         if not self._declared:
             raise pep249.ProgrammingError('no result to fetch from: call execute() first')
 
-    def _fetch_statement(self, direction: str) -> PreparedStatement[Record]:
-        statement = self._fetches.get(direction)
-        if statement is None:
-            conn = self._conn
+    def _fetch_statement(self, direction: str) -> RowStream:
+        stream = self._fetches.get(direction)
+        if stream is None:
+            link = self._link
             # A name of its own: the statement cache (keyed by text) must not
             # hand it to a cursor of the same name declared for another query.
-            statement = conn._run(conn._aconn.prepare(
+            stream = link.run(link.statements.prepare_stream(
                 f'FETCH {direction} FROM {quote_ident(self._name)}',
-                name=f'_dbapi_fetch_{next(_statement_numbers)}'))
-            self._fetches[direction] = statement
-        return statement
+                f'_dbapi_fetch_{next(_statement_numbers)}'))
+            self._fetches[direction] = stream
+        return stream
+
+    def _drop_fetches(self) -> None:
+        fetches, self._fetches = self._fetches, {}
+        for stream in fetches.values():
+            stream.close()
 
     def _fetch(self, direction: str) -> list[Any]:
         self._check_declared()
-        conn = self._conn
-        with conn._lock:
-            statement = self._fetch_statement(direction)
-            rows: list[Any] = conn._run(statement.fetch(row_factory=self._rows_as))
-            self._status = statement._status.status
+        link = self._link
+        with link.lock:
+            stream = self._fetch_statement(direction)
+            result = link.run(stream.fetch(self._rows_as))
+            self._status = result.status
+        rows = result.rows if result.rows is not None else []
         self._pos += len(rows)
         self._fetched += len(rows)
         self._rowcount = self._fetched
@@ -229,14 +231,13 @@ class ServerCursor(Cursor):
         if not self._declared:
             return
         self._declared = False
-        conn = self._conn
-        if conn.closed or not (self._withhold or conn._in_transaction()):
+        link = self._link
+        if link.is_closed() or not (self._withhold or link.in_transaction()):
             return      # gone with its transaction (or its connection)
-        aconn = conn._aconn
         try:
-            exists = conn._run(aconn.fetchval(
+            exists = link.run(link.statements.value(
                 'SELECT 1 FROM pg_catalog.pg_cursors WHERE name = $1', self._name))
         except exceptions.InFailedSQLTransactionError:
             return      # the transaction failed: its ROLLBACK drops the cursor
         if exists:
-            conn._run(aconn.execute(f'CLOSE {quote_ident(self._name)}'))
+            link.simple(f'CLOSE {quote_ident(self._name)}')

@@ -12,6 +12,7 @@ from mypgdriver.protocol.statement import StatementState
 
 WANT_ROWS: Final[int]
 WANT_STATUS: Final[int]
+WANT_RESULT: Final[int]
 ROWS_PER_STATEMENT: Final[int]
 DEFAULT_MAX_PIPELINE: Final[int]
 

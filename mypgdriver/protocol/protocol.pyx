@@ -84,11 +84,15 @@ cdef enum OpKind:
 cdef enum Want:
     C_WANT_ROWS = 0
     C_WANT_STATUS = 1
+    C_WANT_RESULT = 3
 
 WANT_ROWS = C_WANT_ROWS
 #: executemany_start()'s return_rows for one (rows, status tag) pair per statement.
 ROWS_PER_STATEMENT = 2
 WANT_STATUS = C_WANT_STATUS
+#: A bind/execute's whole result as one value: ``(rows, status tag, StatementState)``
+#: (mypgdriver.session_api: the DB-API's cursor needs all three of each run).
+WANT_RESULT = C_WANT_RESULT
 
 
 cdef str _op_name(int kind, int recv_state):
@@ -868,6 +872,8 @@ cdef class BaseProtocol(CoreProtocol):
                 op.status_sink.status = self.result_status
             if op.want == C_WANT_ROWS:
                 waiter.set_result(self._take_rows())
+            elif op.want == C_WANT_RESULT:
+                waiter.set_result((self._take_rows(), self.result_status, op.statement))
             else:
                 waiter.set_result(self.result_status)
         elif op.kind == OP_PORTAL:

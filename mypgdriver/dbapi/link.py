@@ -1,0 +1,98 @@
+"""What a DB-API connection shares with its cursors and COPYs: one ConnectionLink.
+
+The cursors (cursor.py, server_cursor.py) and COPY (copy.py) run their
+statements through it: the lock that keeps a DB-API call whole among
+threads, the transaction settings and the implicit BEGIN of PEP 249, and the
+connection's :class:`~mypgdriver.session_api.StatementRunner` with the sync
+glue that drives its coroutines.  Nothing in mypgdriver/dbapi reaches into
+another module's private attributes (tools/check_private_access.py).
+"""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+from mypgdriver import exceptions
+from mypgdriver.protocol.statement import StrAsTextArguments, refused_argument
+from mypgdriver.session_api import Result, StatementRunner
+from mypgdriver.sync.connection import async_connection, call_runner
+
+if TYPE_CHECKING:
+    from mypgdriver import sync
+    from mypgdriver.dbapi.connection import IsolationLevel
+
+__all__ = ('ConnectionLink',)
+
+
+class ConnectionLink:
+    """The state a DB-API connection and its cursors share (see the module docstring)."""
+
+    __slots__ = ('connection', 'run', 'statements', 'in_transaction', 'lock', 'autocommit',
+                 'isolation_level', 'read_only', 'deferrable')
+
+    def __init__(self, connection: sync.Connection, autocommit: bool) -> None:
+        #: The sync connection under the DB-API one.
+        self.connection = connection
+        #: Drives a coroutine of the asyncio connection as a call of the sync one.
+        self.run = call_runner(connection)
+        #: The interface the statements run through (the Session's statement cache).
+        self.statements = StatementRunner(async_connection(connection))
+        #: The server's transaction status (a bound method: read on every execute()).
+        self.in_transaction = self.statements.session.is_in_transaction
+        # Serialises the DB-API calls of threads sharing the connection
+        # (the sync core serialises each call; this keeps a BEGIN with its
+        # statement, and a COPY block, whole).
+        self.lock = threading.RLock()
+        self.autocommit = bool(autocommit)
+        self.isolation_level: Optional[IsolationLevel] = None
+        self.read_only: Optional[bool] = None
+        self.deferrable: Optional[bool] = None
+
+    def is_closed(self) -> bool:
+        """True once the connection is closed or lost."""
+        return self.statements.is_closed()
+
+    def simple(self, query: str) -> str:
+        """Run `query` with the simple query protocol: its (last) status tag."""
+        return self.run(self.statements.simple(query))
+
+    def begin(self) -> None:
+        """BEGIN with the isolation settings."""
+        parts = ['BEGIN']
+        if self.isolation_level is not None:
+            parts.append('ISOLATION LEVEL ' + self.isolation_level.name.replace('_', ' '))
+        if self.read_only is not None:
+            parts.append('READ ONLY' if self.read_only else 'READ WRITE')
+        if self.deferrable is not None:
+            parts.append('DEFERRABLE' if self.deferrable else 'NOT DEFERRABLE')
+        self.simple(' '.join(parts))
+
+    def begin_implicit(self) -> None:
+        """Outside autocommit, open the transaction a statement runs in (PEP 249), if none is."""
+        if not self.autocommit and not self.in_transaction():
+            self.begin()
+
+    def run_str_as_text(self, query: str, args: Sequence[Any], rows_as: Any,
+                        refusal: exceptions.DataError) -> Result:
+        """After `query`'s codecs refused one of `args`: its Result with the str bound as text.
+
+        Called from the ``except`` of an execute()'s run.  A str that its
+        parameter's binary codec refuses (``'42'`` for ``%s::int``) is
+        bound as text instead, for the server's input function of the type,
+        as psycopg binds every str: ``'42'`` gives 42, ``'abc'`` the
+        server's InvalidTextRepresentation (22P02), which then fails an open
+        transaction as any server error.  The refusal was raised before
+        anything was sent (refused_argument() says so), so the statement
+        runs once; a refused value that is not a str raises `refusal`.
+        Only this error path pays for it: a run whose values the codecs
+        take never gets here.
+        """
+        refused = refused_argument(refusal)
+        if refused is None or not isinstance(args[refused], str):
+            raise refusal
+        try:
+            return self.run(self.statements.run(query, StrAsTextArguments(args), rows_as))
+        except BaseException as outcome:
+            # The server's answer stands on its own: not an error "during
+            # handling" of the refusal, which was only the cue to send as text.
+            raise outcome from None
