@@ -1,8 +1,9 @@
 """Authentication against a live server: trust, cleartext, md5 and SCRAM-SHA-256.
 
-The roles come from conftest.AUTH_ROLES; their passwords are not ASCII, so the
-client's encoding of the password (and SASLprep for SCRAM) is exercised.  The
-protocol details are unit-tested in test_auth.py; here the server is the judge.
+The roles come from AUTH_ROLES in tests/support/fixtures.py; their passwords
+are not ASCII, so the client's encoding of the password (and SASLprep for
+SCRAM) is exercised.  The protocol details are unit-tested in test_auth.py;
+here the server is the judge.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 
-#: (role, password, the pg_hba.conf method conftest gives the role)
+#: (role, password, the pg_hba.conf method the session cluster gives the role)
 PASSWORD_ROLES = [
     ("mypg_clear", "clear-pässword", "password"),
     ("mypg_md5", "md5-pässword", "md5"),

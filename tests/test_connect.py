@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import os
 import pathlib
-import socket
 import time
 import urllib.parse
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -21,7 +20,6 @@ import mypgdriver
 from mypgdriver import exceptions
 from tests.support.backends import wait_backend_gone
 from tests.support.docstrings import undocumented_parameters
-from tests.support.session_state import monitor  # noqa: F401
 from tests.support.waiting import apoll
 
 IDENTITY_QUERY = "SELECT current_user, current_database(), inet_server_port()"
@@ -50,29 +48,6 @@ def local_cluster(pg_cluster):
     """The session server, for tests that need its roles or its unix socket."""
     pg_cluster.require_local()
     return pg_cluster
-
-
-@pytest.fixture
-def refused_port() -> Iterator[int]:
-    """A TCP port on 127.0.0.1 that refuses connections (bound, not listening)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        sock.close()
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A TCP port that accepts connections (in the kernel backlog) and never answers."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        sock.close()
 
 
 def _uri(kw: dict[str, Any], *, netloc_host: str | None = None) -> str:
