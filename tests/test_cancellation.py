@@ -33,29 +33,16 @@ TIMEOUT_SLACK = 1.5
 PROMPT = 5.0
 
 
-@pytest.fixture
-async def monitor(connect_kwargs):
-    """A second connection for looking at pg_stat_activity."""
-    conn = await mypgdriver.connect(**connect_kwargs)
-    try:
-        yield conn
-    finally:
-        await conn.close()
-
-
 async def wait_not_running(monitor, pid: int, bound: float = STOP_BOUND) -> None:
     """Fail unless backend `pid` stops running a statement within `bound` seconds."""
-    deadline = time.monotonic() + bound
-    while True:
+    async def activity() -> tuple[Any, Any]:
         # Inside a transaction the activity view is a snapshot: refresh it.
         await monitor.execute("SELECT pg_stat_clear_snapshot()")
-        state, query = await monitor.fetchrow(
+        return await monitor.fetchrow(
             "SELECT state, query FROM pg_stat_activity WHERE pid = $1", pid) or (None, None)
-        if state != "active":
-            return
-        if time.monotonic() > deadline:
-            pytest.fail(f"backend {pid} still runs {query!r} {bound}s after the cancel")
-        await asyncio.sleep(0.02)
+    state, query = await apoll(activity, lambda row: row[0] != "active", timeout=bound)
+    if state == "active":
+        pytest.fail(f"backend {pid} still runs {query!r} {bound}s after the cancel")
 
 
 async def expect_timeout(call: Awaitable[Any], timeout: float) -> float:
@@ -396,11 +383,7 @@ async def test_public_cancel_of_copy_out(conn):
         "SELECT g, repeat('x', 200), pg_sleep(0.001) FROM generate_series(1, 5000) g",
         output=slow_sink))
     # Cancel once data flows (a fixed sleep is too short on a loaded machine).
-    for _ in range(500):
-        if received:
-            break
-        await asyncio.sleep(0.01)
-    assert received
+    assert await apoll(lambda: received, bool)
     await conn.cancel()
     with pytest.raises(exceptions.QueryCanceledError):
         await asyncio.wait_for(task, 5)

@@ -9,6 +9,8 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from tests.support.backends import wait_sleeping
+from tests.support.waiting import apoll
 
 
 async def _listening(conn) -> list[str]:
@@ -37,12 +39,9 @@ class Collector:
 
 
 @pytest.fixture
-async def other(connect_kwargs):
+async def other(open_conn):
     """A second connection, to send notifications from."""
-    connection = await mypgdriver.connect(**connect_kwargs)
-    yield connection
-    if not connection.is_closed():
-        await connection.close()
+    return await open_conn()
 
 
 async def _capture_loop_errors() -> tuple[list[dict], Any]:
@@ -162,10 +161,7 @@ async def test_notification_callback_errors_go_to_the_loop_handler(conn, other):
         await conn.add_listener('err', good)
         await other.execute("NOTIFY err, 'x'")
         await good.wait_for(1)
-        for _ in range(20):
-            if len(errors) >= 2:
-                break
-            await asyncio.sleep(0.01)
+        await apoll(lambda: len(errors), lambda n: n >= 2)
     finally:
         asyncio.get_running_loop().set_exception_handler(previous)
     assert sorted(type(e['exception']).__name__ for e in errors) == ['KeyError', 'ValueError']
@@ -355,7 +351,7 @@ async def test_termination_listener_runs_before_the_terminated_query_fails(conn,
     conn.add_termination_listener(lambda connection: events.append('listener'))
     pending = asyncio.ensure_future(conn.fetchval('SELECT pg_sleep(30)'))
     pending.add_done_callback(lambda fut: events.append('query failed'))
-    await asyncio.sleep(0.2)
+    await wait_sleeping(other, conn.get_server_pid())
     assert await other.fetchval('SELECT pg_terminate_backend($1)', conn.get_server_pid())
     with pytest.raises(exceptions.ConnectionDoesNotExistError):
         await asyncio.wait_for(pending, 5)
@@ -371,7 +367,7 @@ async def test_termination_listener_has_run_when_the_failed_call_raises(conn, ot
     conn.add_termination_listener(listener)
 
     async def terminate_soon() -> None:
-        await asyncio.sleep(0.2)
+        await wait_sleeping(other, conn.get_server_pid())
         assert await other.fetchval('SELECT pg_terminate_backend($1)', conn.get_server_pid())
 
     terminator = asyncio.ensure_future(terminate_soon())
