@@ -36,6 +36,7 @@ from tests.support.scripted_server import (
     parameter_status,
     ready_for_query,
 )
+from tests.support.waiting import apoll
 from tools.pgbouncer import NEGOTIATES_PROTOCOL_VERSION, Pgbouncer
 
 STEP_TIMEOUT = 5
@@ -181,9 +182,7 @@ async def test_3_2_granted_keeps_a_32_byte_key_and_sends_it_whole_when_cancellin
         assert conn.get_protocol_version() == (3, 2)
         with pytest.raises(asyncio.TimeoutError):
             await conn.fetch("SELECT 1", timeout=0.2)
-        deadline = time.monotonic() + STEP_TIMEOUT
-        while not fake.cancel_requests and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        await apoll(lambda: fake.cancel_requests, bool, timeout=STEP_TIMEOUT)
         conn.terminate()
     # (Repeated while the statement goes unanswered: each one whole.)
     assert fake.cancel_requests

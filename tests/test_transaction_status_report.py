@@ -21,6 +21,7 @@ import pytest
 import mypgdriver
 import mypgdriver.sync
 from mypgdriver import exceptions
+from tests.support.waiting import poll
 
 # pg_stat_activity's state -> what is_in_transaction() must say.
 IN_TRANSACTION = {
@@ -42,13 +43,10 @@ def status_report_table(sync_observer: mypgdriver.sync.Connection) -> Iterator[N
 
 def server_in_transaction(sync_observer: mypgdriver.sync.Connection, pid: int) -> bool:
     """The backend's own answer, once it has finished what it was sent."""
-    deadline = time.monotonic() + 10
-    while True:
-        state = sync_observer.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1', pid)
-        if state in IN_TRANSACTION:
-            return IN_TRANSACTION[state]
-        assert time.monotonic() < deadline, f'the backend stayed {state!r}'
-        time.sleep(0.005)
+    state = poll(lambda: sync_observer.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1', pid),
+                 lambda state: state in IN_TRANSACTION, timeout=10, interval=0.005)
+    assert state in IN_TRANSACTION, f'the backend stayed {state!r}'
+    return IN_TRANSACTION[state]
 
 
 # --- asyncio ------------------------------------------------------------------------------------
