@@ -569,36 +569,27 @@ def _socket_of(conn: Any) -> socket.socket:
     return sock
 
 
-async def test_keepalives_on_by_default(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs)
-    try:
-        assert _socket_of(conn).getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
-    finally:
-        await conn.close()
+async def test_keepalives_on_by_default(open_conn):
+    conn = await open_conn()
+    assert _socket_of(conn).getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
 
 
-async def test_keepalive_options_reach_the_socket(pg_cluster):
+async def test_keepalive_options_reach_the_socket(pg_cluster, open_conn):
     dsn = (f"postgresql://postgres@{pg_cluster.host}:{pg_cluster.port}/postgres"
            "?keepalives=1&keepalives_idle=7&keepalives_interval=3&keepalives_count=4")
-    conn = await mypgdriver.connect(dsn)
-    try:
-        sock = _socket_of(conn)
-        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
-        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 7
-        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 3
-        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 4
-        assert await conn.fetchval("SELECT 1") == 1
-    finally:
-        await conn.close()
+    conn = await open_conn(dsn)
+    sock = _socket_of(conn)
+    assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 7
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 3
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 4
+    assert await conn.fetchval("SELECT 1") == 1
 
 
-async def test_keepalives_can_be_turned_off(pg_cluster):
+async def test_keepalives_can_be_turned_off(pg_cluster, open_conn):
     dsn = f"postgresql://postgres@{pg_cluster.host}:{pg_cluster.port}/postgres?keepalives=0"
-    conn = await mypgdriver.connect(dsn)
-    try:
-        assert _socket_of(conn).getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 0
-    finally:
-        await conn.close()
+    conn = await open_conn(dsn)
+    assert _socket_of(conn).getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 0
 
 
 async def test_keepalive_options_over_tls(pg_cluster):
