@@ -7,7 +7,6 @@ here the server is the judge.
 """
 from __future__ import annotations
 
-import os
 import traceback
 import urllib.parse
 from typing import Any
@@ -35,13 +34,8 @@ SASLPREP_STORED_PASSWORD = "IX-full-ä"
 SASLPREP_CLIENT_PASSWORD = "I\u00adX-\uff46\uff55\uff4c\uff4c-ä"
 
 
-@pytest.fixture(autouse=True)
-def isolated_libpq_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """No PGPASSWORD or ~/.pgpass from the developer may supply a password."""
-    for name in list(os.environ):
-        if name.startswith("PG"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
+# No PGPASSWORD or ~/.pgpass from the developer may supply a password.
+pytestmark = pytest.mark.usefixtures('isolated_libpq_env')
 
 
 @pytest.fixture

@@ -32,15 +32,8 @@ SCRAM_USER, SCRAM_PASSWORD = "mypg_scram", "scram-pässword"
 MD5_USER, MD5_PASSWORD = "mypg_md5", "md5-pässword"
 
 
-@pytest.fixture(autouse=True)
-def isolated_libpq_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """Hide the developer's PG* variables and ~/.pgpass: each test sets what it needs."""
-    for name in list(os.environ):
-        if name.startswith("PG"):
-            monkeypatch.delenv(name)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+# The developer's PG* variables and ~/.pgpass are hidden: each test sets what it needs.
+pytestmark = pytest.mark.usefixtures('isolated_libpq_env')
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 import random
 import time
 from typing import Any, Iterator
@@ -30,12 +29,7 @@ RO_USER = "mypg_readonly"    # default_transaction_read_only=on, on the primary 
 PROMPT = 5.0
 
 
-@pytest.fixture(autouse=True)
-def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    for name in list(os.environ):
-        if name.startswith("PG"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
+pytestmark = pytest.mark.usefixtures('isolated_libpq_env')
 
 
 #: A second refusing port, besides the shared `refused_port`.

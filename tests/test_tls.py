@@ -140,15 +140,11 @@ def plain_cluster(pg_cluster):
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> pathlib.Path:
+def isolated_env(isolated_libpq_env: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
     """No PG*/SSL_CERT_* variables from outside; an empty home (~/.postgresql)."""
-    for name in list(os.environ):
-        if name.startswith("PG") or name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
-            monkeypatch.delenv(name)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    return home
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    return isolated_libpq_env
 
 
 def dsn(cluster, *, user: str = "postgres", host: str | None = None, password: str | None = None,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pathlib
 import signal
 import threading
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
@@ -39,6 +40,7 @@ from tools.pgcluster import ExternalCluster, PgCluster
 
 __all__ = (
     'AUTH_ROLES', 'DsnCluster', 'conn', 'connect_kwargs', 'default_sigint', 'dsn',
+    'isolated_libpq_env',
     'monitor', 'no_event_loop', 'open_conn', 'open_dbapi_conn', 'open_sync_conn',
     'pg_cluster', 'refused_port', 'server_version', 'silent_port', 'sync_conn',
     'sync_observer',
@@ -159,6 +161,22 @@ def no_event_loop(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     assert asyncio._get_running_loop() is None
     yield asked
     assert not asked, asked
+
+
+@pytest.fixture
+def isolated_libpq_env(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> pathlib.Path:
+    """No PG* variables from outside, and an empty home: no ~/.pgpass, no ~/.postgresql.
+
+    For tests of what connect() takes from the environment: each sets what
+    it needs.  Returns the home directory.
+    """
+    for name in list(os.environ):
+        if name.startswith("PG"):
+            monkeypatch.delenv(name)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return home
 
 
 # --- ports ------------------------------------------------------------------------------
