@@ -52,7 +52,7 @@ async def _callbacks(conn: Any) -> None:
 
 async def _cancelled_query(conn: Any) -> None:
     task = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(10)"))
-    await asyncio.sleep(0.05)
+    await apoll(lambda: conn.get_pipeline_stats().in_flight, lambda n: n == 1)     # sent
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert await conn.fetchval("SELECT 2") == 2

@@ -160,7 +160,8 @@ async def test_server_statement_timeout_is_its_sqlstate(conn, otel):
 async def test_cancelled_task_ends_the_span_as_cancelled(conn, otel):
     otel.clear()
     task = asyncio.ensure_future(conn.fetch('SELECT pg_sleep(10)'))
-    await asyncio.sleep(0.2)
+    # until it is sent (a monitor's queries would be traced too)
+    await apoll(lambda: conn.get_pipeline_stats().in_flight, lambda n: n == 1)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
