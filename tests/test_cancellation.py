@@ -272,6 +272,7 @@ async def test_call_right_after_cancel_waits_for_resync(conn):
     # The next call is issued at once, while the cancelled query is still
     # draining: it must wait, then get its own result.
     task = asyncio.ensure_future(conn.fetch("SELECT g FROM generate_series(1, 200000) g"))
+    # (a fixed pause on purpose: rows are flowing when the cancel comes)
     await asyncio.sleep(0.01)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -299,6 +300,7 @@ async def test_cancelled_connect_leaves_nothing_behind(connect_kwargs):
                 await result.close()
             else:
                 assert isinstance(result, asyncio.CancelledError), result
+        # (time for the cancelled connects' leftovers to reach the loop's exception handler)
         await asyncio.sleep(0.1)
         gc.collect()
         await asyncio.sleep(0.05)
@@ -450,6 +452,7 @@ async def test_public_cancel_of_executemany_from_slow_source(conn):
 
 async def test_public_cancel_when_idle_does_not_hit_next_query(conn):
     await conn.cancel()
+    # (time for a stray cancel to land: it must not hit the next query)
     await asyncio.sleep(0.05)
     assert await conn.fetchval("SELECT $1::int FROM pg_sleep(0.3)", 56) == 56
 

@@ -425,6 +425,7 @@ async def test_copy_out_timeout_stops_a_slow_output_on_time(conn, monitor, swall
             calls = output.calls
             if sys.version_info >= (3, 11):
                 assert asyncio.current_task().cancelling() == 0
+            # (a window in which the output must not be called again)
             await asyncio.sleep(0.02)
             assert (output.calls, output.running) == (calls, 0), (delay, timeout)
             await _assert_copy_ended_on_server(conn, monitor)
@@ -467,6 +468,7 @@ async def test_copy_out_timeout_waits_for_a_blocking_write_to_return(conn, monit
         with out.lock:
             assert out.running == 0
             calls = out.calls
+        # (a window in which the file must not be written again)
         time.sleep(0.05)
         assert (out.calls, out.running) == (calls, 0)
         await _assert_copy_ended_on_server(conn, monitor)

@@ -80,6 +80,7 @@ async def test_notifications_in_a_transaction_arrive_at_commit(conn, other):
     await conn.add_listener('tx', got)
     await other.execute('BEGIN')
     await other.execute("NOTIFY tx, 'a'; NOTIFY tx, 'b'")
+    # (a window in which nothing may arrive: not committed yet)
     await asyncio.sleep(0.1)
     assert got.calls == []
     await other.execute('COMMIT')
@@ -97,6 +98,7 @@ async def test_channel_names_are_quoted_exactly(conn, other, channel):
     if channel == 'MixedCase':
         # An unquoted NOTIFY folds to lower case: a different channel.
         await other.execute('NOTIFY MixedCase')
+        # (a window in which nothing may arrive)
         await asyncio.sleep(0.1)
         assert len(got.calls) == 1
 
@@ -121,6 +123,7 @@ async def test_async_callbacks_and_several_callbacks_per_channel(conn, other):
     await plain.wait_for(3)
     expected = [(conn, other.get_server_pid(), 'multi', str(i)) for i in range(3)]
     assert seen == expected
+    # (a window in which no call may come twice)
     await asyncio.sleep(0.05)
     assert plain.calls == expected
 
@@ -140,6 +143,7 @@ async def test_remove_listener_unlistens_after_the_last_callback(conn, other):
     await conn.remove_listener('never', second)
     await other.execute("NOTIFY ch, '2'; NOTIFY \"other ch\", '3'")
     await first.wait_for(1)
+    # (a window in which nothing more may arrive)
     await asyncio.sleep(0.05)
     assert [c[3] for c in first.calls] == ['3']
     assert [c[3] for c in second.calls] == ['1']
@@ -261,6 +265,7 @@ async def test_remove_log_listener(conn):
     conn.remove_log_listener(got)
     conn.remove_log_listener(got)       # no error when absent
     await conn.execute("DO $$ BEGIN RAISE NOTICE 'two'; END $$")
+    # (a window in which a removed listener must not be called)
     await asyncio.sleep(0.05)
     assert [c[1].message for c in got.calls] == ['one']
 
@@ -283,6 +288,7 @@ async def test_termination_listener_on_close_runs_once(connect_kwargs):
     await conn.close()
     assert await got.wait_for(1) == [(conn,)]
     await conn.close()
+    # (a window in which a second close must not call the listener again)
     await asyncio.sleep(0.05)
     assert got.calls == [(conn,)]
     assert removed.calls == []

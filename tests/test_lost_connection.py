@@ -545,6 +545,7 @@ async def test_stalled_server_then_lost_fails_pending_resync(pg_cluster):
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(conn.fetchval("SELECT 1", timeout=0.3), HANG)
         nxt = asyncio.ensure_future(conn.fetchval("SELECT 2"))
+        # (a fixed pause on purpose: the next call waits behind the stalled resync)
         await asyncio.sleep(0.1)
         proxy.drop()
         await fails_promptly(nxt, exceptions.ConnectionDoesNotExistError)
