@@ -13,7 +13,7 @@ import asyncio
 import decimal
 import functools
 import json
-from typing import Any, AsyncIterator
+from typing import Any, Awaitable, Callable
 
 import pytest
 
@@ -35,14 +35,9 @@ NESTED = {'a': [1, 2.5, None, True, False], 'b': {'c': 'd', 'e': []}, 'ü': '✓
 
 
 @pytest.fixture
-async def jconn(connect_kwargs: dict[str, Any]) -> AsyncIterator[Any]:
+async def jconn(open_conn: Callable[..., Awaitable[Any]]) -> Any:
     """A connection opened with json=True."""
-    connection = await mypgdriver.connect(**connect_kwargs, json=True)
-    try:
-        yield connection
-    finally:
-        if not connection.is_closed():
-            await connection.close()
+    return await open_conn(json=True)
 
 
 # --- without the opt-in: str both ways, as before ---------------------------------

@@ -24,11 +24,9 @@ async def _statements(conn) -> dict[str, str]:
 
 
 @pytest.fixture
-async def small_cache(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=3,
-                                    max_cacheable_statement_size=100)
-    yield conn
-    await conn.close()
+async def small_cache(open_conn):
+    """A connection whose cache keeps 3 statements of at most 100 characters."""
+    return await open_conn(statement_cache_size=3, max_cacheable_statement_size=100)
 
 
 # --- hits, evictions, limits -------------------------------------------------------------
