@@ -3,9 +3,10 @@
 One throwaway PostgreSQL server per test session (or the server named by
 ``MYPGDRIVER_TEST_DSN``), and the connections tests take from it:
 
-* ``conn`` / ``sync_conn``: one connection as the superuser, asyncio or
-  ``mypgdriver.sync`` (the latter with no event loop allowed, see
-  ``no_event_loop``), closed after the test;
+* ``conn`` / ``sync_conn`` / ``dbapi_conn``: one connection as the
+  superuser, asyncio, ``mypgdriver.sync`` or ``mypgdriver.dbapi`` (the
+  blocking ones with no event loop allowed, see ``no_event_loop``), closed
+  after the test;
 * ``open_conn`` / ``open_sync_conn`` / ``open_dbapi_conn``: a factory per
   API for tests that open connections of their own (other options, several
   at once); whatever it opened is closed at teardown;
@@ -39,7 +40,7 @@ from tests.support import tcp_proxy
 from tools.pgcluster import ExternalCluster, PgCluster
 
 __all__ = (
-    'AUTH_ROLES', 'DsnCluster', 'conn', 'connect_kwargs', 'default_sigint', 'dsn',
+    'AUTH_ROLES', 'DsnCluster', 'conn', 'connect_kwargs', 'dbapi_conn', 'default_sigint', 'dsn',
     'isolated_libpq_env',
     'monitor', 'no_event_loop', 'open_conn', 'open_dbapi_conn', 'open_sync_conn',
     'pg_cluster', 'refused_port', 'server_version', 'silent_port', 'sync_conn',
@@ -326,3 +327,9 @@ def open_dbapi_conn(dsn: str) -> Iterator[SyncConnect]:
     finally:
         for connection in reversed(opened):
             _close_blocking(connection)
+
+
+@pytest.fixture
+def dbapi_conn(open_dbapi_conn: SyncConnect, no_event_loop: list[str]) -> Any:
+    """A ``mypgdriver.dbapi`` connection (autocommit off) as the superuser, no event loop allowed."""
+    return open_dbapi_conn()
