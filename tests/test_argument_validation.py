@@ -23,7 +23,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
-from tests.support.session_state import backend_state, monitor, shared_table  # noqa: F401  (fixtures)
+from tests.support.session_state import backend_state, shared_table  # noqa: F401  (fixtures)
 
 REFUSALS = (TypeError, ValueError, exceptions.InterfaceError, exceptions.DataError)
 

@@ -1,12 +1,12 @@
 """Authentication against a live server: trust, cleartext, md5 and SCRAM-SHA-256.
 
-The roles come from conftest.AUTH_ROLES; their passwords are not ASCII, so the
-client's encoding of the password (and SASLprep for SCRAM) is exercised.  The
-protocol details are unit-tested in test_auth.py; here the server is the judge.
+The roles come from AUTH_ROLES in tests/support/fixtures.py; their passwords
+are not ASCII, so the client's encoding of the password (and SASLprep for
+SCRAM) is exercised.  The protocol details are unit-tested in test_auth.py;
+here the server is the judge.
 """
 from __future__ import annotations
 
-import os
 import traceback
 import urllib.parse
 from typing import Any
@@ -16,7 +16,7 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 
-#: (role, password, the pg_hba.conf method conftest gives the role)
+#: (role, password, the pg_hba.conf method the session cluster gives the role)
 PASSWORD_ROLES = [
     ("mypg_clear", "clear-pässword", "password"),
     ("mypg_md5", "md5-pässword", "md5"),
@@ -34,13 +34,8 @@ SASLPREP_STORED_PASSWORD = "IX-full-ä"
 SASLPREP_CLIENT_PASSWORD = "I\u00adX-\uff46\uff55\uff4c\uff4c-ä"
 
 
-@pytest.fixture(autouse=True)
-def isolated_libpq_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """No PGPASSWORD or ~/.pgpass from the developer may supply a password."""
-    for name in list(os.environ):
-        if name.startswith("PG"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
+# No PGPASSWORD or ~/.pgpass from the developer may supply a password.
+pytestmark = pytest.mark.usefixtures('isolated_libpq_env')
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 from mypgdriver.prepared import PreparedStatement
-from tests.support.session_state import monitor, unique_table_name  # noqa: F401
+from tests.support.session_state import unique_table_name
 
 Op = Callable[[Any], Awaitable[Any]]
 

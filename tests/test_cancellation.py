@@ -33,29 +33,16 @@ TIMEOUT_SLACK = 1.5
 PROMPT = 5.0
 
 
-@pytest.fixture
-async def monitor(connect_kwargs):
-    """A second connection for looking at pg_stat_activity."""
-    conn = await mypgdriver.connect(**connect_kwargs)
-    try:
-        yield conn
-    finally:
-        await conn.close()
-
-
 async def wait_not_running(monitor, pid: int, bound: float = STOP_BOUND) -> None:
     """Fail unless backend `pid` stops running a statement within `bound` seconds."""
-    deadline = time.monotonic() + bound
-    while True:
+    async def activity() -> tuple[Any, Any]:
         # Inside a transaction the activity view is a snapshot: refresh it.
         await monitor.execute("SELECT pg_stat_clear_snapshot()")
-        state, query = await monitor.fetchrow(
+        return await monitor.fetchrow(
             "SELECT state, query FROM pg_stat_activity WHERE pid = $1", pid) or (None, None)
-        if state != "active":
-            return
-        if time.monotonic() > deadline:
-            pytest.fail(f"backend {pid} still runs {query!r} {bound}s after the cancel")
-        await asyncio.sleep(0.02)
+    state, query = await apoll(activity, lambda row: row[0] != "active", timeout=bound)
+    if state == "active":
+        pytest.fail(f"backend {pid} still runs {query!r} {bound}s after the cancel")
 
 
 async def expect_timeout(call: Awaitable[Any], timeout: float) -> float:
@@ -285,6 +272,7 @@ async def test_call_right_after_cancel_waits_for_resync(conn):
     # The next call is issued at once, while the cancelled query is still
     # draining: it must wait, then get its own result.
     task = asyncio.ensure_future(conn.fetch("SELECT g FROM generate_series(1, 200000) g"))
+    # (a fixed pause on purpose: rows are flowing when the cancel comes)
     await asyncio.sleep(0.01)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -312,6 +300,7 @@ async def test_cancelled_connect_leaves_nothing_behind(connect_kwargs):
                 await result.close()
             else:
                 assert isinstance(result, asyncio.CancelledError), result
+        # (time for the cancelled connects' leftovers to reach the loop's exception handler)
         await asyncio.sleep(0.1)
         gc.collect()
         await asyncio.sleep(0.05)
@@ -396,11 +385,7 @@ async def test_public_cancel_of_copy_out(conn):
         "SELECT g, repeat('x', 200), pg_sleep(0.001) FROM generate_series(1, 5000) g",
         output=slow_sink))
     # Cancel once data flows (a fixed sleep is too short on a loaded machine).
-    for _ in range(500):
-        if received:
-            break
-        await asyncio.sleep(0.01)
-    assert received
+    assert await apoll(lambda: received, bool)
     await conn.cancel()
     with pytest.raises(exceptions.QueryCanceledError):
         await asyncio.wait_for(task, 5)
@@ -467,6 +452,7 @@ async def test_public_cancel_of_executemany_from_slow_source(conn):
 
 async def test_public_cancel_when_idle_does_not_hit_next_query(conn):
     await conn.cancel()
+    # (time for a stray cancel to land: it must not hit the next query)
     await asyncio.sleep(0.05)
     assert await conn.fetchval("SELECT $1::int FROM pg_sleep(0.3)", 56) == 56
 

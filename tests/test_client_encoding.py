@@ -15,7 +15,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
-from tests.support.session_state import monitor, unique_table_name  # noqa: F401  (fixture)
+from tests.support.session_state import unique_table_name
 
 TEXT = "café é"
 MOJIBAKE = TEXT.encode("utf-8").decode("latin-1")     # 'cafÃ© Ã©'

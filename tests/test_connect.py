@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import os
 import pathlib
-import socket
 import time
 import urllib.parse
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -21,7 +20,6 @@ import mypgdriver
 from mypgdriver import exceptions
 from tests.support.backends import wait_backend_gone
 from tests.support.docstrings import undocumented_parameters
-from tests.support.session_state import monitor  # noqa: F401
 from tests.support.waiting import apoll
 
 IDENTITY_QUERY = "SELECT current_user, current_database(), inet_server_port()"
@@ -34,15 +32,8 @@ SCRAM_USER, SCRAM_PASSWORD = "mypg_scram", "scram-pässword"
 MD5_USER, MD5_PASSWORD = "mypg_md5", "md5-pässword"
 
 
-@pytest.fixture(autouse=True)
-def isolated_libpq_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """Hide the developer's PG* variables and ~/.pgpass: each test sets what it needs."""
-    for name in list(os.environ):
-        if name.startswith("PG"):
-            monkeypatch.delenv(name)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+# The developer's PG* variables and ~/.pgpass are hidden: each test sets what it needs.
+pytestmark = pytest.mark.usefixtures('isolated_libpq_env')
 
 
 @pytest.fixture
@@ -50,29 +41,6 @@ def local_cluster(pg_cluster):
     """The session server, for tests that need its roles or its unix socket."""
     pg_cluster.require_local()
     return pg_cluster
-
-
-@pytest.fixture
-def refused_port() -> Iterator[int]:
-    """A TCP port on 127.0.0.1 that refuses connections (bound, not listening)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        sock.close()
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A TCP port that accepts connections (in the kernel backlog) and never answers."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        sock.close()
 
 
 def _uri(kw: dict[str, Any], *, netloc_host: str | None = None) -> str:

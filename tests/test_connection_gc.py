@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import time
 import warnings
 import weakref
 from typing import Any, Awaitable, Callable
@@ -19,8 +18,7 @@ from typing import Any, Awaitable, Callable
 import pytest
 
 import mypgdriver
-from tests.support.session_state import monitor  # noqa: F401  (fixture)
-from tests.support.waiting import SETTLE
+from tests.support.waiting import SETTLE, apoll
 
 #: How long the server may take to notice the closed socket and end the backend
 #: (a moment; on a loaded machine, seconds).
@@ -54,7 +52,7 @@ async def _callbacks(conn: Any) -> None:
 
 async def _cancelled_query(conn: Any) -> None:
     task = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(10)"))
-    await asyncio.sleep(0.05)
+    await apoll(lambda: conn.get_pipeline_stats().in_flight, lambda n: n == 1)     # sent
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert await conn.fetchval("SELECT 2") == 2
@@ -121,12 +119,10 @@ class _Recorded:
 
 
 async def _backend_alive(monitor: Any, pid: int) -> bool:
-    deadline = time.monotonic() + BACKEND_GONE_LIMIT
-    while await monitor.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid):
-        if time.monotonic() > deadline:
-            return True
-        await asyncio.sleep(0.05)
-    return False
+    """Whether backend `pid` is still there after BACKEND_GONE_LIMIT s of waiting for it to go."""
+    return bool(await apoll(
+        lambda: monitor.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid),
+        lambda count: count == 0, timeout=BACKEND_GONE_LIMIT, interval=0.05))
 
 
 def _names_connection(message: str, conn_repr: str) -> bool:

@@ -20,6 +20,7 @@ import pytest
 
 from mypgdriver import copy as pgcopy
 from mypgdriver import exceptions
+from tests.support.waiting import apoll
 
 # Values that break naive COPY handling: the text format's escapes and NULL
 # marker, CSV's quote and delimiter, line ends, non-ASCII and empty strings.
@@ -396,23 +397,15 @@ class _OutputProbe:
             self.running -= 1
 
 
-async def _assert_copy_ended_on_server(conn, observer) -> None:
+async def _assert_copy_ended_on_server(conn, monitor) -> None:
     await _assert_usable(conn)
-    assert await observer.fetchval(
+    assert await monitor.fetchval(
         "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND query LIKE 'COPY%' "
         "AND state <> 'idle'", conn.get_server_pid()) == 0
 
 
-@pytest.fixture
-async def observer(connect_kwargs):
-    import mypgdriver
-    con = await mypgdriver.connect(**connect_kwargs)
-    yield con
-    await con.close()
-
-
 @pytest.mark.parametrize('swallow_cancel', [False, True])
-async def test_copy_out_timeout_stops_a_slow_output_on_time(conn, observer, swallow_cancel):
+async def test_copy_out_timeout_stops_a_slow_output_on_time(conn, monitor, swallow_cancel):
     # The timeout lands at many points: before any data, while the output
     # waits, between calls; the output is slower than the timeout or never
     # returns.  Every time: TimeoutError on time, the output no longer
@@ -432,27 +425,27 @@ async def test_copy_out_timeout_stops_a_slow_output_on_time(conn, observer, swal
             calls = output.calls
             if sys.version_info >= (3, 11):
                 assert asyncio.current_task().cancelling() == 0
+            # (a window in which the output must not be called again)
             await asyncio.sleep(0.02)
             assert (output.calls, output.running) == (calls, 0), (delay, timeout)
-            await _assert_copy_ended_on_server(conn, observer)
+            await _assert_copy_ended_on_server(conn, monitor)
 
 
-async def test_copy_out_cancel_stops_a_stuck_output(conn, observer):
+async def test_copy_out_cancel_stops_a_stuck_output(conn, monitor):
     for pause in (0, 0.01, 0.05):
         output = _OutputProbe(None)
         task = asyncio.ensure_future(conn.copy_from_query(
             'SELECT g FROM generate_series(1, 1000000) g', output=output))
-        while output.calls == 0:
-            await asyncio.sleep(0.001)
+        await apoll(lambda probe=output: probe.calls, bool, interval=0.001)
         await asyncio.sleep(pause)
         await conn.cancel()
         with pytest.raises(exceptions.QueryCanceledError):
             await asyncio.wait_for(task, 10)
         assert (output.calls, output.running) == (1, 0)
-        await _assert_copy_ended_on_server(conn, observer)
+        await _assert_copy_ended_on_server(conn, monitor)
 
 
-async def test_copy_out_timeout_waits_for_a_blocking_write_to_return(conn, observer):
+async def test_copy_out_timeout_waits_for_a_blocking_write_to_return(conn, monitor):
     # A file-like output's write() runs in a thread, which cannot be
     # interrupted: the TimeoutError comes once the write in progress returned.
     class SlowFile:
@@ -475,9 +468,10 @@ async def test_copy_out_timeout_waits_for_a_blocking_write_to_return(conn, obser
         with out.lock:
             assert out.running == 0
             calls = out.calls
+        # (a window in which the file must not be written again)
         time.sleep(0.05)
         assert (out.calls, out.running) == (calls, 0)
-        await _assert_copy_ended_on_server(conn, observer)
+        await _assert_copy_ended_on_server(conn, monitor)
 
 
 # --- sources --------------------------------------------------------------------------

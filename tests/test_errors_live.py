@@ -342,11 +342,11 @@ async def test_65535_arguments_are_the_most_that_work(conn):
 
 # --- concurrent use -------------------------------------------------------------------
 
-async def test_concurrent_calls_are_pipelined_not_refused(conn):
+async def test_concurrent_calls_are_pipelined_not_refused(conn, monitor):
     # asyncpg raises "another operation is in progress" here; mypgdriver
     # queues the later calls behind the running one.
     slow = asyncio.ensure_future(conn.fetchval("SELECT 7 FROM pg_sleep(0.3)"))
-    await asyncio.sleep(0.05)
+    await wait_sleeping(monitor, conn.get_server_pid())
     results = await asyncio.gather(conn.fetchval("SELECT 1"),
                                    conn.fetchval("SELECT $1::int", 2),
                                    conn.execute("SELECT 1"),
@@ -444,10 +444,10 @@ async def test_server_ending_session_during_query_closes_connection(connect_kwar
     assert victim.is_closed() is True
 
 
-async def test_terminate_during_query_fails_the_query(connect_kwargs):
+async def test_terminate_during_query_fails_the_query(connect_kwargs, monitor):
     victim = await mypgdriver.connect(**connect_kwargs)
     running = asyncio.ensure_future(victim.fetchval("SELECT pg_sleep(5)"))
-    await asyncio.sleep(0.1)
+    await wait_sleeping(monitor, victim.get_server_pid())
     victim.terminate()
     with pytest.raises(exceptions.ConnectionDoesNotExistError,
                        match="connection was closed in the middle of operation"):

@@ -16,7 +16,7 @@ from typing import Any, AsyncIterator, Callable
 import pytest
 
 from mypgdriver import exceptions
-from tests.support.session_state import monitor, unique_table_name  # noqa: F401  (fixture)
+from tests.support.session_state import unique_table_name
 
 
 class PeopleTable:

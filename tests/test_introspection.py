@@ -380,6 +380,7 @@ async def test_introspection_is_not_reported_to_query_loggers(tap, tconn) -> Non
     logged: list = []
     tconn.add_query_logger(logged.append)
     check_outer(await tconn.fetchval("SELECT $1::itest.outer_t", OUTER_ARG))
+    # (query loggers run as callbacks after the call)
     await asyncio.sleep(0.01)
     assert [entry.query for entry in logged] == ["SELECT $1::itest.outer_t"]
     assert tap.catalog_queries() == 1
@@ -473,6 +474,7 @@ async def test_introspection_query_is_not_jit_compiled(conn, schema) -> None:
     conn.add_log_listener(lambda _conn, message: plans.append(message.message))
     await conn.fetchval("SELECT NULL::itest.outer_d, NULL::itest.color, NULL::itest.pair,"
                         " NULL::itest.code, NULL::itest.orders")
+    # (log listeners run as callbacks after the call)
     await asyncio.sleep(0.01)
     catalog_plans = [p for p in plans if 'pg_type' in p]
     assert catalog_plans, plans

@@ -13,13 +13,14 @@ import asyncio
 import decimal
 import functools
 import json
-from typing import Any, AsyncIterator
+from typing import Any, Awaitable, Callable
 
 import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
 from mypgdriver.types import JsonCodec
+from tests.support.fixtures import AsyncConnect
 from tests.support.scripted_server import (
     ScriptedServer,
     command_complete,
@@ -35,14 +36,9 @@ NESTED = {'a': [1, 2.5, None, True, False], 'b': {'c': 'd', 'e': []}, 'ü': '✓
 
 
 @pytest.fixture
-async def jconn(connect_kwargs: dict[str, Any]) -> AsyncIterator[Any]:
+async def jconn(open_conn: Callable[..., Awaitable[Any]]) -> Any:
     """A connection opened with json=True."""
-    connection = await mypgdriver.connect(**connect_kwargs, json=True)
-    try:
-        yield connection
-    finally:
-        if not connection.is_closed():
-            await connection.close()
+    return await open_conn(json=True)
 
 
 # --- without the opt-in: str both ways, as before ---------------------------------
@@ -194,7 +190,7 @@ async def test_executemany_and_copy_records(jconn: Any) -> None:
 
 
 @pytest.mark.parametrize('loads_bytes', [False, True])
-async def test_orjson(connect_kwargs: dict[str, Any], loads_bytes: bool) -> None:
+async def test_orjson(open_conn: AsyncConnect, loads_bytes: bool) -> None:
     orjson = pytest.importorskip('orjson')
     calls: list[type] = []
 
@@ -203,48 +199,36 @@ async def test_orjson(connect_kwargs: dict[str, Any], loads_bytes: bool) -> None
         return orjson.loads(document)
 
     codec = JsonCodec(loads=loads, dumps=orjson.dumps, loads_bytes=loads_bytes)
-    conn = await mypgdriver.connect(**connect_kwargs, json=codec)
-    try:
-        # orjson.dumps returns bytes, written as they are
-        assert await conn.fetchval("SELECT $1::jsonb::text", NESTED) == (
-            '{"a": [1, 2.5, null, true, false], "b": {"c": "d", "e": []}, "ü": "✓ 𝄞"}')
-        assert await conn.fetchval("SELECT $1::json::text", {'k': [1, 'é']}) == '{"k":[1,"é"]}'
-        calls.clear()
-        row = await conn.fetchrow("SELECT $1::jsonb, $1::json", NESTED)
-        assert tuple(row) == (NESTED, NESTED)
-        assert calls == [bytes if loads_bytes else str] * 2
-    finally:
-        await conn.close()
+    conn = await open_conn(json=codec)
+    # orjson.dumps returns bytes, written as they are
+    assert await conn.fetchval("SELECT $1::jsonb::text", NESTED) == (
+        '{"a": [1, 2.5, null, true, false], "b": {"c": "d", "e": []}, "ü": "✓ 𝄞"}')
+    assert await conn.fetchval("SELECT $1::json::text", {'k': [1, 'é']}) == '{"k":[1,"é"]}'
+    calls.clear()
+    row = await conn.fetchrow("SELECT $1::jsonb, $1::json", NESTED)
+    assert tuple(row) == (NESTED, NESTED)
+    assert calls == [bytes if loads_bytes else str] * 2
 
 
-async def test_a_custom_loads_with_decimals(connect_kwargs: dict[str, Any]) -> None:
+async def test_a_custom_loads_with_decimals(open_conn: AsyncConnect) -> None:
     codec = JsonCodec(loads=functools.partial(json.loads, parse_float=decimal.Decimal),
                       loads_bytes=True)
-    conn = await mypgdriver.connect(**connect_kwargs, json=codec)
-    try:
-        assert await conn.fetchval(
-            """SELECT '{"price": 1.10, "big": 12345678901234567890.5}'::jsonb""") == {
-            'price': decimal.Decimal('1.10'), 'big': decimal.Decimal('12345678901234567890.5')}
-    finally:
-        await conn.close()
+    conn = await open_conn(json=codec)
+    assert await conn.fetchval(
+        """SELECT '{"price": 1.10, "big": 12345678901234567890.5}'::jsonb""") == {
+        'price': decimal.Decimal('1.10'), 'big': decimal.Decimal('12345678901234567890.5')}
 
 
-async def test_option_values(connect_kwargs: dict[str, Any]) -> None:
+async def test_option_values(open_conn: AsyncConnect, connect_kwargs: dict[str, Any]) -> None:
     with pytest.raises(exceptions.ClientConfigurationError, match='json must be True'):
         await mypgdriver.connect(**connect_kwargs, json=5)
     with pytest.raises(TypeError, match='loads must be callable'):
         JsonCodec(loads=5)  # type: ignore[arg-type]
     # as SQLAlchemy passes a URL's query
-    conn = await mypgdriver.connect(**connect_kwargs, json='true')
-    try:
-        assert await conn.fetchval("SELECT '[1]'::jsonb") == [1]
-    finally:
-        await conn.close()
-    conn = await mypgdriver.connect(**connect_kwargs, json=False)
-    try:
-        assert await conn.fetchval("SELECT '[1]'::jsonb") == '[1]'
-    finally:
-        await conn.close()
+    conn = await open_conn(json='true')
+    assert await conn.fetchval("SELECT '[1]'::jsonb") == [1]
+    conn = await open_conn(json=False)
+    assert await conn.fetchval("SELECT '[1]'::jsonb") == '[1]'
 
 
 # --- json=True: the standard library's scanner and encoder, called directly ---------
@@ -324,21 +308,18 @@ async def test_dumps_errors_name_the_argument(jconn: Any) -> None:
     assert await jconn.fetchval("SELECT $1::jsonb", {'ok': True}) == {'ok': True}
 
 
-async def test_what_dumps_returns_is_checked(connect_kwargs: dict[str, Any]) -> None:
+async def test_what_dumps_returns_is_checked(open_conn: AsyncConnect) -> None:
     for dumps, message in [(lambda v: 42, 'returned int, expected str or bytes'),
                            (lambda v: '"a\x00b"', 'NUL character'),
                            (lambda v: b'"a\x00b"', 'NUL character')]:
-        conn = await mypgdriver.connect(**connect_kwargs, json=JsonCodec(dumps=dumps))
-        try:
-            with pytest.raises(exceptions.DataError, match=rf"\$1: \[1\] .*{message}"):
-                await conn.fetchval("SELECT $1::jsonb", [1])
-            assert await conn.fetchval("SELECT 2") == 2
-        finally:
-            await conn.close()
+        conn = await open_conn(json=JsonCodec(dumps=dumps))
+        with pytest.raises(exceptions.DataError, match=rf"\$1: \[1\] .*{message}"):
+            await conn.fetchval("SELECT $1::jsonb", [1])
+        assert await conn.fetchval("SELECT 2") == 2
 
 
 async def test_a_loads_error_is_raised_and_the_connection_stays_in_sync(
-        connect_kwargs: dict[str, Any]) -> None:
+        open_conn: AsyncConnect) -> None:
     class Refused(Exception):
         pass
 
@@ -348,42 +329,36 @@ async def test_a_loads_error_is_raised_and_the_connection_stays_in_sync(
             raise Refused(document)
         return value
 
-    conn = await mypgdriver.connect(**connect_kwargs, json=JsonCodec(loads=loads))
-    try:
-        # the second of three rows fails: the call raises loads' exception
-        # and the remaining rows are read and dropped
+    conn = await open_conn(json=JsonCodec(loads=loads))
+    # the second of three rows fails: the call raises loads' exception
+    # and the remaining rows are read and dropped
+    with pytest.raises(Refused):
+        await conn.fetch("""SELECT v::jsonb FROM unnest(ARRAY['1', '"refuse"', '3']) v""")
+    assert await conn.fetch("SELECT $1::jsonb", [1]) == [([1],)]
+    # pipelined calls: the one after the failure gets its own result
+    failing = conn.fetchval("""SELECT '"refuse"'::json""")
+    following = conn.fetchval("SELECT $1::json", {'next': 1})
+    results = await asyncio.gather(failing, following, return_exceptions=True)
+    assert isinstance(results[0], Refused)
+    assert results[1] == {'next': 1}
+    # inside a transaction block: the transaction is not aborted by it
+    async with conn.transaction():
         with pytest.raises(Refused):
-            await conn.fetch("""SELECT v::jsonb FROM unnest(ARRAY['1', '"refuse"', '3']) v""")
-        assert await conn.fetch("SELECT $1::jsonb", [1]) == [([1],)]
-        # pipelined calls: the one after the failure gets its own result
-        failing = conn.fetchval("""SELECT '"refuse"'::json""")
-        following = conn.fetchval("SELECT $1::json", {'next': 1})
-        results = await asyncio.gather(failing, following, return_exceptions=True)
-        assert isinstance(results[0], Refused)
-        assert results[1] == {'next': 1}
-        # inside a transaction block: the transaction is not aborted by it
-        async with conn.transaction():
-            with pytest.raises(Refused):
-                await conn.fetchval("""SELECT '"refuse"'::jsonb""")
-            assert await conn.fetchval("SELECT 5") == 5
-    finally:
-        await conn.close()
+            await conn.fetchval("""SELECT '"refuse"'::jsonb""")
+        assert await conn.fetchval("SELECT 5") == 5
 
 
-async def test_server_json_that_loads_refuses(connect_kwargs: dict[str, Any]) -> None:
+async def test_server_json_that_loads_refuses(open_conn: AsyncConnect) -> None:
     # PostgreSQL's json accepts numbers any float overflows: a loads that
     # refuses them (as a strict parser may) fails the call only.
     def strict_loads(document: str) -> Any:
         return json.loads(document, parse_constant=_refuse,
                           parse_float=lambda s: _finite(float(s)))
 
-    conn = await mypgdriver.connect(**connect_kwargs, json=JsonCodec(loads=strict_loads))
-    try:
-        with pytest.raises(ValueError, match='not finite'):
-            await conn.fetchval("SELECT '[1.5e400]'::json")
-        assert await conn.fetchval("SELECT '[1.5e300]'::json") == [1.5e300]
-    finally:
-        await conn.close()
+    conn = await open_conn(json=JsonCodec(loads=strict_loads))
+    with pytest.raises(ValueError, match='not finite'):
+        await conn.fetchval("SELECT '[1.5e400]'::json")
+    assert await conn.fetchval("SELECT '[1.5e300]'::json") == [1.5e300]
 
 
 def _refuse(name: str) -> Any:
@@ -508,14 +483,11 @@ async def test_a_pool_without_the_opt_in_and_a_connect_callback(
 # --- cost -------------------------------------------------------------------------
 
 
-async def test_loads_gets_one_object_per_value(connect_kwargs: dict[str, Any]) -> None:
+async def test_loads_gets_one_object_per_value(open_conn: AsyncConnect) -> None:
     # The decoder is the loads function itself: no wrapper call in between.
     seen: list[Any] = []
     codec = JsonCodec(loads=seen.append, loads_bytes=True)
-    conn = await mypgdriver.connect(**connect_kwargs, json=codec)
-    try:
-        await conn.fetch("SELECT '{\"a\": 1}'::jsonb, '[1]'::json")
-        assert seen == [b'{"a": 1}', b'[1]']
-    finally:
-        await conn.close()
+    conn = await open_conn(json=codec)
+    await conn.fetch("SELECT '{\"a\": 1}'::jsonb, '[1]'::json")
+    assert seen == [b'{"a": 1}', b'[1]']
 

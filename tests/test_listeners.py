@@ -9,6 +9,8 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from tests.support.backends import wait_sleeping
+from tests.support.waiting import apoll
 
 
 async def _listening(conn) -> list[str]:
@@ -37,12 +39,9 @@ class Collector:
 
 
 @pytest.fixture
-async def other(connect_kwargs):
+async def other(open_conn):
     """A second connection, to send notifications from."""
-    connection = await mypgdriver.connect(**connect_kwargs)
-    yield connection
-    if not connection.is_closed():
-        await connection.close()
+    return await open_conn()
 
 
 async def _capture_loop_errors() -> tuple[list[dict], Any]:
@@ -81,6 +80,7 @@ async def test_notifications_in_a_transaction_arrive_at_commit(conn, other):
     await conn.add_listener('tx', got)
     await other.execute('BEGIN')
     await other.execute("NOTIFY tx, 'a'; NOTIFY tx, 'b'")
+    # (a window in which nothing may arrive: not committed yet)
     await asyncio.sleep(0.1)
     assert got.calls == []
     await other.execute('COMMIT')
@@ -98,6 +98,7 @@ async def test_channel_names_are_quoted_exactly(conn, other, channel):
     if channel == 'MixedCase':
         # An unquoted NOTIFY folds to lower case: a different channel.
         await other.execute('NOTIFY MixedCase')
+        # (a window in which nothing may arrive)
         await asyncio.sleep(0.1)
         assert len(got.calls) == 1
 
@@ -122,6 +123,7 @@ async def test_async_callbacks_and_several_callbacks_per_channel(conn, other):
     await plain.wait_for(3)
     expected = [(conn, other.get_server_pid(), 'multi', str(i)) for i in range(3)]
     assert seen == expected
+    # (a window in which no call may come twice)
     await asyncio.sleep(0.05)
     assert plain.calls == expected
 
@@ -141,6 +143,7 @@ async def test_remove_listener_unlistens_after_the_last_callback(conn, other):
     await conn.remove_listener('never', second)
     await other.execute("NOTIFY ch, '2'; NOTIFY \"other ch\", '3'")
     await first.wait_for(1)
+    # (a window in which nothing more may arrive)
     await asyncio.sleep(0.05)
     assert [c[3] for c in first.calls] == ['3']
     assert [c[3] for c in second.calls] == ['1']
@@ -162,10 +165,7 @@ async def test_notification_callback_errors_go_to_the_loop_handler(conn, other):
         await conn.add_listener('err', good)
         await other.execute("NOTIFY err, 'x'")
         await good.wait_for(1)
-        for _ in range(20):
-            if len(errors) >= 2:
-                break
-            await asyncio.sleep(0.01)
+        await apoll(lambda: len(errors), lambda n: n >= 2)
     finally:
         asyncio.get_running_loop().set_exception_handler(previous)
     assert sorted(type(e['exception']).__name__ for e in errors) == ['KeyError', 'ValueError']
@@ -265,6 +265,7 @@ async def test_remove_log_listener(conn):
     conn.remove_log_listener(got)
     conn.remove_log_listener(got)       # no error when absent
     await conn.execute("DO $$ BEGIN RAISE NOTICE 'two'; END $$")
+    # (a window in which a removed listener must not be called)
     await asyncio.sleep(0.05)
     assert [c[1].message for c in got.calls] == ['one']
 
@@ -287,6 +288,7 @@ async def test_termination_listener_on_close_runs_once(connect_kwargs):
     await conn.close()
     assert await got.wait_for(1) == [(conn,)]
     await conn.close()
+    # (a window in which a second close must not call the listener again)
     await asyncio.sleep(0.05)
     assert got.calls == [(conn,)]
     assert removed.calls == []
@@ -355,7 +357,7 @@ async def test_termination_listener_runs_before_the_terminated_query_fails(conn,
     conn.add_termination_listener(lambda connection: events.append('listener'))
     pending = asyncio.ensure_future(conn.fetchval('SELECT pg_sleep(30)'))
     pending.add_done_callback(lambda fut: events.append('query failed'))
-    await asyncio.sleep(0.2)
+    await wait_sleeping(other, conn.get_server_pid())
     assert await other.fetchval('SELECT pg_terminate_backend($1)', conn.get_server_pid())
     with pytest.raises(exceptions.ConnectionDoesNotExistError):
         await asyncio.wait_for(pending, 5)
@@ -371,7 +373,7 @@ async def test_termination_listener_has_run_when_the_failed_call_raises(conn, ot
     conn.add_termination_listener(listener)
 
     async def terminate_soon() -> None:
-        await asyncio.sleep(0.2)
+        await wait_sleeping(other, conn.get_server_pid())
         assert await other.fetchval('SELECT pg_terminate_backend($1)', conn.get_server_pid())
 
     terminator = asyncio.ensure_future(terminate_soon())

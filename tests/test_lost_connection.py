@@ -18,6 +18,7 @@ import mypgdriver
 from mypgdriver import exceptions
 from tests.support.backends import wait_sleeping
 from tests.support.tcp_proxy import TcpProxy
+from tests.support.waiting import apoll
 from tools.pgcluster import PgCluster
 
 #: How soon a loss must be noticed and reported: a loaded machine stalls the
@@ -38,9 +39,7 @@ class TerminationRecorder:
         self.calls.append(conn)
 
     async def wait_called(self, conn: Any, bound: float = PROMPT) -> None:
-        deadline = time.monotonic() + bound
-        while not self.calls and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        await apoll(lambda: self.calls, bool, timeout=bound)
         assert self.calls == [conn]
 
 
@@ -55,10 +54,8 @@ def listen_for_termination(conn: Any) -> TerminationRecorder | None:
 async def wait_closed(conn: Any, bound: float = PROMPT) -> float:
     """Seconds until conn.is_closed() is true, failing after `bound`."""
     start = time.monotonic()
-    while not conn.is_closed():
-        if time.monotonic() - start > bound:
-            pytest.fail(f"connection not closed {bound}s after it was lost")
-        await asyncio.sleep(0.01)
+    if not await apoll(conn.is_closed, bool, timeout=bound):
+        pytest.fail(f"connection not closed {bound}s after it was lost")
     return time.monotonic() - start
 
 
@@ -95,15 +92,6 @@ async def later_calls_fail(conn: Any) -> None:
         calls.append(conn.prepare("SELECT 'not prepared before'"))
     for call in calls:
         await fails_promptly(call, exceptions.ConnectionDoesNotExistError)
-
-
-@pytest.fixture
-async def monitor(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs)
-    try:
-        yield conn
-    finally:
-        await conn.close()
 
 
 @pytest.fixture(scope="module")
@@ -345,13 +333,14 @@ async def test_close_lets_a_call_that_finishes_first_return(connect_kwargs):
     await fails_promptly(conn.fetchval("SELECT 1"), exceptions.InterfaceError)
 
 
-async def test_close_timeout_aborts_and_fails_the_pending_call(connect_kwargs):
+async def test_close_timeout_aborts_and_fails_the_pending_call(connect_kwargs, monitor):
     # A cancel that cannot act within close()'s timeout: the connection is
     # dropped, as asyncpg does, and close() raises TimeoutError.
     conn = await mypgdriver.connect(**connect_kwargs)
+    # (the slow cancel request is the point: its sleep stays)
     conn._protocol.cancel_request = lambda: asyncio.sleep(1)
     pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
-    await asyncio.sleep(0.2)
+    await wait_sleeping(monitor, conn.get_server_pid())
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(conn.close(timeout=0.2), PROMPT)
     await fails_promptly(pending, exceptions.ConnectionDoesNotExistError)
@@ -367,7 +356,8 @@ async def test_server_stopped_immediately(running_private_cluster):
     busy_recorder = listen_for_termination(busy)
     idle_recorder = listen_for_termination(idle)
     pending = asyncio.ensure_future(busy.fetchval("SELECT pg_sleep(30)"))
-    await asyncio.sleep(0.2)
+    # (idle reads pg_stat_activity: it is idle again when the server stops)
+    await wait_sleeping(idle, busy.get_server_pid())
     try:
         await asyncio.to_thread(cluster.stop, mode="immediate")
         # Immediate shutdown sends SIGQUIT: the backend exits with (at most)
@@ -428,12 +418,12 @@ async def test_peer_closes_mid_result(pg_cluster, nbytes, reset):
         await later_calls_fail(conn)
 
 
-async def test_peer_closes_while_query_runs(pg_cluster):
+async def test_peer_closes_while_query_runs(pg_cluster, monitor):
     with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
         conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
                                         database="postgres", ssl="disable")
         pending = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
-        await asyncio.sleep(0.2)
+        await wait_sleeping(monitor, conn.get_server_pid())
         proxy.drop()
         await fails_promptly(pending, exceptions.ConnectionDoesNotExistError)
         await later_calls_fail(conn)
@@ -451,13 +441,14 @@ async def test_peer_closes_idle_connection(pg_cluster):
         await later_calls_fail(conn)
 
 
-async def test_peer_closes_during_executemany(pg_cluster):
+async def test_peer_closes_during_executemany(pg_cluster, monitor):
     with TcpProxy(pg_cluster.host, pg_cluster.port) as proxy:
         conn = await mypgdriver.connect(host="127.0.0.1", port=proxy.port, user="postgres",
                                         database="postgres", ssl="disable")
         pending = asyncio.ensure_future(conn.executemany(
             "SELECT $1::int FROM pg_sleep(0.01)", [(i,) for i in range(1000)]))
-        await asyncio.sleep(0.2)
+        # (its rows sleep 10 ms each: 1000 of them are still to run)
+        await wait_sleeping(monitor, conn.get_server_pid())
         proxy.drop()
         await fails_promptly(pending, exceptions.ConnectionDoesNotExistError)
         await later_calls_fail(conn)
@@ -554,6 +545,7 @@ async def test_stalled_server_then_lost_fails_pending_resync(pg_cluster):
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(conn.fetchval("SELECT 1", timeout=0.3), HANG)
         nxt = asyncio.ensure_future(conn.fetchval("SELECT 2"))
+        # (a fixed pause on purpose: the next call waits behind the stalled resync)
         await asyncio.sleep(0.1)
         proxy.drop()
         await fails_promptly(nxt, exceptions.ConnectionDoesNotExistError)
@@ -578,36 +570,27 @@ def _socket_of(conn: Any) -> socket.socket:
     return sock
 
 
-async def test_keepalives_on_by_default(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs)
-    try:
-        assert _socket_of(conn).getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
-    finally:
-        await conn.close()
+async def test_keepalives_on_by_default(open_conn):
+    conn = await open_conn()
+    assert _socket_of(conn).getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
 
 
-async def test_keepalive_options_reach_the_socket(pg_cluster):
+async def test_keepalive_options_reach_the_socket(pg_cluster, open_conn):
     dsn = (f"postgresql://postgres@{pg_cluster.host}:{pg_cluster.port}/postgres"
            "?keepalives=1&keepalives_idle=7&keepalives_interval=3&keepalives_count=4")
-    conn = await mypgdriver.connect(dsn)
-    try:
-        sock = _socket_of(conn)
-        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
-        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 7
-        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 3
-        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 4
-        assert await conn.fetchval("SELECT 1") == 1
-    finally:
-        await conn.close()
+    conn = await open_conn(dsn)
+    sock = _socket_of(conn)
+    assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 7
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 3
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 4
+    assert await conn.fetchval("SELECT 1") == 1
 
 
-async def test_keepalives_can_be_turned_off(pg_cluster):
+async def test_keepalives_can_be_turned_off(pg_cluster, open_conn):
     dsn = f"postgresql://postgres@{pg_cluster.host}:{pg_cluster.port}/postgres?keepalives=0"
-    conn = await mypgdriver.connect(dsn)
-    try:
-        assert _socket_of(conn).getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 0
-    finally:
-        await conn.close()
+    conn = await open_conn(dsn)
+    assert _socket_of(conn).getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 0
 
 
 async def test_keepalive_options_over_tls(pg_cluster):

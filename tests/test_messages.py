@@ -11,24 +11,14 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
 from mypgdriver.exceptions import _hints
-from tests.support import tcp_proxy
-
-#: A TCP port on 127.0.0.1 that refuses connections (bound, not listening).
-refused_port = pytest.fixture(tcp_proxy.refused_port)
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A TCP port that accepts connections (in the kernel backlog) and never answers."""
-    with tcp_proxy.SilentPort() as silent:
-        yield silent.port
+from tests.support.waiting import apoll
 
 
 async def _assert_usable(conn: Any) -> None:
@@ -194,7 +184,8 @@ async def test_waiting_for_a_turn_times_out_with_its_own_message(connect_kwargs)
     conn = await mypgdriver.connect(**connect_kwargs, max_pipeline=1)
     try:
         slow = asyncio.ensure_future(conn.fetchval("SELECT 1 FROM pg_sleep(1)"))
-        await asyncio.sleep(0.1)
+        # until `slow` is sent: it holds the only turn
+        await apoll(lambda: conn.get_pipeline_stats().in_flight, lambda n: n == 1)
         with pytest.raises(asyncio.TimeoutError) as info:
             await conn.fetchval("SELECT 2", timeout=0.3)
         assert "it was still waiting for its turn behind the calls made before it" \

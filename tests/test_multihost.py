@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 import random
-import socket
 import time
 from typing import Any, Iterator
 
@@ -17,9 +15,11 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from tests.support import tcp_proxy
 from tests.support.fake_server import StallingAuthServer
 from tests.support.standby import Standby
 from tests.support.tcp_proxy import SilentPort
+from tests.support.waiting import apoll
 from tools.pgcluster import PgCluster
 
 WHERE_QUERY = "SELECT inet_server_port(), pg_is_in_recovery(), current_user"
@@ -29,39 +29,11 @@ RO_USER = "mypg_readonly"    # default_transaction_read_only=on, on the primary 
 PROMPT = 5.0
 
 
-@pytest.fixture(autouse=True)
-def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    for name in list(os.environ):
-        if name.startswith("PG"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
+pytestmark = pytest.mark.usefixtures('isolated_libpq_env')
 
 
-@pytest.fixture
-def refused_port() -> Iterator[int]:
-    """A port on 127.0.0.1 that refuses connections (bound, not listening)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        sock.close()
-
-
-@pytest.fixture
-def refused_port2() -> Iterator[int]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        sock.close()
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    with SilentPort() as silent:
-        yield silent.port
+#: A second refusing port, besides the shared `refused_port`.
+refused_port2 = pytest.fixture(tcp_proxy.refused_port)
 
 
 @pytest.fixture(scope="module")
@@ -410,12 +382,9 @@ async def test_mismatched_connections_are_closed(running_primary, standby):
         for _ in range(5):
             await where(uri(standby.port, running_primary.port,
                             query=f"target_session_attrs=primary&application_name={app}"))
-        deadline = time.monotonic() + 5
-        while (left := await monitor.fetchval(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app)) \
-                and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        assert left == 0
+        assert await apoll(lambda: monitor.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app),
+            lambda left: left == 0, timeout=5) == 0
     finally:
         await monitor.close()
 

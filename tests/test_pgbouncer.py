@@ -27,7 +27,7 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 from tests.support.pgbouncer import installed_pgbouncer
-from tests.support.session_state import monitor  # noqa: F401
+from tests.support.waiting import apoll
 from tools.pgbouncer import (
     PGBOUNCER_ENV,
     Pgbouncer,
@@ -119,12 +119,7 @@ async def via_bouncer(pgbouncer_port: int) -> AsyncIterator[Any]:
 
 async def _until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
     """Wait until `condition()` holds, for at most `seconds`; whether it did."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
+    return await apoll(condition, bool, timeout=seconds)
 
 
 @pytest.fixture
@@ -283,10 +278,9 @@ async def test_a_timeout_cancels_the_statement_through_pgbouncer(via_bouncer, mo
 async def test_connection_cancel_from_another_task_through_pgbouncer(via_bouncer, monitor):
     conn = via_bouncer
     running = asyncio.ensure_future(conn.fetchval(SLEEP))
-    deadline = time.monotonic() + 10
-    while await monitor.fetchval(SLEEPING) == 0:
-        assert time.monotonic() < deadline and not running.done()
-        await asyncio.sleep(0.02)
+    assert await apoll(lambda: monitor.fetchval(SLEEPING),
+                       lambda n: n != 0 or running.done(), timeout=10) != 0
+    assert not running.done()
     await conn.cancel()
     with pytest.raises(exceptions.QueryCanceledError):
         await asyncio.wait_for(running, 10)

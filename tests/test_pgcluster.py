@@ -5,8 +5,8 @@ import os
 import subprocess
 
 import pytest
-from conftest import AUTH_ROLES
 
+from tests.support.fixtures import AUTH_ROLES
 from tools.pgcluster import ClusterNotLocal, ExternalCluster, PgCluster, PsqlError
 
 PASSWORD_ROLES = [name for name, (password, _) in AUTH_ROLES.items() if password is not None]

@@ -15,7 +15,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import block_owner, exceptions
-from tests.support.session_state import monitor, unique_table_name  # noqa: F401
+from tests.support.session_state import unique_table_name
 
 
 @pytest.fixture

@@ -39,7 +39,6 @@ from tests.support.pgbouncer import (
     sql_sent,
     transaction_pool_settings,
 )
-from tests.support.session_state import monitor  # noqa: F401
 from tools.pgbouncer import DROPS_STATEMENTS_ON_DISCARD, PREPARED_STATEMENTS, Pgbouncer
 
 CLIENTS = 200

@@ -36,6 +36,7 @@ from tests.support.scripted_server import (
     parameter_status,
     ready_for_query,
 )
+from tests.support.waiting import apoll
 from tools.pgbouncer import NEGOTIATES_PROTOCOL_VERSION, Pgbouncer
 
 STEP_TIMEOUT = 5
@@ -181,9 +182,7 @@ async def test_3_2_granted_keeps_a_32_byte_key_and_sends_it_whole_when_cancellin
         assert conn.get_protocol_version() == (3, 2)
         with pytest.raises(asyncio.TimeoutError):
             await conn.fetch("SELECT 1", timeout=0.2)
-        deadline = time.monotonic() + STEP_TIMEOUT
-        while not fake.cancel_requests and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        await apoll(lambda: fake.cancel_requests, bool, timeout=STEP_TIMEOUT)
         conn.terminate()
     # (Repeated while the statement goes unanswered: each one whole.)
     assert fake.cancel_requests
@@ -277,71 +276,56 @@ async def test_negotiation_after_startup_closes_the_connection():
 
 # --- the session's real server ------------------------------------------------------------
 
-async def test_default_connection_uses_protocol_3_0(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs)
-    try:
+async def test_default_connection_uses_protocol_3_0(open_conn):
+    conn = await open_conn()
+    assert conn.get_protocol_version() == (3, 0)
+    assert len(conn._protocol.backend_secret) == 4
+
+
+async def test_environment_asks_for_3_2(open_conn, server_version, monkeypatch):
+    monkeypatch.setenv("PGMAXPROTOCOLVERSION", "latest")
+    conn = await open_conn()
+    assert conn.get_protocol_version() == (3, 2 if server_version >= 180000 else 0)
+
+
+async def test_latest_gets_3_2_from_18_and_3_0_from_older_servers(open_conn, server_version):
+    conn = await open_conn(max_protocol_version="latest")
+    if server_version >= 180000:
+        assert conn.get_protocol_version() == (3, 2)
+        # PostgreSQL 18 sends 32 bytes (it may send up to 256).
+        assert len(conn._protocol.backend_secret) == 32
+    else:
         assert conn.get_protocol_version() == (3, 0)
         assert len(conn._protocol.backend_secret) == 4
-    finally:
-        await conn.close()
+    assert await conn.fetchval("SELECT 1") == 1
 
 
-async def test_environment_asks_for_3_2(connect_kwargs, server_version, monkeypatch):
-    monkeypatch.setenv("PGMAXPROTOCOLVERSION", "latest")
-    conn = await mypgdriver.connect(**connect_kwargs)
-    try:
-        assert conn.get_protocol_version() == (3, 2 if server_version >= 180000 else 0)
-    finally:
-        await conn.close()
-
-
-async def test_latest_gets_3_2_from_18_and_3_0_from_older_servers(connect_kwargs, server_version):
-    conn = await mypgdriver.connect(**connect_kwargs, max_protocol_version="latest")
-    try:
-        if server_version >= 180000:
-            assert conn.get_protocol_version() == (3, 2)
-            # PostgreSQL 18 sends 32 bytes (it may send up to 256).
-            assert len(conn._protocol.backend_secret) == 32
-        else:
-            assert conn.get_protocol_version() == (3, 0)
-            assert len(conn._protocol.backend_secret) == 4
-        assert await conn.fetchval("SELECT 1") == 1
-    finally:
-        await conn.close()
-
-
-async def test_minimum_3_2(connect_kwargs, server_version):
+async def test_minimum_3_2(open_conn, connect_kwargs, server_version):
     if server_version < 180000:
         with pytest.raises(exceptions.UnsupportedServerFeatureError,
                            match="only supports protocol version 3.0"):
             await mypgdriver.connect(**connect_kwargs, min_protocol_version="3.2")
         return
-    conn = await mypgdriver.connect(**connect_kwargs, min_protocol_version="3.2")
+    conn = await open_conn(min_protocol_version="3.2")
     assert conn.get_protocol_version() == (3, 2)
-    await conn.close()
 
 
-async def test_cancel_with_the_long_key_stops_pg_sleep(connect_kwargs, server_version):
-    conn = await mypgdriver.connect(**connect_kwargs, max_protocol_version="latest")
-    monitor = await mypgdriver.connect(**connect_kwargs)
-    try:
-        if server_version >= 180000:
-            assert len(conn._protocol.backend_secret) == 32
-        pid = conn.get_server_pid()
-        task = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
-        await wait_sleeping(monitor, pid)       # running pg_sleep, not parsing it
-        started = time.monotonic()
-        await conn.cancel()
-        with pytest.raises(exceptions.QueryCanceledError):
-            await asyncio.wait_for(task, STEP_TIMEOUT)
-        assert time.monotonic() - started < STEP_TIMEOUT
-        # A timeout cancels through the same key and leaves the connection usable.
-        with pytest.raises(asyncio.TimeoutError):
-            await conn.fetchval("SELECT pg_sleep(30)", timeout=0.3)
-        assert await conn.fetchval("SELECT 7") == 7
-    finally:
-        await conn.close()
-        await monitor.close()
+async def test_cancel_with_the_long_key_stops_pg_sleep(open_conn, monitor, server_version):
+    conn = await open_conn(max_protocol_version="latest")
+    if server_version >= 180000:
+        assert len(conn._protocol.backend_secret) == 32
+    pid = conn.get_server_pid()
+    task = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
+    await wait_sleeping(monitor, pid)       # running pg_sleep, not parsing it
+    started = time.monotonic()
+    await conn.cancel()
+    with pytest.raises(exceptions.QueryCanceledError):
+        await asyncio.wait_for(task, STEP_TIMEOUT)
+    assert time.monotonic() - started < STEP_TIMEOUT
+    # A timeout cancels through the same key and leaves the connection usable.
+    with pytest.raises(asyncio.TimeoutError):
+        await conn.fetchval("SELECT pg_sleep(30)", timeout=0.3)
+    assert await conn.fetchval("SELECT 7") == 7
 
 
 # --- through pgbouncer ------------------------------------------------------------------
@@ -399,12 +383,11 @@ def negotiating_bouncer(request: pytest.FixtureRequest) -> Pgbouncer:
 
 
 async def test_latest_through_pgbouncer_is_negotiated_down_and_cancel_works(
-        negotiating_bouncer, connect_kwargs):
+        negotiating_bouncer, monitor):
     # pgbouncer 1.23+ answers a 3.2 startup with NegotiateProtocolVersion 3.0
     # and gives the client its own cancel key: the connection runs at 3.0 and
     # a timeout's CancelRequest (with pgbouncer's key) stops the statement.
     conn = await connect_through(negotiating_bouncer, max_protocol_version="latest")
-    monitor = await mypgdriver.connect(**connect_kwargs)
     try:
         assert conn.get_protocol_version() == (3, 0)
         assert len(conn._protocol.backend_secret) == 4
@@ -415,4 +398,3 @@ async def test_latest_through_pgbouncer_is_negotiated_down_and_cancel_works(
         assert await monitor.fetchval(POOLED_SLEEP) == 0
     finally:
         await conn.close()
-        await monitor.close()

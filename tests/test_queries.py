@@ -165,15 +165,12 @@ async def test_record_class_per_call(conn):
     assert type(await conn.fetchrow("SELECT $1::int AS v", 3)) is mypgdriver.Record
 
 
-async def test_record_class_per_connection_and_override(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs, record_class=MyRecord)
-    try:
-        assert type(await conn.fetchrow("SELECT 1")) is MyRecord
-        assert [type(r) for r in await conn.fetch("SELECT $1::int", 1)] == [MyRecord]
-        assert type(await conn.fetchrow("SELECT 1", record_class=OtherRecord)) is OtherRecord
-        assert type(await conn.fetchrow("SELECT 1")) is MyRecord
-    finally:
-        await conn.close()
+async def test_record_class_per_connection_and_override(open_conn):
+    conn = await open_conn(record_class=MyRecord)
+    assert type(await conn.fetchrow("SELECT 1")) is MyRecord
+    assert [type(r) for r in await conn.fetch("SELECT $1::int", 1)] == [MyRecord]
+    assert type(await conn.fetchrow("SELECT 1", record_class=OtherRecord)) is OtherRecord
+    assert type(await conn.fetchrow("SELECT 1")) is MyRecord
 
 
 async def test_bad_record_class_per_call_raises_interface_error(conn):
@@ -385,23 +382,17 @@ async def test_repeated_query_reuses_its_prepared_statement(conn):
     assert await _prepared_statements(conn) == after_first
 
 
-async def test_statement_cache_size_zero_leaves_no_prepared_statements(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
-    try:
-        for i in range(3):
-            assert await conn.fetchval("SELECT $1::int * 2", i) == i * 2
-            assert await conn.fetchrow("SELECT $1::text AS t", str(i)) == (str(i),)
-        assert await conn.fetch(PREPARED_QUERY) == []
-    finally:
-        await conn.close()
+async def test_statement_cache_size_zero_leaves_no_prepared_statements(open_conn):
+    conn = await open_conn(statement_cache_size=0)
+    for i in range(3):
+        assert await conn.fetchval("SELECT $1::int * 2", i) == i * 2
+        assert await conn.fetchrow("SELECT $1::text AS t", str(i)) == (str(i),)
+    assert await conn.fetch(PREPARED_QUERY) == []
 
 
-async def test_small_statement_cache_deallocates_evicted_statements(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=2)
-    try:
-        for i in range(10):
-            assert await conn.fetchval(f"SELECT $1::int + {i}", 1) == 1 + i
-        # At most the cache's entries plus the one being run may exist.
-        assert len(await conn.fetch(PREPARED_QUERY)) <= 3
-    finally:
-        await conn.close()
+async def test_small_statement_cache_deallocates_evicted_statements(open_conn):
+    conn = await open_conn(statement_cache_size=2)
+    for i in range(10):
+        assert await conn.fetchval(f"SELECT $1::int + {i}", 1) == 1 + i
+    # At most the cache's entries plus the one being run may exist.
+    assert len(await conn.fetch(PREPARED_QUERY)) <= 3

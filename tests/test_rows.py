@@ -29,6 +29,7 @@ from mypgdriver.rows import (
     scalar_row,
     tuple_row,
 )
+from tests.support.fixtures import AsyncConnect
 
 QUERY = "SELECT 1 AS id, 'one'::text AS name, NULL::int AS missing"
 
@@ -280,29 +281,26 @@ def test_scalar_row_called_directly_without_columns() -> None:
 
 # --- where the factory is chosen ---
 
-async def test_row_factory_per_connection(connect_kwargs: dict[str, Any]) -> None:
-    conn = await mypgdriver.connect(**connect_kwargs, row_factory=dict_row)
-    try:
-        assert await conn.fetch(QUERY) == [{'id': 1, 'name': 'one', 'missing': None}]
-        assert await conn.fetchrow(QUERY) == {'id': 1, 'name': 'one', 'missing': None}
-        # fetchval and execute do not make rows.
-        assert await conn.fetchval(QUERY, column='name') == 'one'
-        assert await conn.execute('SELECT 1') == 'SELECT 1'
-        # A call's own choice wins.
-        assert await conn.fetch(QUERY, row_factory=tuple_row) == [(1, 'one', None)]
-        rows = await conn.fetch(QUERY, record_class=ItemRecord)
-        assert type(rows[0]) is ItemRecord and rows[0]['name'] == 'one'
-        assert await conn.fetchmany('SELECT $1::int AS x', [(1,), (2,)]) == [{'x': 1}, {'x': 2}]
-        stmt = await conn.prepare(QUERY)
-        assert await stmt.fetch() == [{'id': 1, 'name': 'one', 'missing': None}]
-        assert await stmt.fetchval() == 1
-        async with conn.transaction():
-            assert [r async for r in conn.cursor('SELECT 1 AS x')] == [{'x': 1}]
-        # Internal queries (type introspection of a composite) still get Records.
-        await conn.execute('CREATE TEMPORARY TABLE rows_pair (a int, b text)')
-        assert await conn.fetchval("SELECT ROW(1, 'b')::rows_pair") is not None
-    finally:
-        await conn.close()
+async def test_row_factory_per_connection(open_conn: AsyncConnect) -> None:
+    conn = await open_conn(row_factory=dict_row)
+    assert await conn.fetch(QUERY) == [{'id': 1, 'name': 'one', 'missing': None}]
+    assert await conn.fetchrow(QUERY) == {'id': 1, 'name': 'one', 'missing': None}
+    # fetchval and execute do not make rows.
+    assert await conn.fetchval(QUERY, column='name') == 'one'
+    assert await conn.execute('SELECT 1') == 'SELECT 1'
+    # A call's own choice wins.
+    assert await conn.fetch(QUERY, row_factory=tuple_row) == [(1, 'one', None)]
+    rows = await conn.fetch(QUERY, record_class=ItemRecord)
+    assert type(rows[0]) is ItemRecord and rows[0]['name'] == 'one'
+    assert await conn.fetchmany('SELECT $1::int AS x', [(1,), (2,)]) == [{'x': 1}, {'x': 2}]
+    stmt = await conn.prepare(QUERY)
+    assert await stmt.fetch() == [{'id': 1, 'name': 'one', 'missing': None}]
+    assert await stmt.fetchval() == 1
+    async with conn.transaction():
+        assert [r async for r in conn.cursor('SELECT 1 AS x')] == [{'x': 1}]
+    # Internal queries (type introspection of a composite) still get Records.
+    await conn.execute('CREATE TEMPORARY TABLE rows_pair (a int, b text)')
+    assert await conn.fetchval("SELECT ROW(1, 'b')::rows_pair") is not None
 
 
 async def test_connect_refuses_both(connect_kwargs: dict[str, Any]) -> None:
@@ -340,13 +338,10 @@ async def test_record_class_unchanged(conn: Any) -> None:
 
 
 async def test_record_class_of_the_connection_and_row_factory_of_a_call(
-        connect_kwargs: dict[str, Any]) -> None:
-    conn = await mypgdriver.connect(**connect_kwargs, record_class=ItemRecord)
-    try:
-        assert type(await conn.fetchrow(QUERY)) is ItemRecord
-        assert await conn.fetchrow(QUERY, row_factory=tuple_row) == (1, 'one', None)
-    finally:
-        await conn.close()
+        open_conn: AsyncConnect) -> None:
+    conn = await open_conn(record_class=ItemRecord)
+    assert type(await conn.fetchrow(QUERY)) is ItemRecord
+    assert await conn.fetchrow(QUERY, row_factory=tuple_row) == (1, 'one', None)
 
 
 async def test_a_class_as_row_factory(conn: Any) -> None:

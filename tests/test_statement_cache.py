@@ -24,11 +24,9 @@ async def _statements(conn) -> dict[str, str]:
 
 
 @pytest.fixture
-async def small_cache(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=3,
-                                    max_cacheable_statement_size=100)
-    yield conn
-    await conn.close()
+async def small_cache(open_conn):
+    """A connection whose cache keeps 3 statements of at most 100 characters."""
+    return await open_conn(statement_cache_size=3, max_cacheable_statement_size=100)
 
 
 # --- hits, evictions, limits -------------------------------------------------------------
@@ -103,36 +101,30 @@ async def test_statements_above_the_size_limit_are_not_cached(small_cache):
     assert await _statements(conn) == {}
 
 
-async def test_zero_size_limit_means_no_limit(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs, max_cacheable_statement_size=0)
-    try:
-        big = "SELECT $1::int AS unlimited /*" + "x" * 20000 + "*/"
-        await conn.fetchval(big, 1)
-        await conn.fetchval(big, 2)
-        rows = await conn.fetch(
-            "SELECT 1 FROM pg_prepared_statements WHERE statement = $1", big)
-        assert len(rows) == 1
-    finally:
-        await conn.close()
+async def test_zero_size_limit_means_no_limit(open_conn):
+    conn = await open_conn(max_cacheable_statement_size=0)
+    big = "SELECT $1::int AS unlimited /*" + "x" * 20000 + "*/"
+    await conn.fetchval(big, 1)
+    await conn.fetchval(big, 2)
+    rows = await conn.fetch(
+        "SELECT 1 FROM pg_prepared_statements WHERE statement = $1", big)
+    assert len(rows) == 1
 
 
 # --- statement_cache_size=0: only the unnamed statement -----------------------------------------
 
-async def test_no_cache_uses_only_the_unnamed_statement(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
-    try:
-        for i in range(3):
-            assert await conn.fetchval("SELECT $1::int * 2", i) == i * 2
-            assert await conn.execute("SELECT $1::text", 'x') == 'SELECT 1'
-        assert await conn.fetch(LIST_STATEMENTS) == []
-    finally:
-        await conn.close()
+async def test_no_cache_uses_only_the_unnamed_statement(open_conn):
+    conn = await open_conn(statement_cache_size=0)
+    for i in range(3):
+        assert await conn.fetchval("SELECT $1::int * 2", i) == i * 2
+        assert await conn.execute("SELECT $1::text", 'x') == 'SELECT 1'
+    assert await conn.fetch(LIST_STATEMENTS) == []
 
 
-async def test_no_cache_with_types_that_need_introspection(connect_kwargs):
+async def test_no_cache_with_types_that_need_introspection(open_conn):
     # Introspection runs its own query between preparing the unnamed
     # statement and binding it; the Bind must still run the user's query.
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
+    conn = await open_conn(statement_cache_size=0)
     try:
         await conn.execute("""
             DROP TYPE IF EXISTS sc_mood CASCADE;
@@ -145,34 +137,28 @@ async def test_no_cache_with_types_that_need_introspection(connect_kwargs):
         await conn.close()
 
 
-async def test_no_cache_bad_argument_leaves_the_connection_in_sync(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
-    try:
-        with pytest.raises(exceptions.DataError):
-            await conn.fetchval("SELECT $1::int", 'not a number')
-        assert await conn.fetchval("SELECT $1::text", 'fine') == 'fine'
-        assert await conn.fetchval("SELECT 3") == 3
-    finally:
-        await conn.close()
+async def test_no_cache_bad_argument_leaves_the_connection_in_sync(open_conn):
+    conn = await open_conn(statement_cache_size=0)
+    with pytest.raises(exceptions.DataError):
+        await conn.fetchval("SELECT $1::int", 'not a number')
+    assert await conn.fetchval("SELECT $1::text", 'fine') == 'fine'
+    assert await conn.fetchval("SELECT 3") == 3
 
 
-async def test_no_cache_prepare_uses_the_unnamed_statement(connect_kwargs):
+async def test_no_cache_prepare_uses_the_unnamed_statement(open_conn):
     # What a transaction-mode pooler needs: nothing left on the server.
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
-    try:
-        stmt = await conn.prepare("SELECT $1::int * 10 AS tenfold")
-        assert stmt.get_name() == ''
-        for i in range(4):
-            assert await stmt.fetchval(i) == i * 10
-            assert await stmt.fetch(i) == [(i * 10,)]
-            assert await conn.fetch(LIST_STATEMENTS) == []
-        assert stmt.get_statusmsg() == 'SELECT 1'
-    finally:
-        await conn.close()
+    conn = await open_conn(statement_cache_size=0)
+    stmt = await conn.prepare("SELECT $1::int * 10 AS tenfold")
+    assert stmt.get_name() == ''
+    for i in range(4):
+        assert await stmt.fetchval(i) == i * 10
+        assert await stmt.fetch(i) == [(i * 10,)]
+        assert await conn.fetch(LIST_STATEMENTS) == []
+    assert stmt.get_statusmsg() == 'SELECT 1'
 
 
-async def test_no_cache_prepared_statement_with_cursor_and_executemany(connect_kwargs):
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
+async def test_no_cache_prepared_statement_with_cursor_and_executemany(open_conn):
+    conn = await open_conn(statement_cache_size=0)
     try:
         await conn.execute("DROP TABLE IF EXISTS sc_nocache; CREATE TABLE sc_nocache (n int)")
         insert = await conn.prepare("INSERT INTO sc_nocache VALUES ($1)")
@@ -191,29 +177,26 @@ async def test_no_cache_prepared_statement_with_cursor_and_executemany(connect_k
         await conn.close()
 
 
-async def test_no_cache_interleaved_prepared_statements_each_parse_their_own(connect_kwargs):
+async def test_no_cache_interleaved_prepared_statements_each_parse_their_own(open_conn):
     # Each Parse replaces the unnamed statement: every run parses its own.
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
-    try:
-        add = await conn.prepare("SELECT $1::int + 1 AS plus")
-        join = await conn.prepare("SELECT $1::text || $2::text AS joined")
-        for i in range(3):
-            assert await add.fetchval(i) == i + 1
-            assert await join.fetchval('a', str(i)) == f'a{i}'
-        # Pipelined on the one connection, in both orders.
-        results = await asyncio.gather(*(
-            add.fetchval(i) if i % 2 else join.fetchval('x', str(i)) for i in range(20)))
-        assert results == [i + 1 if i % 2 else f'x{i}' for i in range(20)]
-        assert await conn.fetch(LIST_STATEMENTS) == []
-    finally:
-        await conn.close()
+    conn = await open_conn(statement_cache_size=0)
+    add = await conn.prepare("SELECT $1::int + 1 AS plus")
+    join = await conn.prepare("SELECT $1::text || $2::text AS joined")
+    for i in range(3):
+        assert await add.fetchval(i) == i + 1
+        assert await join.fetchval('a', str(i)) == f'a{i}'
+    # Pipelined on the one connection, in both orders.
+    results = await asyncio.gather(*(
+        add.fetchval(i) if i % 2 else join.fetchval('x', str(i)) for i in range(20)))
+    assert results == [i + 1 if i % 2 else f'x{i}' for i in range(20)]
+    assert await conn.fetch(LIST_STATEMENTS) == []
 
 
-async def test_no_cache_prepared_statement_whose_result_type_changed_raises(connect_kwargs):
+async def test_no_cache_prepared_statement_whose_result_type_changed_raises(open_conn):
     # The unnamed statement is parsed again with each run, so the server
     # cannot report 0A000: the driver compares the new description with
     # the result types the statement was prepared with.
-    conn = await mypgdriver.connect(**connect_kwargs, statement_cache_size=0)
+    conn = await open_conn(statement_cache_size=0)
     try:
         await conn.execute("""
             DROP TABLE IF EXISTS sc_retype;

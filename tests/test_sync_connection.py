@@ -6,7 +6,7 @@ import datetime
 import decimal
 import json
 import uuid
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -14,21 +14,6 @@ import mypgdriver
 import mypgdriver.sync
 from mypgdriver.sync import Connection
 from tests.support.backends import wait_backend_gone_sync
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
-
-
-@pytest.fixture
-def dsn(pg_cluster: Any) -> str:
-    return pg_cluster.dsn()
-
-
-@pytest.fixture
-def sconn(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
-    conn = mypgdriver.sync.connect(dsn)
-    try:
-        yield conn
-    finally:
-        conn.close()
 
 
 def test_connect_returns_a_sync_connection_and_with_closes_it(dsn: str,
@@ -44,72 +29,72 @@ def test_connect_returns_a_sync_connection_and_with_closes_it(dsn: str,
         wait_backend_gone_sync(other, pid)
 
 
-def test_values_of_each_codec_family(sconn: Connection) -> None:
-    assert sconn.fetchval('SELECT $1::int8 * 2', 21) == 42
-    assert sconn.fetchval("SELECT $1::text || 'b'", 'a') == 'ab'
-    assert sconn.fetchval('SELECT $1::numeric + 1', decimal.Decimal('1.25')) == decimal.Decimal('2.25')
+def test_values_of_each_codec_family(sync_conn: Connection) -> None:
+    assert sync_conn.fetchval('SELECT $1::int8 * 2', 21) == 42
+    assert sync_conn.fetchval("SELECT $1::text || 'b'", 'a') == 'ab'
+    assert sync_conn.fetchval('SELECT $1::numeric + 1', decimal.Decimal('1.25')) == decimal.Decimal('2.25')
     ts = datetime.datetime(2024, 2, 29, 12, 30, 1, 5, tzinfo=datetime.timezone.utc)
-    assert sconn.fetchval('SELECT $1::timestamptz', ts) == ts
-    assert sconn.fetchval("SELECT '2024-01-02'::date + 1") == datetime.date(2024, 1, 3)
-    assert json.loads(sconn.fetchval("SELECT '{\"a\": [1, 2]}'::jsonb")) == {'a': [1, 2]}
-    assert sconn.fetchval('SELECT $1::int4[]', [1, None, 3]) == [1, None, 3]
-    rng = sconn.fetchval("SELECT int4range(1, 5)")
+    assert sync_conn.fetchval('SELECT $1::timestamptz', ts) == ts
+    assert sync_conn.fetchval("SELECT '2024-01-02'::date + 1") == datetime.date(2024, 1, 3)
+    assert json.loads(sync_conn.fetchval("SELECT '{\"a\": [1, 2]}'::jsonb")) == {'a': [1, 2]}
+    assert sync_conn.fetchval('SELECT $1::int4[]', [1, None, 3]) == [1, None, 3]
+    rng = sync_conn.fetchval("SELECT int4range(1, 5)")
     assert (rng.lower, rng.upper, rng.lower_inc, rng.upper_inc) == (1, 5, True, False)
     u = uuid.UUID(int=7)
-    assert sconn.fetchval('SELECT $1::uuid', u) == u
-    sconn.execute("CREATE TYPE pg_temp.mood AS ENUM ('sad', 'ok')")
-    sconn.execute('CREATE TEMP TABLE pair (a int, b text)')
-    assert sconn.fetchval("SELECT 'ok'::pg_temp.mood") == 'ok'
-    row = sconn.fetchval("SELECT ROW(1, 'x')::pair")
+    assert sync_conn.fetchval('SELECT $1::uuid', u) == u
+    sync_conn.execute("CREATE TYPE pg_temp.mood AS ENUM ('sad', 'ok')")
+    sync_conn.execute('CREATE TEMP TABLE pair (a int, b text)')
+    assert sync_conn.fetchval("SELECT 'ok'::pg_temp.mood") == 'ok'
+    row = sync_conn.fetchval("SELECT ROW(1, 'x')::pair")
     assert tuple(row) == (1, 'x') and row['b'] == 'x'
 
 
-def test_fetch_fetchrow_execute_and_record(sconn: Connection) -> None:
-    rows = sconn.fetch('SELECT g AS n, g * 2 AS d FROM generate_series(1, $1) g', 3)
+def test_fetch_fetchrow_execute_and_record(sync_conn: Connection) -> None:
+    rows = sync_conn.fetch('SELECT g AS n, g * 2 AS d FROM generate_series(1, $1) g', 3)
     assert [tuple(r) for r in rows] == [(1, 2), (2, 4), (3, 6)]
     assert isinstance(rows[0], mypgdriver.sync.Record) and rows[0]['d'] == 2
-    row = sconn.fetchrow('SELECT 1 AS a, 2 AS b')
+    row = sync_conn.fetchrow('SELECT 1 AS a, 2 AS b')
     assert row is not None and dict(row) == {'a': 1, 'b': 2}
-    assert sconn.fetchrow('SELECT 1 WHERE false') is None
-    assert sconn.fetchval('SELECT 1 AS a, 2 AS b', column='b') == 2
-    assert sconn.execute('CREATE TEMP TABLE t (x int); INSERT INTO t VALUES (1), (2)') == 'INSERT 0 2'
-    assert sconn.execute('UPDATE t SET x = x + $1', 10) == 'UPDATE 2'
+    assert sync_conn.fetchrow('SELECT 1 WHERE false') is None
+    assert sync_conn.fetchval('SELECT 1 AS a, 2 AS b', column='b') == 2
+    assert sync_conn.execute('CREATE TEMP TABLE t (x int); INSERT INTO t VALUES (1), (2)') == 'INSERT 0 2'
+    assert sync_conn.execute('UPDATE t SET x = x + $1', 10) == 'UPDATE 2'
 
 
 class Pair(mypgdriver.Record):
     pass
 
 
-def test_record_class_and_fetchmany_executemany(sconn: Connection) -> None:
-    sconn.execute('CREATE TEMP TABLE m (x int PRIMARY KEY, y text)')
-    sconn.executemany('INSERT INTO m VALUES ($1, $2)', [(1, 'a'), (2, 'b'), (3, 'c')])
-    rows = sconn.fetchmany('UPDATE m SET y = y || $2 WHERE x = $1 RETURNING x, y',
+def test_record_class_and_fetchmany_executemany(sync_conn: Connection) -> None:
+    sync_conn.execute('CREATE TEMP TABLE m (x int PRIMARY KEY, y text)')
+    sync_conn.executemany('INSERT INTO m VALUES ($1, $2)', [(1, 'a'), (2, 'b'), (3, 'c')])
+    rows = sync_conn.fetchmany('UPDATE m SET y = y || $2 WHERE x = $1 RETURNING x, y',
                            ((i, '!') for i in (3, 1)), record_class=Pair)
     assert [type(r) for r in rows] == [Pair, Pair]
     assert [tuple(r) for r in rows] == [(3, 'c!'), (1, 'a!')]
     # atomic: a failing row applies nothing
     with pytest.raises(mypgdriver.sync.UniqueViolationError):
-        sconn.executemany('INSERT INTO m VALUES ($1, $2)', [(4, 'd'), (1, 'dup')])
-    assert sconn.fetchval('SELECT count(*) FROM m') == 3
-    assert [type(r) for r in sconn.fetch('SELECT 1', record_class=Pair)] == [Pair]
+        sync_conn.executemany('INSERT INTO m VALUES ($1, $2)', [(4, 'd'), (1, 'dup')])
+    assert sync_conn.fetchval('SELECT count(*) FROM m') == 3
+    assert [type(r) for r in sync_conn.fetch('SELECT 1', record_class=Pair)] == [Pair]
 
 
-def test_exceptions_are_the_asyncio_classes(sconn: Connection) -> None:
+def test_exceptions_are_the_asyncio_classes(sync_conn: Connection) -> None:
     assert mypgdriver.sync.UniqueViolationError is mypgdriver.UniqueViolationError
     assert mypgdriver.sync.PostgresError is mypgdriver.exceptions.PostgresError
-    sconn.execute('CREATE TEMP TABLE u (x int UNIQUE)')
-    sconn.execute('INSERT INTO u VALUES (1)')
+    sync_conn.execute('CREATE TEMP TABLE u (x int UNIQUE)')
+    sync_conn.execute('INSERT INTO u VALUES (1)')
     with pytest.raises(mypgdriver.UniqueViolationError) as info:
-        sconn.execute('INSERT INTO u VALUES ($1)', 1)
+        sync_conn.execute('INSERT INTO u VALUES ($1)', 1)
     assert info.value.sqlstate == '23505' and info.value.constraint_name == 'u_x_key'
     with pytest.raises(mypgdriver.exceptions.UndefinedTableError):
-        sconn.fetch('SELECT * FROM no_such_table')
-    assert sconn.fetchval('SELECT 1') == 1
+        sync_conn.fetch('SELECT * FROM no_such_table')
+    assert sync_conn.fetchval('SELECT 1') == 1
 
 
-def test_prepared_statement_every_method(sconn: Connection) -> None:
-    sconn.execute('CREATE TEMP TABLE p (x int, y text)')
-    ins = sconn.prepare('INSERT INTO p VALUES ($1, $2) RETURNING x')
+def test_prepared_statement_every_method(sync_conn: Connection) -> None:
+    sync_conn.execute('CREATE TEMP TABLE p (x int, y text)')
+    ins = sync_conn.prepare('INSERT INTO p VALUES ($1, $2) RETURNING x')
     assert isinstance(ins, mypgdriver.sync.PreparedStatement)
     assert ins.get_query() == 'INSERT INTO p VALUES ($1, $2) RETURNING x'
     assert ins.get_statusmsg() is None
@@ -120,11 +105,11 @@ def test_prepared_statement_every_method(sconn: Connection) -> None:
     assert [tuple(r) for r in ins.fetch(5, 'e')] == [(5,)]
     assert ins.get_statusmsg() == 'INSERT 0 1'
     assert ins.fetchval(6, 'e') == 6
-    sconn.execute('DELETE FROM p WHERE x = 6')
-    sel = sconn.prepare('SELECT x, y FROM p WHERE x >= $1 ORDER BY x', name='sel_p',
+    sync_conn.execute('DELETE FROM p WHERE x = 6')
+    sel = sync_conn.prepare('SELECT x, y FROM p WHERE x >= $1 ORDER BY x', name='sel_p',
                         record_class=Pair)
     assert sel.get_name() == 'sel_p'
-    assert sconn.fetchval("SELECT count(*) FROM pg_prepared_statements WHERE name = 'sel_p'") == 1
+    assert sync_conn.fetchval("SELECT count(*) FROM pg_prepared_statements WHERE name = 'sel_p'") == 1
     rows = sel.fetch(4)
     assert [tuple(r) for r in rows] == [(4, 'd'), (5, 'e')] and type(rows[0]) is Pair
     row = sel.fetchrow(5)
@@ -134,8 +119,8 @@ def test_prepared_statement_every_method(sconn: Connection) -> None:
     assert plan[0]['Plan']['Node Type'] in ('Sort', 'Seq Scan')
     analyzed = ins.explain(6, 'f', analyze=True)
     assert 'Actual Rows' in analyzed[0]['Plan']
-    assert sconn.fetchval('SELECT count(*) FROM p WHERE x = 6') == 0   # rolled back
-    with sconn.transaction():
+    assert sync_conn.fetchval('SELECT count(*) FROM p WHERE x = 6') == 0   # rolled back
+    with sync_conn.transaction():
         assert [tuple(r) for r in sel.cursor(3, prefetch=1)] == [(3, 'c'), (4, 'd'), (5, 'e')]
 
 
@@ -187,42 +172,42 @@ def test_listener_log_and_termination_callbacks_receive_the_sync_connection(
     assert seen[2:] == [('end', conn)]
 
 
-def test_query_logger_and_async_callbacks_refused(sconn: Connection) -> None:
+def test_query_logger_and_async_callbacks_refused(sync_conn: Connection) -> None:
     logged: list[str] = []
-    with sconn.query_logger(lambda q: logged.append(q.query)):
-        sconn.fetchval('SELECT 41 + $1', 1)
-    sconn.fetchval('SELECT 0')
+    with sync_conn.query_logger(lambda q: logged.append(q.query)):
+        sync_conn.fetchval('SELECT 41 + $1', 1)
+    sync_conn.fetchval('SELECT 0')
     assert logged == ['SELECT 41 + $1']
 
     async def coroutine_listener(*args: Any) -> None:
         pass
 
     with pytest.raises(mypgdriver.exceptions.InterfaceError):
-        sconn.add_listener('c', coroutine_listener)
+        sync_conn.add_listener('c', coroutine_listener)
     with pytest.raises(mypgdriver.exceptions.InterfaceError):
-        sconn.add_query_logger(coroutine_listener)
+        sync_conn.add_query_logger(coroutine_listener)
 
 
-def test_type_codecs_reset_and_information(sconn: Connection) -> None:
-    sconn.set_type_codec('int4', schema='pg_catalog', encoder=str,
+def test_type_codecs_reset_and_information(sync_conn: Connection) -> None:
+    sync_conn.set_type_codec('int4', schema='pg_catalog', encoder=str,
                          decoder=lambda s: f'<{s}>', format='text')
-    assert sconn.fetchval('SELECT 7::int4') == '<7>'
-    sconn.reset_type_codec('int4', schema='pg_catalog')
-    assert sconn.fetchval('SELECT 7::int4') == 7
-    sconn.set_builtin_type_codec('oid', schema='pg_catalog', codec_name='int4')
-    assert sconn.fetchval('SELECT 5::oid') == 5
-    sconn.reload_schema_state()
-    assert sconn.get_server_version().major >= 10
-    assert sconn.get_protocol_version() == (3, 0)
-    assert sconn.get_settings().server_encoding == 'UTF8'
-    assert sconn.get_pipeline_stats().in_flight == 0
-    sconn.execute("SET application_name = 'changed'")
-    sconn.execute('LISTEN x')
-    assert 'UNLISTEN *' in sconn.get_reset_query()
-    sconn.reset()
-    assert sconn.fetchval('SHOW application_name') == ''
-    assert sconn.fetchval('SELECT count(*) FROM pg_listening_channels()') == 0
-    assert not sconn.is_in_transaction() and not sconn.is_closed()
+    assert sync_conn.fetchval('SELECT 7::int4') == '<7>'
+    sync_conn.reset_type_codec('int4', schema='pg_catalog')
+    assert sync_conn.fetchval('SELECT 7::int4') == 7
+    sync_conn.set_builtin_type_codec('oid', schema='pg_catalog', codec_name='int4')
+    assert sync_conn.fetchval('SELECT 5::oid') == 5
+    sync_conn.reload_schema_state()
+    assert sync_conn.get_server_version().major >= 10
+    assert sync_conn.get_protocol_version() == (3, 0)
+    assert sync_conn.get_settings().server_encoding == 'UTF8'
+    assert sync_conn.get_pipeline_stats().in_flight == 0
+    sync_conn.execute("SET application_name = 'changed'")
+    sync_conn.execute('LISTEN x')
+    assert 'UNLISTEN *' in sync_conn.get_reset_query()
+    sync_conn.reset()
+    assert sync_conn.fetchval('SHOW application_name') == ''
+    assert sync_conn.fetchval('SELECT count(*) FROM pg_listening_channels()') == 0
+    assert not sync_conn.is_in_transaction() and not sync_conn.is_closed()
 
 
 def test_terminate_and_calls_after_close(dsn: str, no_event_loop: list[str]) -> None:  # noqa: F811

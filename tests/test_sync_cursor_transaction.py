@@ -2,41 +2,23 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
 import mypgdriver
 import mypgdriver.sync
 from mypgdriver.sync import Connection
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
 
 
-@pytest.fixture
-def dsn(pg_cluster: Any) -> str:
-    return pg_cluster.dsn()
-
-
-@pytest.fixture
-def sconn(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
-    with mypgdriver.sync.connect(dsn) as conn:
-        yield conn
-
-
-@pytest.fixture
-def observer(dsn: str) -> Iterator[Connection]:
-    with mypgdriver.sync.connect(dsn) as conn:
-        yield conn
-
-
-def test_iteration_fetches_prefetch_rows_per_round_trip(sconn: Connection) -> None:
+def test_iteration_fetches_prefetch_rows_per_round_trip(sync_conn: Connection) -> None:
     fetches: list[int] = []
-    with sconn.transaction():
-        cursor = sconn.cursor('SELECT g AS marked FROM generate_series(1, $1) g', 7, prefetch=3)
+    with sync_conn.transaction():
+        cursor = sync_conn.cursor('SELECT g AS marked FROM generate_series(1, $1) g', 7, prefetch=3)
         rows = []
         for row in cursor:
             rows.append(row['marked'])
-            fetches.append(sconn.fetchval(
+            fetches.append(sync_conn.fetchval(
                 "SELECT count(*) FROM pg_cursors WHERE strpos(statement, 'mar' || 'ked') > 0"))
         assert rows == [1, 2, 3, 4, 5, 6, 7]
         # the portal is open while rows remain, closed once exhausted
@@ -44,16 +26,16 @@ def test_iteration_fetches_prefetch_rows_per_round_trip(sconn: Connection) -> No
         assert fetches == [1] * 6 + [0]
 
 
-def test_cursor_outside_a_transaction_is_refused(sconn: Connection) -> None:
+def test_cursor_outside_a_transaction_is_refused(sync_conn: Connection) -> None:
     with pytest.raises(mypgdriver.exceptions.NoActiveSQLTransactionError):
-        list(sconn.cursor('SELECT 1'))
+        list(sync_conn.cursor('SELECT 1'))
     with pytest.raises(mypgdriver.exceptions.NoActiveSQLTransactionError):
-        sconn.cursor('SELECT 1').open()
+        sync_conn.cursor('SELECT 1').open()
 
 
-def test_open_cursor_fetch_forward_fetchrow(sconn: Connection) -> None:
-    with sconn.transaction():
-        cur = sconn.cursor('SELECT g FROM generate_series(1, 10) g', record_class=None).open()
+def test_open_cursor_fetch_forward_fetchrow(sync_conn: Connection) -> None:
+    with sync_conn.transaction():
+        cur = sync_conn.cursor('SELECT g FROM generate_series(1, 10) g', record_class=None).open()
         assert isinstance(cur, mypgdriver.sync.Cursor)
         assert [r['g'] for r in cur.fetch(3)] == [1, 2, 3]
         assert cur.forward(4) == 4
@@ -63,16 +45,16 @@ def test_open_cursor_fetch_forward_fetchrow(sconn: Connection) -> None:
         assert cur.fetch(1) == []
         assert cur.fetchrow() is None
         assert cur.forward(3) == 0
-    with sconn.transaction():
+    with sync_conn.transaction():
         with pytest.raises(mypgdriver.exceptions.InterfaceError):
-            sconn.cursor('SELECT 1', prefetch=5).open()
+            sync_conn.cursor('SELECT 1', prefetch=5).open()
 
 
-def test_a_bad_cursor_query_fails_at_open(sconn: Connection) -> None:
+def test_a_bad_cursor_query_fails_at_open(sync_conn: Connection) -> None:
     with pytest.raises(mypgdriver.exceptions.DivisionByZeroError):
-        with sconn.transaction():
-            sconn.cursor('SELECT 1 / 0').open()
-    assert not sconn.is_in_transaction()
+        with sync_conn.transaction():
+            sync_conn.cursor('SELECT 1 / 0').open()
+    assert not sync_conn.is_in_transaction()
 
 
 # --- conn.cursor(q) used as the cursor itself: `await` removed, bound at first use ---
@@ -81,15 +63,15 @@ OPEN_PORTALS = "SELECT count(*) FROM pg_cursors WHERE strpos(statement, 'lazy' |
 
 
 def test_the_factory_fetches_forwards_and_fetchrows_as_an_opened_cursor(
-        sconn: Connection) -> None:
-    with sconn.transaction():
-        cur = sconn.cursor('SELECT g AS lazy_mark FROM generate_series(1, 10) g',
+        sync_conn: Connection) -> None:
+    with sync_conn.transaction():
+        cur = sync_conn.cursor('SELECT g AS lazy_mark FROM generate_series(1, 10) g',
                            record_class=None)
         # Nothing is bound until the first use...
-        assert sconn.fetchval(OPEN_PORTALS) == 0
+        assert sync_conn.fetchval(OPEN_PORTALS) == 0
         assert [r['lazy_mark'] for r in cur.fetch(3)] == [1, 2, 3]
         # ...then one portal, for every later call.
-        assert sconn.fetchval(OPEN_PORTALS) == 1
+        assert sync_conn.fetchval(OPEN_PORTALS) == 1
         assert cur.forward(4) == 4
         row = cur.fetchrow()
         assert row is not None and row['lazy_mark'] == 8
@@ -97,13 +79,13 @@ def test_the_factory_fetches_forwards_and_fetchrows_as_an_opened_cursor(
         assert cur.fetch(1) == []
         assert cur.fetchrow() is None
         assert cur.forward(3) == 0
-        assert sconn.fetchval(OPEN_PORTALS) == 1
+        assert sync_conn.fetchval(OPEN_PORTALS) == 1
 
 
 @pytest.mark.parametrize('first', ['fetchrow', 'forward'])
-def test_fetchrow_or_forward_first_binds_the_portal(sconn: Connection, first: str) -> None:
-    with sconn.transaction():
-        cur = sconn.cursor('SELECT g FROM generate_series(1, 5) g', record_class=None)
+def test_fetchrow_or_forward_first_binds_the_portal(sync_conn: Connection, first: str) -> None:
+    with sync_conn.transaction():
+        cur = sync_conn.cursor('SELECT g FROM generate_series(1, 5) g', record_class=None)
         if first == 'fetchrow':
             row = cur.fetchrow(timeout=10)
             assert row is not None and row['g'] == 1
@@ -112,9 +94,9 @@ def test_fetchrow_or_forward_first_binds_the_portal(sconn: Connection, first: st
         assert [r['g'] for r in cur.fetch(2)] == [2, 3]
 
 
-def test_a_prepared_statements_cursor_is_used_without_open(sconn: Connection) -> None:
-    stmt = sconn.prepare('SELECT g FROM generate_series(1, $1::int) g')
-    with sconn.transaction():
+def test_a_prepared_statements_cursor_is_used_without_open(sync_conn: Connection) -> None:
+    stmt = sync_conn.prepare('SELECT g FROM generate_series(1, $1::int) g')
+    with sync_conn.transaction():
         cur = stmt.cursor(4)
         assert [r['g'] for r in cur.fetch(3)] == [1, 2, 3]
         row = cur.fetchrow()
@@ -122,35 +104,35 @@ def test_a_prepared_statements_cursor_is_used_without_open(sconn: Connection) ->
         assert cur.fetchrow() is None
 
 
-def test_a_factory_used_as_a_cursor_is_not_iterated_again(sconn: Connection) -> None:
-    with sconn.transaction():
-        cur = sconn.cursor('SELECT g FROM generate_series(1, 5) g')
+def test_a_factory_used_as_a_cursor_is_not_iterated_again(sync_conn: Connection) -> None:
+    with sync_conn.transaction():
+        cur = sync_conn.cursor('SELECT g FROM generate_series(1, 5) g')
         assert [r['g'] for r in cur.fetch(2)] == [1, 2]
         # Iterating it would start the query again from its first row.
         with pytest.raises(mypgdriver.exceptions.InterfaceError, match='fetch'):
             iter(cur)
         assert [r['g'] for r in cur.fetch(10)] == [3, 4, 5]
         # A factory not used as a cursor iterates, and open()s, as before.
-        unused = sconn.cursor('SELECT g FROM generate_series(1, 3) g')
+        unused = sync_conn.cursor('SELECT g FROM generate_series(1, 3) g')
         assert [r['g'] for r in unused] == [1, 2, 3]
         assert [r['g'] for r in unused.open().fetch(5)] == [1, 2, 3]
         # open() on a used factory is a new portal, as `await factory` again is.
         assert [r['g'] for r in cur.open().fetch(1)] == [1]
 
 
-def test_a_refused_first_use_binds_nothing_and_the_next_one_opens(sconn: Connection) -> None:
-    cur = sconn.cursor('SELECT g FROM generate_series(1, 3) g', record_class=None)
+def test_a_refused_first_use_binds_nothing_and_the_next_one_opens(sync_conn: Connection) -> None:
+    cur = sync_conn.cursor('SELECT g FROM generate_series(1, 3) g', record_class=None)
     with pytest.raises(mypgdriver.exceptions.NoActiveSQLTransactionError):
         cur.fetch(1)
-    with sconn.transaction():
+    with sync_conn.transaction():
         assert [r['g'] for r in cur.fetch(5)] == [1, 2, 3]
 
 
-def test_the_factory_and_its_cursor_show_the_query(sconn: Connection) -> None:
-    with sconn.transaction():
-        cur = sconn.cursor('SELECT 1')
+def test_the_factory_and_its_cursor_show_the_query(sync_conn: Connection) -> None:
+    with sync_conn.transaction():
+        cur = sync_conn.cursor('SELECT 1')
         assert cur.fetch(1)[0][0] == 1
-        assert repr(cur) == repr(sconn.cursor('SELECT 1').open()) == "<Cursor 'SELECT 1'>"
+        assert repr(cur) == repr(sync_conn.cursor('SELECT 1').open()) == "<Cursor 'SELECT 1'>"
 
 
 class Misuse(NamedTuple):
@@ -225,66 +207,66 @@ def test_the_factory_raises_what_the_asyncio_cursor_raises(dsn: str, name: str) 
     assert expected[0] is not AssertionError
 
 
-def test_commit_is_seen_by_another_connection(sconn: Connection, observer: Connection) -> None:
-    sconn.execute('CREATE TABLE sync_xact_c (x int)')
+def test_commit_is_seen_by_another_connection(sync_conn: Connection, sync_observer: Connection) -> None:
+    sync_conn.execute('CREATE TABLE sync_xact_c (x int)')
     try:
-        with sconn.transaction(isolation='serializable'):
-            sconn.execute('INSERT INTO sync_xact_c VALUES (1)')
-            assert sconn.is_in_transaction()
-            assert sconn.fetchval('SHOW transaction_isolation') == 'serializable'
-            assert observer.fetchval('SELECT count(*) FROM sync_xact_c') == 0
-        assert not sconn.is_in_transaction()
-        assert observer.fetchval('SELECT count(*) FROM sync_xact_c') == 1
+        with sync_conn.transaction(isolation='serializable'):
+            sync_conn.execute('INSERT INTO sync_xact_c VALUES (1)')
+            assert sync_conn.is_in_transaction()
+            assert sync_conn.fetchval('SHOW transaction_isolation') == 'serializable'
+            assert sync_observer.fetchval('SELECT count(*) FROM sync_xact_c') == 0
+        assert not sync_conn.is_in_transaction()
+        assert sync_observer.fetchval('SELECT count(*) FROM sync_xact_c') == 1
     finally:
-        sconn.execute('DROP TABLE sync_xact_c')
+        sync_conn.execute('DROP TABLE sync_xact_c')
 
 
-def test_an_exception_rolls_back_and_propagates(sconn: Connection, observer: Connection) -> None:
-    sconn.execute('CREATE TABLE sync_xact_r (x int)')
+def test_an_exception_rolls_back_and_propagates(sync_conn: Connection, sync_observer: Connection) -> None:
+    sync_conn.execute('CREATE TABLE sync_xact_r (x int)')
     try:
         with pytest.raises(KeyError):
-            with sconn.transaction():
-                sconn.execute('INSERT INTO sync_xact_r VALUES (1)')
+            with sync_conn.transaction():
+                sync_conn.execute('INSERT INTO sync_xact_r VALUES (1)')
                 raise KeyError('boom')
-        assert observer.fetchval('SELECT count(*) FROM sync_xact_r') == 0
-        assert not sconn.is_in_transaction()
+        assert sync_observer.fetchval('SELECT count(*) FROM sync_xact_r') == 0
+        assert not sync_conn.is_in_transaction()
     finally:
-        sconn.execute('DROP TABLE sync_xact_r')
+        sync_conn.execute('DROP TABLE sync_xact_r')
 
 
-def test_nested_blocks_are_savepoints(sconn: Connection) -> None:
-    sconn.execute('CREATE TEMP TABLE n (x int)')
-    with sconn.transaction():
-        sconn.execute('INSERT INTO n VALUES (1)')
+def test_nested_blocks_are_savepoints(sync_conn: Connection) -> None:
+    sync_conn.execute('CREATE TEMP TABLE n (x int)')
+    with sync_conn.transaction():
+        sync_conn.execute('INSERT INTO n VALUES (1)')
         with pytest.raises(mypgdriver.exceptions.UniqueViolationError):
-            with sconn.transaction():
-                sconn.execute('INSERT INTO n VALUES (2)')
-                sconn.execute('CREATE TEMP TABLE n2 (x int UNIQUE); INSERT INTO n2 VALUES (1), (1)')
-        with sconn.transaction():
-            sconn.execute('INSERT INTO n VALUES (3)')
-    assert [r['x'] for r in sconn.fetch('SELECT x FROM n ORDER BY x')] == [1, 3]
+            with sync_conn.transaction():
+                sync_conn.execute('INSERT INTO n VALUES (2)')
+                sync_conn.execute('CREATE TEMP TABLE n2 (x int UNIQUE); INSERT INTO n2 VALUES (1), (1)')
+        with sync_conn.transaction():
+            sync_conn.execute('INSERT INTO n VALUES (3)')
+    assert [r['x'] for r in sync_conn.fetch('SELECT x FROM n ORDER BY x')] == [1, 3]
 
 
-def test_start_commit_rollback_by_hand(sconn: Connection) -> None:
-    sconn.execute('CREATE TEMP TABLE h (x int)')
-    tr = sconn.transaction(readonly=False)
+def test_start_commit_rollback_by_hand(sync_conn: Connection) -> None:
+    sync_conn.execute('CREATE TEMP TABLE h (x int)')
+    tr = sync_conn.transaction(readonly=False)
     tr.start()
-    sconn.execute('INSERT INTO h VALUES (1)')
-    inner = sconn.transaction()
+    sync_conn.execute('INSERT INTO h VALUES (1)')
+    inner = sync_conn.transaction()
     inner.start()
-    sconn.execute('INSERT INTO h VALUES (2)')
+    sync_conn.execute('INSERT INTO h VALUES (2)')
     inner.rollback()
     tr.commit()
-    assert [r['x'] for r in sconn.fetch('SELECT x FROM h')] == [1]
-    tr2 = sconn.transaction()
+    assert [r['x'] for r in sync_conn.fetch('SELECT x FROM h')] == [1]
+    tr2 = sync_conn.transaction()
     tr2.start()
-    sconn.execute('INSERT INTO h VALUES (3)')
+    sync_conn.execute('INSERT INTO h VALUES (3)')
     tr2.rollback()
-    assert sconn.fetchval('SELECT count(*) FROM h') == 1
-    with sconn.transaction(readonly=True):
+    assert sync_conn.fetchval('SELECT count(*) FROM h') == 1
+    with sync_conn.transaction(readonly=True):
         with pytest.raises(mypgdriver.exceptions.ReadOnlySQLTransactionError):
-            sconn.execute('CREATE TABLE sync_ro (x int)')
+            sync_conn.execute('CREATE TABLE sync_ro (x int)')
     with pytest.raises(mypgdriver.exceptions.InterfaceError):
-        with sconn.transaction() as nothing:
+        with sync_conn.transaction() as nothing:
             assert nothing is None
-            sconn.transaction().commit()
+            sync_conn.transaction().commit()

@@ -18,7 +18,6 @@ import mypgdriver.sync
 from mypgdriver import exceptions
 from tests.support.descriptors import HAVE_PROC_FDS, open_descriptors, opened_since
 from tests.support.tcp_proxy import TcpProxy
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.usefixtures('no_event_loop')
 

@@ -38,7 +38,6 @@ import mypgdriver
 import mypgdriver.sync as sync
 from mypgdriver import block_owner
 from tests.support.interrupts import Bomb, LineTrace
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures('no_event_loop')
 

@@ -7,7 +7,7 @@ error leaves a sync connection in sync.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from typing import Any, Callable
 
 import pytest
 
@@ -15,23 +15,14 @@ import mypgdriver.sync
 from mypgdriver import exceptions
 from mypgdriver.sync import Connection
 from mypgdriver.types import JsonCodec
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
 
 NESTED = {'a': [1, 2.5, None, True], 'ü': {'b': '✓'}}
 
 
 @pytest.fixture
-def dsn(pg_cluster: Any) -> str:
-    return pg_cluster.dsn()
-
-
-@pytest.fixture
-def jconn(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
-    conn = mypgdriver.sync.connect(dsn, json=True)
-    try:
-        yield conn
-    finally:
-        conn.close()
+def jconn(open_sync_conn: Callable[..., Connection], no_event_loop: list[str]) -> Connection:  # noqa: F811
+    """A connection with json=True: the JSON codecs on."""
+    return open_sync_conn(json=True)
 
 
 def test_values_both_ways(jconn: Connection) -> None:

@@ -5,58 +5,45 @@ import subprocess
 import sys
 import textwrap
 import time
-from typing import Any, Iterator
 
 import pytest
 
 import mypgdriver
 import mypgdriver.sync
 from mypgdriver.sync import Connection, Notification
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
 
 #: How late a wait may end after its timeout, or a wake-up after its cause: a
 #: loaded machine adds a fraction of it, a missed wake-up waits out the timeout.
 PROMPT = 5.0
 
 
-@pytest.fixture
-def dsn(pg_cluster: Any) -> str:
-    return pg_cluster.dsn()
-
-
-@pytest.fixture
-def sconn(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
-    with mypgdriver.sync.connect(dsn) as conn:
-        yield conn
-
-
-def test_notifies_returns_after_the_timeout_with_nothing(sconn: Connection) -> None:
-    sconn.execute('LISTEN idle_channel')
+def test_notifies_returns_after_the_timeout_with_nothing(sync_conn: Connection) -> None:
+    sync_conn.execute('LISTEN idle_channel')
     started = time.monotonic()
-    assert list(sconn.notifies(timeout=0.3)) == []
+    assert list(sync_conn.notifies(timeout=0.3)) == []
     elapsed = time.monotonic() - started
     assert 0.29 <= elapsed < 0.3 + PROMPT
-    assert sconn.fetchval('SELECT 1') == 1
+    assert sync_conn.fetchval('SELECT 1') == 1
 
 
-def test_notifications_received_during_other_calls_are_yielded_first(sconn: Connection,
+def test_notifications_received_during_other_calls_are_yielded_first(sync_conn: Connection,
                                                                      dsn: str) -> None:
-    sconn.execute('LISTEN a; LISTEN b')
+    sync_conn.execute('LISTEN a; LISTEN b')
     with mypgdriver.sync.connect(dsn) as other:
         other.execute("NOTIFY a, '1'; NOTIFY b, '2'")
         other_pid = other.get_server_pid()
-    sconn.fetchval('SELECT pg_sleep(0.1)')          # receives them
-    got = list(sconn.notifies(timeout=0.2))
+    sync_conn.fetchval('SELECT pg_sleep(0.1)')          # receives them
+    got = list(sync_conn.notifies(timeout=0.2))
     assert got == [Notification(other_pid, 'a', '1'), Notification(other_pid, 'b', '2')]
 
 
-def test_listener_callbacks_are_called_from_notifies(sconn: Connection) -> None:
+def test_listener_callbacks_are_called_from_notifies(sync_conn: Connection) -> None:
     seen: list[str] = []
-    sconn.add_listener('cb', lambda c, pid, ch, payload: seen.append(payload))
-    sconn.execute("NOTIFY cb, 'x'")
+    sync_conn.add_listener('cb', lambda c, pid, ch, payload: seen.append(payload))
+    sync_conn.execute("NOTIFY cb, 'x'")
     # own notifications arrive at the end of the NOTIFY's transaction: already in
     assert seen == ['x']
-    assert [n.payload for n in sconn.notifies(timeout=0.1)] == ['x']
+    assert [n.payload for n in sync_conn.notifies(timeout=0.1)] == ['x']
 
 
 WORKER = textwrap.dedent('''
@@ -101,32 +88,32 @@ def test_notifies_on_a_closed_connection_raises(dsn: str) -> None:
         next(conn.notifies(timeout=0.1))
 
 
-def test_a_backend_killed_while_waiting_raises_instead_of_hanging(sconn: Connection,
+def test_a_backend_killed_while_waiting_raises_instead_of_hanging(sync_conn: Connection,
                                                                   dsn: str) -> None:
-    sconn.execute('LISTEN k')
-    pid = sconn.get_server_pid()
+    sync_conn.execute('LISTEN k')
+    pid = sync_conn.get_server_pid()
     with mypgdriver.sync.connect(dsn) as killer:
         killer.execute('SELECT pg_terminate_backend($1)', pid)
     with pytest.raises(mypgdriver.exceptions.PostgresError):
-        list(sconn.notifies(timeout=5))
+        list(sync_conn.notifies(timeout=5))
 
 
-def test_calls_between_iterations_and_the_bounded_backlog(sconn: Connection, dsn: str) -> None:
-    sconn.execute('LISTEN work')
-    sconn.execute("NOTIFY work, 'first'")
+def test_calls_between_iterations_and_the_bounded_backlog(sync_conn: Connection, dsn: str) -> None:
+    sync_conn.execute('LISTEN work')
+    sync_conn.execute("NOTIFY work, 'first'")
     got = []
     with mypgdriver.sync.connect(dsn) as other:
-        for note in sconn.notifies(timeout=0.5):
+        for note in sync_conn.notifies(timeout=0.5):
             got.append(note.payload)
             if note.payload == 'first':
                 other.execute("NOTIFY work, 'second'")
                 # a call between iterations receives it; the next iteration yields it
-                assert sconn.fetchval('SELECT pg_sleep(0.1)::text') == ''
+                assert sync_conn.fetchval('SELECT pg_sleep(0.1)::text') == ''
     assert got == ['first', 'second']
 
     from mypgdriver.sync.notifications import NOTIFICATION_BACKLOG, NotificationBacklog
     assert NOTIFICATION_BACKLOG == 10_000
-    backlog = NotificationBacklog(sconn._runner._glue, maxlen=2)
+    backlog = NotificationBacklog(sync_conn._runner._glue, maxlen=2)
     for payload in 'abc':
         backlog.put(Notification(1, 'c', payload))
     assert len(backlog) == 2 and backlog.dropped == 1

@@ -26,8 +26,6 @@ from mypgdriver.rows import (
     tuple_row,
 )
 from mypgdriver.sync import Connection
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
-from tests.test_sync_connection import dsn, sconn  # noqa: F401  (fixtures)
 
 QUERY = "SELECT 1 AS id, 'one'::text AS name, NULL::int AS missing"
 
@@ -58,29 +56,29 @@ def assert_usable(conn: Connection) -> None:
     assert not conn.is_in_transaction()
 
 
-def test_each_factory_per_call(sconn: Connection) -> None:  # noqa: F811
-    assert sconn.fetch(QUERY, row_factory=tuple_row) == [(1, 'one', None)]
-    assert sconn.fetch(QUERY, row_factory=dict_row) == [{'id': 1, 'name': 'one', 'missing': None}]
-    assert sconn.fetch(QUERY, row_factory=scalar_row) == [1]
-    assert sconn.fetchrow(QUERY, row_factory=namedtuple_row)._fields == ('id', 'name', 'missing')
-    assert sconn.fetchrow(QUERY, row_factory=class_row(Item)) == Item(1, 'one', None)
-    assert sconn.fetch(QUERY, row_factory=args_row(lambda *v: v[::-1])) == [(None, 'one', 1)]
-    assert sconn.fetch(QUERY, row_factory=kwargs_row(lambda **kw: kw['name'])) == ['one']
-    assert sconn.fetchmany('SELECT $1::int AS x', [(1,), (2,)], row_factory=dict_row) == [
+def test_each_factory_per_call(sync_conn: Connection) -> None:  # noqa: F811
+    assert sync_conn.fetch(QUERY, row_factory=tuple_row) == [(1, 'one', None)]
+    assert sync_conn.fetch(QUERY, row_factory=dict_row) == [{'id': 1, 'name': 'one', 'missing': None}]
+    assert sync_conn.fetch(QUERY, row_factory=scalar_row) == [1]
+    assert sync_conn.fetchrow(QUERY, row_factory=namedtuple_row)._fields == ('id', 'name', 'missing')
+    assert sync_conn.fetchrow(QUERY, row_factory=class_row(Item)) == Item(1, 'one', None)
+    assert sync_conn.fetch(QUERY, row_factory=args_row(lambda *v: v[::-1])) == [(None, 'one', 1)]
+    assert sync_conn.fetch(QUERY, row_factory=kwargs_row(lambda **kw: kw['name'])) == ['one']
+    assert sync_conn.fetchmany('SELECT $1::int AS x', [(1,), (2,)], row_factory=dict_row) == [
         {'x': 1}, {'x': 2}]
-    assert sconn.fetch('SELECT 1 AS a, 2 AS a', row_factory=dict_row) == [{'a': 2}]
-    assert sconn.fetch('SELECT 1 WHERE false', row_factory=dict_row) == []
-    assert sconn.fetch('DO $$ BEGIN END $$', row_factory=class_row(Item)) == []
-    assert type(sconn.fetchrow(QUERY)) is Record
+    assert sync_conn.fetch('SELECT 1 AS a, 2 AS a', row_factory=dict_row) == [{'a': 2}]
+    assert sync_conn.fetch('SELECT 1 WHERE false', row_factory=dict_row) == []
+    assert sync_conn.fetch('DO $$ BEGIN END $$', row_factory=class_row(Item)) == []
+    assert type(sync_conn.fetchrow(QUERY)) is Record
 
 
-def test_psycopg_style_factory_and_description(sconn: Connection) -> None:  # noqa: F811
+def test_psycopg_style_factory_and_description(sync_conn: Connection) -> None:  # noqa: F811
     def names_and_types(cursor: Any) -> Callable[[Sequence[Any]], list[tuple[str, int]]]:
         pairs = [(c.name, c.type_code) for c in cursor.description]
         return lambda values: pairs
-    int4 = sconn.fetchval("SELECT oid::int FROM pg_type WHERE typname = 'int4'")
-    text = sconn.fetchval("SELECT oid::int FROM pg_type WHERE typname = 'text'")
-    assert sconn.fetchrow(QUERY, row_factory=names_and_types) == [
+    int4 = sync_conn.fetchval("SELECT oid::int FROM pg_type WHERE typname = 'int4'")
+    text = sync_conn.fetchval("SELECT oid::int FROM pg_type WHERE typname = 'text'")
+    assert sync_conn.fetchrow(QUERY, row_factory=names_and_types) == [
         ('id', int4), ('name', text), ('missing', int4)]
 
 
@@ -98,30 +96,30 @@ def test_row_factory_per_connection(dsn: str, no_event_loop: list[str]) -> None:
         mypgdriver.sync.connect(dsn, record_class=type('R', (Record,), {}), row_factory=dict_row)
 
 
-def test_record_class_and_row_factory_together(sconn: Connection) -> None:  # noqa: F811
+def test_record_class_and_row_factory_together(sync_conn: Connection) -> None:  # noqa: F811
     with pytest.raises(TypeError, match='record_class or row_factory'):
-        sconn.fetch(QUERY, record_class=Record, row_factory=dict_row)
+        sync_conn.fetch(QUERY, record_class=Record, row_factory=dict_row)
     with pytest.raises(InterfaceError, match='record_class is expected'):
-        sconn.fetch(QUERY, record_class=dict)
-    assert_usable(sconn)
+        sync_conn.fetch(QUERY, record_class=dict)
+    assert_usable(sync_conn)
 
 
-def test_prepared_statement_and_cursor(sconn: Connection) -> None:  # noqa: F811
-    stmt = sconn.prepare(QUERY, row_factory=class_row(Item))
+def test_prepared_statement_and_cursor(sync_conn: Connection) -> None:  # noqa: F811
+    stmt = sync_conn.prepare(QUERY, row_factory=class_row(Item))
     assert stmt.fetch() == [Item(1, 'one', None)]
     assert stmt.fetchval() == 1
     assert stmt.fetch(row_factory=scalar_row) == [1]
     assert stmt.fetchrow(row_factory=dict_row) == {'id': 1, 'name': 'one', 'missing': None}
-    many = sconn.prepare('SELECT $1::int AS x', row_factory=tuple_row)
+    many = sync_conn.prepare('SELECT $1::int AS x', row_factory=tuple_row)
     assert many.fetchmany([(1,), (2,)]) == [(1,), (2,)]
     assert many.fetchmany([(3,)], row_factory=dict_row) == [{'x': 3}]
-    with sconn.transaction():
+    with sync_conn.transaction():
         assert list(stmt.cursor()) == [Item(1, 'one', None)]
         assert list(stmt.cursor(row_factory=tuple_row)) == [(1, 'one', None)]
-        cur = sconn.cursor('SELECT generate_series(1, 10) AS n', row_factory=scalar_row).open()
+        cur = sync_conn.cursor('SELECT generate_series(1, 10) AS n', row_factory=scalar_row).open()
         assert cur.fetch(3) == [1, 2, 3]
         assert cur.fetchrow() == 4
-        rows = list(sconn.cursor('SELECT generate_series(1, 120) AS n', prefetch=50,
+        rows = list(sync_conn.cursor('SELECT generate_series(1, 120) AS n', prefetch=50,
                                  row_factory=dict_row))
         assert rows == [{'n': n} for n in range(1, 121)]
 
@@ -150,30 +148,30 @@ def assert_no_columns_error(error: BaseException) -> None:
     assert str(error) == 'scalar_row needs a result with at least one column'
 
 
-def test_scalar_row_without_columns_everywhere(sconn: Connection) -> None:  # noqa: F811
-    stmt = sconn.prepare(NO_COLUMNS)
+def test_scalar_row_without_columns_everywhere(sync_conn: Connection) -> None:  # noqa: F811
+    stmt = sync_conn.prepare(NO_COLUMNS)
     calls: list[Callable[[], Any]] = [
-        lambda: sconn.fetch(NO_COLUMNS, row_factory=scalar_row),
-        lambda: sconn.fetchrow(NO_COLUMNS, row_factory=scalar_row),
-        lambda: sconn.fetchmany('SELECT FROM generate_series(1, $1::int)', [(1,)],
+        lambda: sync_conn.fetch(NO_COLUMNS, row_factory=scalar_row),
+        lambda: sync_conn.fetchrow(NO_COLUMNS, row_factory=scalar_row),
+        lambda: sync_conn.fetchmany('SELECT FROM generate_series(1, $1::int)', [(1,)],
                                 row_factory=scalar_row),
         lambda: stmt.fetch(row_factory=scalar_row),
-        lambda: sconn.prepare(NO_COLUMNS, row_factory=scalar_row).fetch(),
+        lambda: sync_conn.prepare(NO_COLUMNS, row_factory=scalar_row).fetch(),
     ]
     for call in calls:
         with pytest.raises(ProgrammingError) as info:
             call()
         assert_no_columns_error(info.value)
-        assert_usable(sconn)
-    with sconn.transaction():
+        assert_usable(sync_conn)
+    with sync_conn.transaction():
         with pytest.raises(ProgrammingError) as info:
-            list(sconn.cursor(NO_COLUMNS, row_factory=scalar_row))
+            list(sync_conn.cursor(NO_COLUMNS, row_factory=scalar_row))
         assert_no_columns_error(info.value)
-        cur = sconn.cursor(NO_COLUMNS, row_factory=scalar_row).open()
+        cur = sync_conn.cursor(NO_COLUMNS, row_factory=scalar_row).open()
         with pytest.raises(ProgrammingError) as info:
             cur.fetch(1)
         assert_no_columns_error(info.value)
-        assert sconn.fetchval('SELECT 7') == 7
+        assert sync_conn.fetchval('SELECT 7') == 7
 
 
 def test_scalar_row_without_columns_on_the_pool(dsn: str,  # noqa: F811
@@ -191,22 +189,22 @@ def test_scalar_row_without_columns_on_the_pool(dsn: str,  # noqa: F811
 
 @pytest.mark.parametrize('at', [1, 777])
 def test_maker_error_propagates_and_connection_stays_in_sync(
-        sconn: Connection, at: int) -> None:  # noqa: F811
+        sync_conn: Connection, at: int) -> None:  # noqa: F811
     with pytest.raises(ZeroDivisionError, match=f'row {at}'):
-        sconn.fetch('SELECT generate_series(1, 1000)', row_factory=failing_at(at))
-    assert_usable(sconn)
+        sync_conn.fetch('SELECT generate_series(1, 1000)', row_factory=failing_at(at))
+    assert_usable(sync_conn)
     with pytest.raises(ZeroDivisionError):
-        with sconn.transaction():
-            sconn.fetch('SELECT generate_series(1, 10)', row_factory=failing_at(3))
-    assert_usable(sconn)
+        with sync_conn.transaction():
+            sync_conn.fetch('SELECT generate_series(1, 10)', row_factory=failing_at(3))
+    assert_usable(sync_conn)
 
 
-def test_factory_error(sconn: Connection) -> None:  # noqa: F811
+def test_factory_error(sync_conn: Connection) -> None:  # noqa: F811
     def failing_factory(cursor: Any) -> Any:
         raise LookupError('factory')
     with pytest.raises(LookupError, match='factory'):
-        sconn.fetch('SELECT 1', row_factory=failing_factory)
-    assert_usable(sconn)
+        sync_conn.fetch('SELECT 1', row_factory=failing_factory)
+    assert_usable(sync_conn)
 
 
 @pytest.fixture
@@ -214,7 +212,7 @@ def many_columns_query() -> Iterator[str]:
     yield 'SELECT ' + ', '.join(f'{i} AS c{i}' for i in range(100))
 
 
-def test_many_columns(sconn: Connection, many_columns_query: str) -> None:  # noqa: F811
-    assert sconn.fetchrow(many_columns_query, row_factory=dict_row) == {
+def test_many_columns(sync_conn: Connection, many_columns_query: str) -> None:  # noqa: F811
+    assert sync_conn.fetchrow(many_columns_query, row_factory=dict_row) == {
         f'c{i}': i for i in range(100)}
-    assert sconn.fetchrow(many_columns_query, row_factory=tuple_row) == tuple(range(100))
+    assert sync_conn.fetchrow(many_columns_query, row_factory=tuple_row) == tuple(range(100))

@@ -16,8 +16,6 @@ import pytest
 import mypgdriver
 import mypgdriver.sync
 from mypgdriver.sync import Connection
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
-from tests.test_sync_connection import dsn, sconn  # noqa: F401  (fixtures)
 
 
 def server_statements(conn: Connection) -> list[str]:
@@ -27,59 +25,59 @@ def server_statements(conn: Connection) -> list[str]:
         "AND statement NOT LIKE '%pg_prepared_statements%' ORDER BY statement")]
 
 
-def test_more_codec_families(sconn: Connection) -> None:
-    assert sconn.fetchval('SELECT $1::bool AND true', True) is True
-    assert sconn.fetchval('SELECT $1::float8 / 4', 1.0) == 0.25
-    assert sconn.fetchval('SELECT $1::bytea || $2::bytea', b'\x00a', b'\xff') == b'\x00a\xff'
-    assert sconn.fetchval("SELECT $1::interval + '1 day'",
+def test_more_codec_families(sync_conn: Connection) -> None:
+    assert sync_conn.fetchval('SELECT $1::bool AND true', True) is True
+    assert sync_conn.fetchval('SELECT $1::float8 / 4', 1.0) == 0.25
+    assert sync_conn.fetchval('SELECT $1::bytea || $2::bytea', b'\x00a', b'\xff') == b'\x00a\xff'
+    assert sync_conn.fetchval("SELECT $1::interval + '1 day'",
                           datetime.timedelta(hours=1)) == datetime.timedelta(days=1, hours=1)
-    assert sconn.fetchval("SELECT '12:30:01.5'::time") == datetime.time(12, 30, 1, 500000)
-    assert sconn.fetchval('SELECT $1::inet', ipaddress.ip_interface('10.0.0.1/8')) == \
+    assert sync_conn.fetchval("SELECT '12:30:01.5'::time") == datetime.time(12, 30, 1, 500000)
+    assert sync_conn.fetchval('SELECT $1::inet', ipaddress.ip_interface('10.0.0.1/8')) == \
         ipaddress.ip_interface('10.0.0.1/8')
-    assert sconn.fetchval("SELECT '10.1.0.0/16'::cidr") == ipaddress.ip_network('10.1.0.0/16')
-    assert sconn.fetchval("SELECT $1::numeric[]", [decimal.Decimal('1.5'), None]) == \
+    assert sync_conn.fetchval("SELECT '10.1.0.0/16'::cidr") == ipaddress.ip_network('10.1.0.0/16')
+    assert sync_conn.fetchval("SELECT $1::numeric[]", [decimal.Decimal('1.5'), None]) == \
         [decimal.Decimal('1.5'), None]
-    assert sconn.fetchval("SELECT ARRAY[[1, 2], [3, 4]]::int2[]") == [[1, 2], [3, 4]]
-    multirange = sconn.fetchval("SELECT '{[1,3), [5,7)}'::int4multirange")
+    assert sync_conn.fetchval("SELECT ARRAY[[1, 2], [3, 4]]::int2[]") == [[1, 2], [3, 4]]
+    multirange = sync_conn.fetchval("SELECT '{[1,3), [5,7)}'::int4multirange")
     assert [(r.lower, r.upper) for r in multirange] == [(1, 3), (5, 7)]
-    sconn.execute('CREATE DOMAIN pg_temp.positive AS int CHECK (VALUE > 0)')
-    assert sconn.fetchval('SELECT $1::pg_temp.positive', 5) == 5
+    sync_conn.execute('CREATE DOMAIN pg_temp.positive AS int CHECK (VALUE > 0)')
+    assert sync_conn.fetchval('SELECT $1::pg_temp.positive', 5) == 5
     with pytest.raises(mypgdriver.exceptions.CheckViolationError):
-        sconn.fetchval('SELECT $1::pg_temp.positive', -5)
-    assert sconn.fetchval("SELECT B'1011'::bit(4)").as_string() == '1011'
-    assert sconn.fetchval('SELECT NULL::int') is None
+        sync_conn.fetchval('SELECT $1::pg_temp.positive', -5)
+    assert sync_conn.fetchval("SELECT B'1011'::bit(4)").as_string() == '1011'
+    assert sync_conn.fetchval('SELECT NULL::int') is None
 
 
-def test_a_schema_change_under_a_cached_statement_is_retried(sconn: Connection) -> None:
-    sconn.execute('CREATE TEMP TABLE shape (id int, v int)')
-    sconn.execute('INSERT INTO shape VALUES (1, 10)')
+def test_a_schema_change_under_a_cached_statement_is_retried(sync_conn: Connection) -> None:
+    sync_conn.execute('CREATE TEMP TABLE shape (id int, v int)')
+    sync_conn.execute('INSERT INTO shape VALUES (1, 10)')
     query = 'SELECT * FROM shape WHERE id = $1'
-    assert tuple(sconn.fetchrow(query, 1)) == (1, 10)
-    assert query in server_statements(sconn)
+    assert tuple(sync_conn.fetchrow(query, 1)) == (1, 10)
+    assert query in server_statements(sync_conn)
     # The result type changes: the cached plan is refused by the server
     # (0A000) and the statement prepared again, once, in its place.
-    sconn.execute('ALTER TABLE shape ALTER COLUMN v TYPE text')
-    assert tuple(sconn.fetchrow(query, 1)) == (1, '10')
-    assert sconn.fetchval('SELECT 1') == 1
+    sync_conn.execute('ALTER TABLE shape ALTER COLUMN v TYPE text')
+    assert tuple(sync_conn.fetchrow(query, 1)) == (1, '10')
+    assert sync_conn.fetchval('SELECT 1') == 1
     # Inside a transaction block it cannot be retried: the error says so.
-    sconn.execute('ALTER TABLE shape ALTER COLUMN v TYPE int USING v::int')
+    sync_conn.execute('ALTER TABLE shape ALTER COLUMN v TYPE int USING v::int')
     with pytest.raises(mypgdriver.exceptions.InvalidCachedStatementError):
-        with sconn.transaction():
-            sconn.fetchrow(query, 1)
-    assert sconn.is_in_transaction() is False
-    assert tuple(sconn.fetchrow(query, 1)) == (1, 10)
+        with sync_conn.transaction():
+            sync_conn.fetchrow(query, 1)
+    assert sync_conn.is_in_transaction() is False
+    assert tuple(sync_conn.fetchrow(query, 1)) == (1, 10)
 
 
 def test_discard_all_drops_the_cache_and_statements_are_prepared_again(
-        sconn: Connection) -> None:
-    stmt = sconn.prepare('SELECT $1::int * 3')
-    assert sconn.fetchval('SELECT $1::int + 1', 1) == 2
-    assert len(server_statements(sconn)) >= 2
-    sconn.execute('DISCARD ALL')
-    assert server_statements(sconn) == []
-    assert sconn.fetchval('SELECT $1::int + 1', 2) == 3
+        sync_conn: Connection) -> None:
+    stmt = sync_conn.prepare('SELECT $1::int * 3')
+    assert sync_conn.fetchval('SELECT $1::int + 1', 1) == 2
+    assert len(server_statements(sync_conn)) >= 2
+    sync_conn.execute('DISCARD ALL')
+    assert server_statements(sync_conn) == []
+    assert sync_conn.fetchval('SELECT $1::int + 1', 2) == 3
     assert stmt.fetchval(3) == 9
-    assert server_statements(sconn) == ['SELECT $1::int * 3', 'SELECT $1::int + 1']
+    assert server_statements(sync_conn) == ['SELECT $1::int * 3', 'SELECT $1::int + 1']
 
 
 def test_evicted_statements_are_closed_on_the_server(dsn: str, no_event_loop: list[str]) -> None:  # noqa: F811

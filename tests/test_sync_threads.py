@@ -6,7 +6,7 @@ import threading
 import time
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -14,25 +14,14 @@ import mypgdriver
 import mypgdriver.sync
 from mypgdriver.sync import Connection
 from tests.support.backends import wait_sleeping_sync
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
+from tests.support.waiting import poll
 
 
-@pytest.fixture
-def dsn(pg_cluster: Any) -> str:
-    return pg_cluster.dsn()
-
-
-@pytest.fixture
-def sconn(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
-    with mypgdriver.sync.connect(dsn) as conn:
-        yield conn
-
-
-def test_100_threads_share_one_connection(sconn: Connection) -> None:
+def test_100_threads_share_one_connection(sync_conn: Connection) -> None:
     def work(i: int) -> list[tuple[int, int]]:
         results = []
         for j in range(20):
-            row = sconn.fetchrow('SELECT $1::int AS i, $2::int * 2 AS j', i, j)
+            row = sync_conn.fetchrow('SELECT $1::int AS i, $2::int * 2 AS j', i, j)
             assert row is not None
             results.append((row['i'], row['j']))
         return results
@@ -40,40 +29,40 @@ def test_100_threads_share_one_connection(sconn: Connection) -> None:
     with ThreadPoolExecutor(100) as pool:
         outcomes = list(pool.map(work, range(100)))
     assert outcomes == [[(i, j * 2) for j in range(20)] for i in range(100)]
-    assert sconn.fetchval('SELECT 1') == 1
+    assert sync_conn.fetchval('SELECT 1') == 1
 
 
-def test_cancel_from_another_thread_stops_pg_sleep(sconn: Connection, dsn: str) -> None:
-    pid = sconn.get_server_pid()
-    timer = threading.Timer(0.3, sconn.cancel)
+def test_cancel_from_another_thread_stops_pg_sleep(sync_conn: Connection, dsn: str) -> None:
+    pid = sync_conn.get_server_pid()
+    timer = threading.Timer(0.3, sync_conn.cancel)
     started = time.monotonic()
     timer.start()
     with pytest.raises(mypgdriver.exceptions.QueryCanceledError):
-        sconn.fetchval('SELECT pg_sleep(10)')
+        sync_conn.fetchval('SELECT pg_sleep(10)')
     assert time.monotonic() - started < 3
     timer.join()
-    assert sconn.fetchval('SELECT pg_backend_pid()') == pid
+    assert sync_conn.fetchval('SELECT pg_backend_pid()') == pid
     with mypgdriver.sync.connect(dsn) as observer:
         assert observer.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1',
                                  pid) == 'idle'
     # idle: nothing to cancel, and the next call is not hit
-    sconn.cancel()
-    assert sconn.fetchval('SELECT pg_sleep(0.2)::text') == ''
+    sync_conn.cancel()
+    assert sync_conn.fetchval('SELECT pg_sleep(0.2)::text') == ''
 
 
-def test_cancel_does_not_wait_for_the_lock(sconn: Connection, dsn: str) -> None:
+def test_cancel_does_not_wait_for_the_lock(sync_conn: Connection, dsn: str) -> None:
     # while a long call holds the connection, cancel() from a third thread returns at once
-    sleeper = ThreadPoolExecutor(1).submit(sconn.fetchval, 'SELECT pg_sleep(10)')
+    sleeper = ThreadPoolExecutor(1).submit(sync_conn.fetchval, 'SELECT pg_sleep(10)')
     with mypgdriver.sync.connect(dsn) as observer:
-        wait_sleeping_sync(observer, sconn.get_server_pid())
+        wait_sleeping_sync(observer, sync_conn.get_server_pid())
     started = time.monotonic()
-    sconn.cancel()
+    sync_conn.cancel()
     assert time.monotonic() - started < 5       # not after the call (10 s)
     with pytest.raises(mypgdriver.exceptions.QueryCanceledError):
         sleeper.result(5)
 
 
-def test_a_call_from_a_listener_is_refused_not_deadlocked(sconn: Connection) -> None:
+def test_a_call_from_a_listener_is_refused_not_deadlocked(sync_conn: Connection) -> None:
     errors: list[BaseException] = []
 
     def reenter(conn: Connection, pid: int, channel: str, payload: str) -> None:
@@ -82,33 +71,33 @@ def test_a_call_from_a_listener_is_refused_not_deadlocked(sconn: Connection) -> 
         except BaseException as exc:
             errors.append(exc)
 
-    sconn.add_listener('re', reenter)
-    sconn.execute("NOTIFY re, 'x'")
+    sync_conn.add_listener('re', reenter)
+    sync_conn.execute("NOTIFY re, 'x'")
     assert len(errors) == 1
     assert type(errors[0]) is mypgdriver.exceptions.InterfaceError
     assert 'inside one of its own calls' in str(errors[0])
-    assert sconn.fetchval('SELECT 2') == 2
+    assert sync_conn.fetchval('SELECT 2') == 2
 
     def logger(query: Any) -> None:
         try:
-            sconn.execute('SELECT 3')
+            sync_conn.execute('SELECT 3')
         except mypgdriver.exceptions.InterfaceError as exc:
             errors.append(exc)
-    with sconn.query_logger(logger):
-        sconn.fetchval('SELECT 4')
+    with sync_conn.query_logger(logger):
+        sync_conn.fetchval('SELECT 4')
     assert len(errors) == 2
 
 
-def test_other_threads_wait_while_a_cursor_iterates_between_batches(sconn: Connection) -> None:
+def test_other_threads_wait_while_a_cursor_iterates_between_batches(sync_conn: Connection) -> None:
     # A thread iterating a cursor holds the connection only during each fetch;
     # its transaction block keeps other threads' calls out (as other tasks').
     refused: list[BaseException] = []
-    with sconn.transaction():
-        for row in sconn.cursor('SELECT g FROM generate_series(1, 4) g', prefetch=2):
+    with sync_conn.transaction():
+        for row in sync_conn.cursor('SELECT g FROM generate_series(1, 4) g', prefetch=2):
             if row['g'] == 2:
                 def other() -> None:
                     try:
-                        sconn.fetchval('SELECT 1')
+                        sync_conn.fetchval('SELECT 1')
                     except mypgdriver.exceptions.InterfaceError as exc:
                         refused.append(exc)
                 t = threading.Thread(target=other)
@@ -117,15 +106,15 @@ def test_other_threads_wait_while_a_cursor_iterates_between_batches(sconn: Conne
                 assert not t.is_alive()
     assert len(refused) == 1 and 'transaction' in str(refused[0])
     # after the block, other threads go on
-    assert ThreadPoolExecutor(1).submit(sconn.fetchval, 'SELECT 5').result(5) == 5
+    assert ThreadPoolExecutor(1).submit(sync_conn.fetchval, 'SELECT 5').result(5) == 5
 
 
-def test_memory_is_flat_over_20k_calls(sconn: Connection) -> None:
-    stmt = sconn.prepare('SELECT $1::int + 1')
+def test_memory_is_flat_over_20k_calls(sync_conn: Connection) -> None:
+    stmt = sync_conn.prepare('SELECT $1::int + 1')
 
     def batch(n: int) -> None:
         for i in range(n):
-            assert sconn.fetchval('SELECT $1::int', i) == i
+            assert sync_conn.fetchval('SELECT $1::int', i) == i
             assert stmt.fetchval(i) == i + 1
 
     batch(2000)     # warm: caches, codecs
@@ -141,36 +130,15 @@ def test_memory_is_flat_over_20k_calls(sconn: Connection) -> None:
     assert after - before < 256 * 1024, after - before
 
 
-def test_sync_connect_takes_exactly_the_asyncio_connect_parameters() -> None:
-    # The sync signature is spelled out (for type checkers): it must not drift.
-    import inspect
-
-    sync_params = inspect.signature(mypgdriver.sync.connect).parameters
-    async_params = dict(inspect.signature(mypgdriver.connect).parameters)
-    del async_params['loop']
-    assert list(sync_params) == list(async_params)
-    for name, param in async_params.items():
-        if name != 'connection_class':
-            assert sync_params[name].default == param.default, name
-            assert sync_params[name].kind == param.kind, name
-    # and the sync Connection has every public method of the asyncio one
-    missing = {n for n in dir(mypgdriver.Connection) if not n.startswith('_')} \
-        - set(dir(mypgdriver.sync.Connection))
-    assert missing == set()
-
-
 def _wait_for(check: Any, what: str, limit: float = 10.0) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f'timed out waiting for {what}')
-        time.sleep(0.02)
+    if not poll(check, bool, timeout=limit):
+        raise AssertionError(f'timed out waiting for {what}')
 
 
 @pytest.mark.parametrize('in_block', [False, True], ids=['statement', 'transaction-block'])
 def test_terminate_from_another_thread_ends_the_running_call_at_once(
-        sconn: Connection, dsn: str, in_block: bool) -> None:
-    pid = sconn.get_server_pid()
+        sync_conn: Connection, dsn: str, in_block: bool) -> None:
+    pid = sync_conn.get_server_pid()
     table = f'sync_terminate_{in_block:d}'
     errors: list[BaseException] = []
     results: list[object] = []
@@ -178,11 +146,11 @@ def test_terminate_from_another_thread_ends_the_running_call_at_once(
     def work() -> None:
         try:
             if in_block:
-                with sconn.transaction():
-                    sconn.execute(f'INSERT INTO {table} VALUES (1)')
-                    results.append(sconn.fetchval('SELECT pg_sleep(8)'))
+                with sync_conn.transaction():
+                    sync_conn.execute(f'INSERT INTO {table} VALUES (1)')
+                    results.append(sync_conn.fetchval('SELECT pg_sleep(8)'))
             else:
-                results.append(sconn.fetchval('SELECT pg_sleep(8)'))
+                results.append(sync_conn.fetchval('SELECT pg_sleep(8)'))
         except BaseException as e:
             errors.append(e)
 
@@ -195,7 +163,7 @@ def test_terminate_from_another_thread_ends_the_running_call_at_once(
                 "SELECT query FROM pg_stat_activity WHERE pid = $1 AND state = 'active'",
                 pid) == 'SELECT pg_sleep(8)', 'the statement to run')
             started = time.monotonic()
-            sconn.terminate()
+            sync_conn.terminate()
             worker.join(6)
             assert not worker.is_alive()
             # At once, not after the statement (8 s).
@@ -203,7 +171,7 @@ def test_terminate_from_another_thread_ends_the_running_call_at_once(
             assert results == []
             assert len(errors) == 1
             assert type(errors[0]) is mypgdriver.exceptions.ConnectionDoesNotExistError
-            assert sconn.is_closed()
+            assert sync_conn.is_closed()
             _wait_for(lambda: observer.fetchval(
                 'SELECT count(*) FROM pg_stat_activity WHERE pid = $1', pid) == 0,
                 'the backend to end')
@@ -212,7 +180,7 @@ def test_terminate_from_another_thread_ends_the_running_call_at_once(
         finally:
             observer.execute(f'DROP TABLE IF EXISTS {table}')
     with pytest.raises(mypgdriver.exceptions.InterfaceError, match='connection is closed'):
-        sconn.fetchval('SELECT 1')
+        sync_conn.fetchval('SELECT 1')
 
 
 def test_terminate_when_no_call_runs_and_from_a_query_logger(dsn: str) -> None:
@@ -234,7 +202,7 @@ def test_terminate_when_no_call_runs_and_from_a_query_logger(dsn: str) -> None:
 
 
 @pytest.mark.usefixtures('default_sigint')
-def test_ctrl_c_while_waiting_for_another_threads_call(sconn: Connection) -> None:
+def test_ctrl_c_while_waiting_for_another_threads_call(sync_conn: Connection) -> None:
     # The main thread waits for the connection's lock, held by a thread
     # running pg_sleep: a real SIGINT ends the wait with KeyboardInterrupt
     # (as threading.Lock.acquire() does), and the other call goes on.
@@ -242,19 +210,19 @@ def test_ctrl_c_while_waiting_for_another_threads_call(sconn: Connection) -> Non
 
     results: list[object] = []
     worker = threading.Thread(target=lambda: results.append(
-        sconn.fetchval("SELECT 'slept' FROM pg_sleep(4)")))
+        sync_conn.fetchval("SELECT 'slept' FROM pg_sleep(4)")))
     worker.start()
-    _wait_for(sconn._runner.is_running, 'the other call to start')
+    _wait_for(sync_conn._runner.is_running, 'the other call to start')
     main = threading.main_thread().ident
     assert main is not None
     timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
     timer.start()
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        sconn.fetchval('SELECT 1')
+        sync_conn.fetchval('SELECT 1')
     assert time.monotonic() - started < 3      # not after the other call (4 s)
     assert worker.is_alive()
     worker.join(10)
     timer.join()
     assert results == ['slept']
-    assert sconn.fetchval('SELECT 2') == 2
+    assert sync_conn.fetchval('SELECT 2') == 2

@@ -7,7 +7,7 @@ threads that each have their own.
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -18,22 +18,7 @@ from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 
 import mypgdriver.sync  # noqa: E402
 from mypgdriver import exceptions  # noqa: E402
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: E402,F401  (a fixture)
 from tests.test_tracing import Telemetry, otel  # noqa: E402,F401  (a fixture)
-
-
-@pytest.fixture
-def dsn(pg_cluster: Any) -> str:
-    return pg_cluster.dsn()
-
-
-@pytest.fixture
-def sconn(dsn: str, no_event_loop: list[str]) -> Iterator[Any]:  # noqa: F811
-    conn = mypgdriver.sync.connect(dsn)
-    try:
-        yield conn
-    finally:
-        conn.close()
 
 
 def attributes_of(pg_cluster: Any) -> dict[str, Any]:
@@ -41,9 +26,9 @@ def attributes_of(pg_cluster: Any) -> dict[str, Any]:
             'server.address': pg_cluster.host, 'server.port': pg_cluster.port}
 
 
-def test_sync_fetch_span(sconn: Any, otel: Telemetry, pg_cluster: Any) -> None:  # noqa: F811
+def test_sync_fetch_span(sync_conn: Any, otel: Telemetry, pg_cluster: Any) -> None:  # noqa: F811
     otel.clear()
-    assert sconn.fetchval('SELECT $1::int FROM pg_am LIMIT 1', 3) == 3
+    assert sync_conn.fetchval('SELECT $1::int FROM pg_am LIMIT 1', 3) == 3
     [span] = otel.spans()
     assert span.name == 'SELECT pg_am'
     assert span.kind == SpanKind.CLIENT
@@ -53,7 +38,7 @@ def test_sync_fetch_span(sconn: Any, otel: Telemetry, pg_cluster: Any) -> None: 
 
 
 def test_sync_span_parent_is_the_calling_threads_current_span(
-        sconn: Any, otel: Telemetry) -> None:  # noqa: F811
+        sync_conn: Any, otel: Telemetry) -> None:  # noqa: F811
     otel.clear()
     parents: dict[int, Any] = {}
     errors: list[BaseException] = []
@@ -63,7 +48,7 @@ def test_sync_span_parent_is_the_calling_threads_current_span(
             with otel.tracer.start_as_current_span(f'thread {i}') as parent:
                 parents[i] = parent.get_span_context()
                 for _ in range(3):
-                    assert sconn.fetchval('SELECT $1::int', i) == i
+                    assert sync_conn.fetchval('SELECT $1::int', i) == i
         except BaseException as e:      # (reported by the test, not lost in the thread)
             errors.append(e)
     threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
@@ -82,20 +67,20 @@ def test_sync_span_parent_is_the_calling_threads_current_span(
     assert sorted(by_parent.values()) == [3, 3]
     # Outside any span: a root span, not a leftover parent of another thread.
     otel.clear()
-    sconn.fetchval('SELECT 1')
+    sync_conn.fetchval('SELECT 1')
     [root] = otel.spans()
     assert root.parent is None
     assert trace.get_current_span() is trace.INVALID_SPAN
 
 
-def test_sync_unique_violation_and_timeout(sconn: Any, otel: Telemetry) -> None:  # noqa: F811
-    sconn.execute('CREATE TEMP TABLE traced_sync (id int PRIMARY KEY)')
-    sconn.execute('INSERT INTO traced_sync VALUES ($1)', 1)
+def test_sync_unique_violation_and_timeout(sync_conn: Any, otel: Telemetry) -> None:  # noqa: F811
+    sync_conn.execute('CREATE TEMP TABLE traced_sync (id int PRIMARY KEY)')
+    sync_conn.execute('INSERT INTO traced_sync VALUES ($1)', 1)
     otel.clear()
     with pytest.raises(exceptions.UniqueViolationError):
-        sconn.execute('INSERT INTO traced_sync VALUES ($1)', 1)
+        sync_conn.execute('INSERT INTO traced_sync VALUES ($1)', 1)
     with pytest.raises(TimeoutError):
-        sconn.fetch('SELECT pg_sleep(10)', timeout=0.2)
+        sync_conn.fetch('SELECT pg_sleep(10)', timeout=0.2)
     unique, timeout = otel.spans()
     assert unique.attributes['error.type'] == '23505'
     assert unique.attributes['db.response.status_code'] == '23505'
@@ -103,14 +88,14 @@ def test_sync_unique_violation_and_timeout(sconn: Any, otel: Telemetry) -> None:
     assert timeout.attributes['error.type'] == 'TimeoutError'
     assert 'db.response.status_code' not in timeout.attributes
     assert timeout.status.status_code == StatusCode.ERROR
-    assert sconn.fetchval('SELECT 2') == 2
+    assert sync_conn.fetchval('SELECT 2') == 2
 
 
-def test_sync_executemany_batch_and_prepared(sconn: Any, otel: Telemetry) -> None:  # noqa: F811
-    sconn.execute('CREATE TEMP TABLE traced_sync_batch (id int)')
+def test_sync_executemany_batch_and_prepared(sync_conn: Any, otel: Telemetry) -> None:  # noqa: F811
+    sync_conn.execute('CREATE TEMP TABLE traced_sync_batch (id int)')
     otel.clear()
-    sconn.executemany('INSERT INTO traced_sync_batch VALUES ($1)', [(1,), (2,)])
-    stmt = sconn.prepare('SELECT count(*) FROM traced_sync_batch')
+    sync_conn.executemany('INSERT INTO traced_sync_batch VALUES ($1)', [(1,), (2,)])
+    stmt = sync_conn.prepare('SELECT count(*) FROM traced_sync_batch')
     assert stmt.fetchval() == 2
     batch, prepare, prepared = otel.spans()
     assert batch.name == 'BATCH INSERT traced_sync_batch'

@@ -37,6 +37,7 @@ from tests.support.fake_server import (
 from tests.support.scripted_server import authentication_ok, startup_reply
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.tls_listener import DirectTlsListener
+from tests.support.waiting import apoll
 from tools.pgcluster import PgCluster, ServerLacksSsl
 
 SSL_REQUEST = struct.pack("!ii", 8, 80877103)
@@ -139,15 +140,11 @@ def plain_cluster(pg_cluster):
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> pathlib.Path:
+def isolated_env(isolated_libpq_env: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
     """No PG*/SSL_CERT_* variables from outside; an empty home (~/.postgresql)."""
-    for name in list(os.environ):
-        if name.startswith("PG") or name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
-            monkeypatch.delenv(name)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    return home
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    return isolated_libpq_env
 
 
 def dsn(cluster, *, user: str = "postgres", host: str | None = None, password: str | None = None,
@@ -676,14 +673,12 @@ async def test_direct_tls_refuses_modes_that_allow_plain_text(sslmode):
 async def _wait_not_running(monitor, pid: int, bound: float = 10.0) -> float:
     """Seconds until backend `pid` runs no statement; fails after `bound`."""
     start = time.monotonic()
-    while True:
-        state = await monitor.fetchval(
-            "SELECT state FROM pg_stat_activity WHERE pid = $1", pid)
-        if state != "active":
-            return time.monotonic() - start
-        if time.monotonic() - start > bound:
-            pytest.fail(f"backend {pid} still active {bound}s after the cancel")
-        await asyncio.sleep(0.02)
+    state = await apoll(lambda: monitor.fetchval(
+        "SELECT state FROM pg_stat_activity WHERE pid = $1", pid),
+        lambda state: state != "active", timeout=bound)
+    if state == "active":
+        pytest.fail(f"backend {pid} still active {bound}s after the cancel")
+    return time.monotonic() - start
 
 
 @pytest.mark.parametrize("sslmode, cancel_opening", [
@@ -991,10 +986,8 @@ async def test_cancelled_fallback_attempt_keeps_the_first_error_as_its_cause(fak
                 raise
 
         task = asyncio.ensure_future(connect())
-        for _ in range(500):
-            if len(server.attempts) == 2 and server.attempts[1].startup is not None:
-                break
-            await asyncio.sleep(0.01)
+        await apoll(lambda: server.attempts,
+                    lambda attempts: len(attempts) == 2 and attempts[1].startup is not None)
         assert len(server.attempts) == 2 and not server.attempts[1].tls
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

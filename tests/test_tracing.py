@@ -24,6 +24,7 @@ from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 
 import mypgdriver  # noqa: E402
 from mypgdriver import exceptions, tracing  # noqa: E402
+from tests.support.waiting import apoll  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -159,7 +160,8 @@ async def test_server_statement_timeout_is_its_sqlstate(conn, otel):
 async def test_cancelled_task_ends_the_span_as_cancelled(conn, otel):
     otel.clear()
     task = asyncio.ensure_future(conn.fetch('SELECT pg_sleep(10)'))
-    await asyncio.sleep(0.2)
+    # until it is sent (a monitor's queries would be traced too)
+    await apoll(lambda: conn.get_pipeline_stats().in_flight, lambda n: n == 1)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -346,9 +348,11 @@ async def test_pool_pending_requests_and_timed_out_acquire(otel, connect_kwargs)
         async with pool.acquire():
             assert name is not None
             waiter = asyncio.ensure_future(pool.acquire(timeout=0.3))
-            await asyncio.sleep(0.1)
-            [pending] = [p for p in otel.points('db.client.connection.pending_requests')
-                         if p.attributes['db.client.connection.pool.name'] == name]
+            # until the waiter is counted (it times out 0.3 s after it was made)
+            [pending] = await apoll(
+                lambda: [p for p in otel.points('db.client.connection.pending_requests')
+                         if p.attributes['db.client.connection.pool.name'] == name],
+                lambda points: [p.value for p in points] == [1], timeout=0.3)
             assert pending.value == 1
             with pytest.raises(asyncio.TimeoutError):
                 await waiter

@@ -386,7 +386,7 @@ async def test_closing_the_connection_inside_a_block_makes_exit_raise(connect_kw
             await other.close()
 
 
-async def test_a_lost_connection_inside_a_block_says_so_to_every_task(conn, connect_kwargs):
+async def test_a_lost_connection_inside_a_block_says_so_to_every_task(conn, monitor):
     # A stranger task (started before the block) is told the connection is
     # gone, not that the block belongs to another task: the block ended
     # with the connection (BlockOwner.connection_lost()).
@@ -400,11 +400,7 @@ async def test_a_lost_connection_inside_a_block_says_so_to_every_task(conn, conn
     task = asyncio.ensure_future(stranger())
     xact = conn.transaction()
     await xact.start()
-    killer = await mypgdriver.connect(**connect_kwargs)
-    try:
-        await killer.execute('SELECT pg_terminate_backend($1)', conn.get_server_pid())
-    finally:
-        await killer.close()
+    await monitor.execute('SELECT pg_terminate_backend($1)', conn.get_server_pid())
     with pytest.raises(exceptions.ConnectionDoesNotExistError):
         await conn.fetchval('SELECT pg_sleep(5)', timeout=10)   # the owner learns of it
     go.set()

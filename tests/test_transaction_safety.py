@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
 from typing import Any, Awaitable, Callable
 
 import pytest
@@ -33,14 +32,13 @@ from tests.support.session_state import (  # noqa: F401  (fixtures)
     assert_session_clean,
     backend_state,
     commit_claim,
-    monitor,
     run_cancelled,
     run_timed_out,
     settle,
     settled_backend_state,
     shared_table,
 )
-from tests.support.waiting import SETTLE
+from tests.support.waiting import SETTLE, apoll
 
 #: Rows the block writes (block=<id>, i=0..BLOCK_ROWS-1).
 BLOCK_ROWS = 3
@@ -294,13 +292,12 @@ def _signalling(shape: str, done: BodyDone) -> Callable[[Any, str, int], Awaitab
 
 async def _wait_until_commit_runs(monitor: Any, pid: int, where: str) -> None:
     """Wait until backend `pid` sleeps in the deferred trigger, i.e. inside its COMMIT."""
-    deadline = time.monotonic() + SETTLE
-    while not await monitor.fetchval(
+    # (a short interval: the trigger's sleep is the whole window to act in)
+    if not await apoll(lambda: monitor.fetchval(
             "SELECT count(*) FROM pg_stat_activity "
-            "WHERE pid = $1 AND state = 'active' AND wait_event = 'PgSleep'", pid):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{where}: the COMMIT never started running its trigger")
-        await asyncio.sleep(0.002)
+            "WHERE pid = $1 AND state = 'active' AND wait_event = 'PgSleep'", pid),
+            bool, timeout=SETTLE, interval=0.002):
+        raise AssertionError(f"{where}: the COMMIT never started running its trigger")
 
 
 @pytest.mark.parametrize("shape", ["async_with", "explicit", "nested"])

@@ -21,6 +21,8 @@ import pytest
 import mypgdriver
 import mypgdriver.sync
 from mypgdriver import exceptions
+from tests.support.backends import wait_sleeping, wait_sleeping_sync
+from tests.support.waiting import poll
 
 # pg_stat_activity's state -> what is_in_transaction() must say.
 IN_TRANSACTION = {
@@ -42,28 +44,26 @@ def status_report_table(sync_observer: mypgdriver.sync.Connection) -> Iterator[N
 
 def server_in_transaction(sync_observer: mypgdriver.sync.Connection, pid: int) -> bool:
     """The backend's own answer, once it has finished what it was sent."""
-    deadline = time.monotonic() + 10
-    while True:
-        state = sync_observer.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1', pid)
-        if state in IN_TRANSACTION:
-            return IN_TRANSACTION[state]
-        assert time.monotonic() < deadline, f'the backend stayed {state!r}'
-        time.sleep(0.005)
+    state = poll(lambda: sync_observer.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1', pid),
+                 lambda state: state in IN_TRANSACTION, timeout=10, interval=0.005)
+    assert state in IN_TRANSACTION, f'the backend stayed {state!r}'
+    return IN_TRANSACTION[state]
 
 
 # --- asyncio ------------------------------------------------------------------------------------
 
-async def _cancel_task(conn: Any) -> None:
+async def _cancel_task(conn: Any, monitor: Any) -> None:
     task = asyncio.ensure_future(conn.fetchval('SELECT pg_sleep(5)'))
-    await asyncio.sleep(0.2)
+    await wait_sleeping(monitor, conn.get_server_pid())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
 
 
-async def _public_cancel(conn: Any) -> None:
+async def _public_cancel(conn: Any, monitor: Any) -> None:
     task = asyncio.ensure_future(conn.fetchval('SELECT pg_sleep(5)'))
-    await asyncio.sleep(0.2)
+    # (a cancel that reaches the backend before the statement is ignored)
+    await wait_sleeping(monitor, conn.get_server_pid())
     await conn.cancel()
     with pytest.raises(exceptions.QueryCanceledError):
         await task
@@ -74,22 +74,22 @@ async def _raises(call: Awaitable[Any], error: type[BaseException]) -> None:
         await call
 
 
-ASYNC_FAILURES: dict[str, Callable[[Any], Awaitable[None]]] = {
-    'executemany_timeout': lambda conn: _raises(
+ASYNC_FAILURES: dict[str, Callable[[Any, Any], Awaitable[None]]] = {
+    'executemany_timeout': lambda conn, monitor: _raises(
         conn.executemany(SLOW_MANY, [(i,) for i in range(30)], timeout=0.8),
         asyncio.TimeoutError),
-    'fetch_timeout': lambda conn: _raises(
+    'fetch_timeout': lambda conn, monitor: _raises(
         conn.fetchval('SELECT pg_sleep(5)', timeout=0.3), asyncio.TimeoutError),
-    'copy_timeout': lambda conn: _raises(
+    'copy_timeout': lambda conn, monitor: _raises(
         conn.copy_records_to_table('status_report_t', records=_slow_records(), timeout=0.3),
         asyncio.TimeoutError),
     'task_cancelled': _cancel_task,
     'public_cancel': _public_cancel,
-    'client_error': lambda conn: _raises(
+    'client_error': lambda conn, monitor: _raises(
         conn.executemany('INSERT INTO status_report_t VALUES ($1)',
                          [(1,), (2,), ('three',)]),
         exceptions.DataError),
-    'server_error': lambda conn: _raises(
+    'server_error': lambda conn, monitor: _raises(
         conn.fetchval('SELECT 1 / 0'), exceptions.DivisionByZeroError),
 }
 
@@ -103,12 +103,13 @@ def _slow_records() -> Iterator[tuple[int]]:
 @pytest.mark.parametrize('in_block', [False, True], ids=['autocommit', 'in_block'])
 @pytest.mark.parametrize('failure', sorted(ASYNC_FAILURES))
 async def test_is_in_transaction_after_a_failed_call_is_the_servers(
-        dsn: str, sync_observer: mypgdriver.sync.Connection, failure: str, in_block: bool) -> None:
+        dsn: str, sync_observer: mypgdriver.sync.Connection, monitor: Any, failure: str,
+        in_block: bool) -> None:
     conn = await mypgdriver.connect(dsn)
     try:
         if in_block:
             await conn.execute('BEGIN')
-        await ASYNC_FAILURES[failure](conn)
+        await ASYNC_FAILURES[failure](conn, monitor)
         reported = conn.is_in_transaction()
         assert reported is server_in_transaction(sync_observer, conn.get_server_pid())
         assert reported is in_block
@@ -128,28 +129,39 @@ def _sync_raises(call: Callable[[], Any], error: type[BaseException]) -> None:
         call()
 
 
-def _sync_public_cancel(conn: Any) -> None:
-    timer = threading.Timer(0.2, conn.cancel)
-    timer.start()
+def _once_sleeping(observer: Any, conn: Any, action: Callable[[], object]) -> threading.Thread:
+    """A started thread that runs `action` once conn's backend runs pg_sleep()."""
+    pid = conn.get_server_pid()
+
+    def run() -> None:
+        wait_sleeping_sync(observer, pid)
+        action()
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def _sync_public_cancel(conn: Any, observer: Any) -> None:
+    # (a cancel that reaches the backend before the statement is ignored)
+    thread = _once_sleeping(observer, conn, conn.cancel)
     try:
         with pytest.raises(exceptions.QueryCanceledError):
             conn.fetchval('SELECT pg_sleep(5)')
     finally:
-        timer.join()
+        thread.join()
 
 
-def _sync_ctrl_c(conn: Any) -> None:
+def _sync_ctrl_c(conn: Any, observer: Any) -> None:
     # A real SIGINT while the call waits for the server.
-    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    thread = _once_sleeping(observer, conn, lambda: os.kill(os.getpid(), signal.SIGINT))
     try:
         with pytest.raises(KeyboardInterrupt):
             conn.fetchval('SELECT pg_sleep(5)')
     finally:
-        timer.join()
+        thread.join()
 
 
-def _sync_ctrl_c_in_executemany(conn: Any) -> None:
+def _sync_ctrl_c_in_executemany(conn: Any, observer: Any) -> None:
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -159,24 +171,24 @@ def _sync_ctrl_c_in_executemany(conn: Any) -> None:
         timer.join()
 
 
-SYNC_FAILURES: dict[str, Callable[[Any], None]] = {
-    'executemany_timeout': lambda conn: _sync_raises(
+SYNC_FAILURES: dict[str, Callable[[Any, Any], None]] = {
+    'executemany_timeout': lambda conn, observer: _sync_raises(
         lambda: conn.executemany(SLOW_MANY, [(i,) for i in range(30)], timeout=0.8),
         asyncio.TimeoutError),
-    'fetch_timeout': lambda conn: _sync_raises(
+    'fetch_timeout': lambda conn, observer: _sync_raises(
         lambda: conn.fetchval('SELECT pg_sleep(5)', timeout=0.3), asyncio.TimeoutError),
-    'copy_timeout': lambda conn: _sync_raises(
+    'copy_timeout': lambda conn, observer: _sync_raises(
         lambda: conn.copy_records_to_table('status_report_t', records=_slow_records(),
                                            timeout=0.3),
         asyncio.TimeoutError),
     'public_cancel': _sync_public_cancel,
     'ctrl_c': _sync_ctrl_c,
     'ctrl_c_executemany': _sync_ctrl_c_in_executemany,
-    'client_error': lambda conn: _sync_raises(
+    'client_error': lambda conn, observer: _sync_raises(
         lambda: conn.executemany('INSERT INTO status_report_t VALUES ($1)',
                                  [(1,), (2,), ('three',)]),
         exceptions.DataError),
-    'server_error': lambda conn: _sync_raises(
+    'server_error': lambda conn, observer: _sync_raises(
         lambda: conn.fetchval('SELECT 1 / 0'), exceptions.DivisionByZeroError),
 }
 
@@ -189,7 +201,7 @@ def test_sync_is_in_transaction_after_a_failed_call_is_the_servers(
     with mypgdriver.sync.connect(dsn) as conn:
         if in_block:
             conn.execute('BEGIN')
-        SYNC_FAILURES[failure](conn)
+        SYNC_FAILURES[failure](conn, sync_observer)
         if conn.is_closed():
             # Ctrl-C may close a connection it cannot leave in sync: that
             # is reported too (and the server ended the session).

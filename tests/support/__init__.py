@@ -1,1 +1,2 @@
-"""Helpers for the connection-robustness tests: certificates, TCP proxies, a TLS listener."""
+"""Helpers of the test suite: the shared fixtures (fixtures.py, a pytest plugin), waiting
+for state (waiting.py, backends.py), certificates, TCP proxies, fake servers."""

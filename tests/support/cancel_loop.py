@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable
 
 import mypgdriver
 from mypgdriver import exceptions
+from tests.support.waiting import apoll
 
 MAX_LOOP_SPINS = 24           # cancel after k % MAX_LOOP_SPINS event-loop iterations
 MANY_ROWS = 300               # rows per executemany / COPY in the loop
@@ -262,11 +263,9 @@ async def run_cancellation_loop(connect_kwargs: dict[str, Any], seed: int, itera
             assert row["xact"] in ({0, 1} if ops_by_k[k] == "transaction" else {0})
 
         # No connection opened by a cancelled connect() is left behind.
-        deadline = time.monotonic() + 5
-        while (leaked := await monitor.fetchval(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
-                LOOP_APP)) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+        leaked = await apoll(lambda: monitor.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", LOOP_APP),
+            lambda left: left == 0, timeout=5, interval=0.05)
         assert leaked == 0, f"seed={seed}: {leaked} connections from cancelled connects remain"
     finally:
         summary = "\n".join(f"  {name}: {n}" for name, n in sorted(outcomes.items()))

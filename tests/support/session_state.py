@@ -4,9 +4,9 @@ The data-safety tests assert what the *server* says about a connection
 (pg_stat_activity, row visibility from another session), never what the
 driver believes about itself.  This module holds the shared pieces:
 
-* a monitor connection fixture and a table that the monitor can see (temp
-  tables are per session, so the tables here are ordinary ones with a
-  unique name, dropped at the end);
+* a table that the ``monitor`` connection (tests/support/fixtures.py) can
+  see (temp tables are per session, so the tables here are ordinary ones
+  with a unique name, dropped at the end);
 * ``backend_state()``: poll pg_stat_activity for one backend until it is
   idle (the backend reports its state just before ReadyForQuery, but a
   cancelled operation may still be draining when the caller gets control);
@@ -21,13 +21,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import time
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, NamedTuple, Optional
 
 import pytest
 
 import mypgdriver
-from tests.support.waiting import SETTLE
+from tests.support.fixtures import monitor  # noqa: F401  (re-exported: older imports of it from here)
+from tests.support.waiting import SETTLE, apoll
 
 #: How long a backend may take to report itself idle after the caller got control
 #: (a cancelled statement may still be draining: on a loaded machine, seconds).
@@ -41,16 +41,6 @@ _table_ids = itertools.count(1)
 def unique_table_name(prefix: str) -> str:
     """A table name no other test (or concurrent run) uses."""
     return f"{prefix}_{os.getpid()}_{next(_table_ids)}"
-
-
-@pytest.fixture
-async def monitor(connect_kwargs: dict[str, Any]) -> AsyncIterator[Any]:
-    """A second connection, for pg_stat_activity and for row visibility."""
-    con = await mypgdriver.connect(**connect_kwargs)
-    try:
-        yield con
-    finally:
-        await con.close()
 
 
 class SharedTable(NamedTuple):
@@ -101,28 +91,23 @@ async def backend_state(monitor: Any, pid: int, *, limit: float = IDLE_POLL_LIMI
     gone; otherwise keeps polling until `limit` and returns the last view
     ('active', 'idle in transaction', ...), for the caller to assert on.
     """
-    deadline = time.monotonic() + limit
-    while True:
+    async def probe() -> BackendState:
         row = await monitor.fetchrow(
             "SELECT state, backend_xid::text AS xid, xact_start "
             "FROM pg_stat_activity WHERE pid = $1", pid)
-        seen = BackendState(None, None, None) if row is None else BackendState(*row)
-        if seen.state is None or (seen.state == "idle" and seen.backend_xid is None):
-            return seen
-        if time.monotonic() > deadline:
-            return seen
-        await asyncio.sleep(0.01)
+        return BackendState(None, None, None) if row is None else BackendState(*row)
+
+    def settled(seen: BackendState) -> bool:
+        return seen.state is None or (seen.state == "idle" and seen.backend_xid is None)
+    return await apoll(probe, settled, timeout=limit, interval=0.01)
 
 
 async def settled_backend_state(monitor: Any, pid: int,
                                 *, limit: float = IDLE_POLL_LIMIT) -> Optional[str]:
     """The backend's state once it is no longer 'active' (it may be idle in transaction)."""
-    deadline = time.monotonic() + limit
-    while True:
-        state = await monitor.fetchval("SELECT state FROM pg_stat_activity WHERE pid = $1", pid)
-        if state != "active" or time.monotonic() > deadline:
-            return state
-        await asyncio.sleep(0.01)
+    return await apoll(
+        lambda: monitor.fetchval("SELECT state FROM pg_stat_activity WHERE pid = $1", pid),
+        lambda state: state != "active", timeout=limit, interval=0.01)
 
 
 async def assert_session_clean(conn: Any, table: SharedTable, marker: int, where: str) -> None:

@@ -22,8 +22,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 
+from tests.support.waiting import poll
 from tools.pgcluster import PgCluster, PgClusterError
 
 BACKUP_LABEL = "mypgdriver standby"
@@ -272,12 +272,11 @@ class Standby:
             "SET synchronous_commit = on; "
             "SELECT pg_logical_emit_message(true, 'mypgdriver', 'wait_replayed'); "
             "SELECT pg_current_wal_flush_lsn()").split()[-1]
-        deadline = time.monotonic() + timeout
-        while self.psql(
-                f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn").strip() != "t":
-            if time.monotonic() > deadline:
-                raise PgClusterError(f"standby did not replay up to {target} in {timeout}s")
-            time.sleep(0.05)
+        replayed = poll(lambda: self.psql(
+            f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn").strip(),
+            lambda answer: answer == "t", timeout=timeout, interval=0.05)
+        if replayed != "t":
+            raise PgClusterError(f"standby did not replay up to {target} in {timeout}s")
 
     def destroy(self) -> None:
         try:
