@@ -304,8 +304,12 @@ DOC_EDITS: dict[tuple[str, str], list[tuple[str, str]]] = {
 _DOC_RULES: tuple[tuple[str, str], ...] = (
     (r'\basync (with|for)\b', r'\1'),
     (r'\bawait\s+', ''),
-    (r'\ban awaitable\b', 'a blocking call'),
 )
+
+#: Wording the rules cannot turn into sync code's: a sync docstring that
+#: still says it stops the generator, which asks for a DOC_EDITS entry.
+_ASYNC_WORDING = re.compile(r'\b(async|asynchronous|awaitable|awaited|coroutines?|event loop|'
+                            r'tasks?)\b', re.IGNORECASE)
 
 
 def sync_docstring(text: str) -> str:
@@ -323,7 +327,13 @@ def edited_docstring(face: Face, method: str, text: str) -> str:
             raise SystemExit(f'gen_sync: the docstring of {face.class_name}.{method} no '
                              f'longer contains the text DOC_EDITS replaces: {old!r}')
         text = text.replace(old, new)
-    return _refill(original, sync_docstring(text))
+    text = sync_docstring(text)
+    wording = _ASYNC_WORDING.search(text)
+    if wording:
+        raise SystemExit(f'gen_sync: the docstring of {face.class_name}.{method} says '
+                         f'{wording.group(0)!r}: reword the asyncio docstring, or give the '
+                         f'sync wording in DOC_EDITS')
+    return _refill(original, text)
 
 
 def _refill(original: str, text: str) -> str:
