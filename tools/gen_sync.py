@@ -362,14 +362,38 @@ class Method:
     is_async: bool
     overloads: list[ast.FunctionDef | ast.AsyncFunctionDef]
     impl: ast.FunctionDef | ast.AsyncFunctionDef
-    source: str
+    source: SourceText
     docstring: str
+
+
+class SourceText:
+    """A file's text, and the text of its nodes as written."""
+
+    def __init__(self, text: str) -> None:
+        # (ast.get_source_segment splits the whole text at each call: with
+        # one call per annotation that made a run take seconds.)
+        self._line_starts = [0]
+        for line in text.encode().splitlines(keepends=True):
+            self._line_starts.append(self._line_starts[-1] + len(line))
+        self._encoded = text.encode()
+
+    def segment(self, node: ast.expr) -> str:
+        """The source text of `node` (its column offsets count UTF-8 bytes)."""
+        if node.end_lineno is None or node.end_col_offset is None:
+            return ast.unparse(node)
+        start = self._byte_offset(node.lineno, node.col_offset)
+        end = self._byte_offset(node.end_lineno, node.end_col_offset)
+        return self._encoded[start:end].decode()
+
+    def _byte_offset(self, lineno: int, col: int) -> int:
+        return self._line_starts[lineno - 1] + col
 
 
 def read_class(root: Path, path: str, class_name: str) -> dict[str, Method]:
     """The methods of `class_name` in `root`/`path`, by name."""
-    source = (root / path).read_text()
-    tree = ast.parse(source)
+    text = (root / path).read_text()
+    tree = ast.parse(text)
+    source = SourceText(text)
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == class_name:
             break
@@ -402,7 +426,7 @@ def _decorator_name(node: ast.expr) -> str:
 def _annotation(method: Method, node: Optional[ast.expr], parameter: str = '') -> str:
     if node is None:
         return ''
-    text = ast.get_source_segment(method.source, node) or ast.unparse(node)
+    text = method.source.segment(node)
     text = ' '.join(text.split())       # an annotation wrapped over lines
     text = text.replace('[ ', '[').replace(' ]', ']')
     if text == 'Any' and parameter in PARAMETER_TYPES:
@@ -423,7 +447,7 @@ def _parameters(method: Method, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> l
         if annotation:
             text += f': {annotation}'
         if default is not None:
-            value = ast.get_source_segment(source, default) or ast.unparse(default)
+            value = source.segment(default)
             text += f' = {value}' if annotation else f'={value}'
         return text
 
