@@ -97,7 +97,6 @@ _COMMON_NAMES: tuple[tuple[str, str, bool], ...] = (
     ('Optional', 'typing', False),
     ('Sequence', 'typing', False),
     ('Union', 'typing', False),
-    ('cast', 'typing', False),
     ('overload', 'typing', False),
     ('ArgumentRow', 'mypgdriver._typing', False),
     ('OtherRowT', 'mypgdriver._typing', False),
@@ -534,16 +533,18 @@ class Call:
         return head + '\n' + _wrap('', self.arguments, self.tail, indent + '    ')
 
 
+#: The local name an untyped call goes through (see _body).
+_UNTYPED = 'untyped'
+
+
 def _delegation(face: Face, method: Method, arguments: list[str], untyped: bool) -> Call:
-    """The call that runs the asyncio method with `arguments`."""
+    """The call that runs the asyncio method with `arguments` (through _UNTYPED if `untyped`)."""
     style = face.body
     if style.kind == 'acquire':
-        target = 'cast(Any, con)' if untyped else 'con'
-        return Call(f'{target}.{method.name}(', arguments, ')')
+        return Call(f'{_UNTYPED if untyped else "con"}.{method.name}(', arguments, ')')
     if style.kind == 'cursor':
         return Call(f'self._on_cursor(lambda cursor: cursor.{method.name}(', arguments, '))')
-    target = f'cast(Any, {style.target})' if untyped else style.target
-    head, tail = f'{target}.{method.name}(', ')'
+    head, tail = f'{_UNTYPED if untyped else style.target}.{method.name}(', ')'
     if method.is_async:
         head, tail = f'{style.run}({head}', tail + ')'
     wrapper = _annotation(method, method.impl.returns).split('[')[0]
@@ -563,24 +564,31 @@ def _body(face: Face, method: Method, indent: str) -> list[str]:
     if check:
         lines.append(indent + check)
     inner = indent
+    target = face.body.target
     if face.body.kind == 'acquire':
         lines.append(indent + 'with self.acquire() as con:')
         inner = indent + '    '
+        target = 'con'
     fast = [k for k in FAST_PATH_KEYWORDS
             if isinstance(keywords.get(k), ast.Constant)
             and getattr(keywords[k], 'value', 0) is None]
+    # An overloaded method's implementation passes its arguments as the
+    # implementation's signature types them (record_class and row_factory
+    # both Optional), which matches none of the asyncio overloads one by
+    # one: that call goes through a local typed Any (a local, not cast():
+    # no function call on the path).  The overloads type it for callers.
+    untyped = bool(method.overloads)
     if fast:
         condition = ' and '.join(f'{k} is None' for k in fast)
         lines.append(f'{inner}if {condition}:')
+        # Without the keyword the call matches the overloads: typed.
         call = _delegation(face, method, _call_arguments(fn, fast), False)
         lines.append(call.statement(inner + '    ', 'return '))
-        # The overloads type the pair for callers; the call with both is
-        # checked by the asyncio method, not against its overloads.
-        call = _delegation(face, method, _call_arguments(fn), bool(method.overloads))
-        lines.append(call.statement(inner, 'return '))
-    else:
-        call = _delegation(face, method, _call_arguments(fn), bool(method.overloads))
-        lines.append(call.statement(inner, statement))
+        statement = 'return '
+    if untyped:
+        lines.append(f'{inner}{_UNTYPED}: Any = {target}')
+    call = _delegation(face, method, _call_arguments(fn), untyped)
+    lines.append(call.statement(inner, statement))
     return lines
 
 

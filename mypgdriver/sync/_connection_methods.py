@@ -2,7 +2,7 @@
 """ConnectionMethods: see tools/gen_sync.py, which writes this file (``./dev.sh generate``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union, cast, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union, overload
 
 from mypgdriver._typing import ArgumentRow, RecordT, RowT
 from mypgdriver.connection import LoggedQuery, PipelineStats
@@ -125,8 +125,9 @@ class ConnectionMethods:
         if row_factory is None:
             return self._run(self._aconn.fetchmany(
                 query, args, timeout=timeout, record_class=record_class))
-        return self._run(cast(Any, self._aconn).fetchmany(
-            query, args, timeout=timeout, record_class=record_class, row_factory=row_factory))
+        untyped: Any = self._aconn
+        return self._run(untyped.fetchmany(query, args, timeout=timeout, record_class=record_class,
+                                           row_factory=row_factory))
 
     @overload
     def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
@@ -153,8 +154,9 @@ class ConnectionMethods:
         if row_factory is None:
             return self._run(self._aconn.fetch(query, *args, timeout=timeout,
                                                record_class=record_class))
-        return self._run(cast(Any, self._aconn).fetch(
-            query, *args, timeout=timeout, record_class=record_class, row_factory=row_factory))
+        untyped: Any = self._aconn
+        return self._run(untyped.fetch(query, *args, timeout=timeout, record_class=record_class,
+                                       row_factory=row_factory))
 
     @overload
     def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
@@ -178,8 +180,9 @@ class ConnectionMethods:
         if row_factory is None:
             return self._run(self._aconn.fetchrow(query, *args, timeout=timeout,
                                                   record_class=record_class))
-        return self._run(cast(Any, self._aconn).fetchrow(
-            query, *args, timeout=timeout, record_class=record_class, row_factory=row_factory))
+        untyped: Any = self._aconn
+        return self._run(untyped.fetchrow(query, *args, timeout=timeout, record_class=record_class,
+                                          row_factory=row_factory))
 
     def fetchval(self, query: str, *args: object, column: int | str = 0,
                  timeout: Optional[float] = None) -> Any:
@@ -221,7 +224,8 @@ class ConnectionMethods:
         if row_factory is None:
             return PreparedStatement(self._runner, self._run(self._aconn.prepare(
                 query, name=name, timeout=timeout, record_class=record_class)))
-        return PreparedStatement(self._runner, self._run(cast(Any, self._aconn).prepare(
+        untyped: Any = self._aconn
+        return PreparedStatement(self._runner, self._run(untyped.prepare(
             query, name=name, timeout=timeout, record_class=record_class, row_factory=row_factory)))
 
     @overload
@@ -256,7 +260,8 @@ class ConnectionMethods:
         if row_factory is None:
             return CursorFactory(self._runner, self._aconn.cursor(
                 query, *args, prefetch=prefetch, timeout=timeout, record_class=record_class))
-        return CursorFactory(self._runner, cast(Any, self._aconn).cursor(
+        untyped: Any = self._aconn
+        return CursorFactory(self._runner, untyped.cursor(
             query, *args, prefetch=prefetch, timeout=timeout, record_class=record_class,
             row_factory=row_factory))
 

@@ -2,7 +2,7 @@
 """PoolShortcuts: see tools/gen_sync.py, which writes this file (``./dev.sh generate``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union, cast, overload
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union, overload
 
 from mypgdriver._typing import ArgumentRow, RecordT, RowT
 from mypgdriver.protocol.record import Record
@@ -60,8 +60,9 @@ class PoolShortcuts:
         with self.acquire() as con:
             if row_factory is None:
                 return con.fetch(query, *args, timeout=timeout, record_class=record_class)
-            return cast(Any, con).fetch(query, *args, timeout=timeout, record_class=record_class,
-                                        row_factory=row_factory)
+            untyped: Any = con
+            return untyped.fetch(query, *args, timeout=timeout, record_class=record_class,
+                                 row_factory=row_factory)
 
     @overload
     def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
@@ -82,8 +83,9 @@ class PoolShortcuts:
         with self.acquire() as con:
             if row_factory is None:
                 return con.fetchrow(query, *args, timeout=timeout, record_class=record_class)
-            return cast(Any, con).fetchrow(query, *args, timeout=timeout, record_class=record_class,
-                                           row_factory=row_factory)
+            untyped: Any = con
+            return untyped.fetchrow(query, *args, timeout=timeout, record_class=record_class,
+                                    row_factory=row_factory)
 
     def fetchval(self, query: str, *args: object, column: Union[int, str] = 0,
                  timeout: Optional[float] = None) -> Any:
@@ -110,8 +112,9 @@ class PoolShortcuts:
         with self.acquire() as con:
             if row_factory is None:
                 return con.fetchmany(query, args, timeout=timeout, record_class=record_class)
-            return cast(Any, con).fetchmany(query, args, timeout=timeout, record_class=record_class,
-                                            row_factory=row_factory)
+            untyped: Any = con
+            return untyped.fetchmany(query, args, timeout=timeout, record_class=record_class,
+                                     row_factory=row_factory)
 
     def copy_from_table(self, table_name: str, *, output: CopyOutput,
                         columns: Optional[Iterable[str]] = None, schema_name: Optional[str] = None,

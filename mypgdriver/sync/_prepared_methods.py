@@ -2,7 +2,7 @@
 """PreparedStatementMethods: see tools/gen_sync.py, which writes this file (``./dev.sh generate``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, Iterable, Optional, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, Iterable, Optional, overload
 
 from mypgdriver._typing import ArgumentRow, OtherRowT, RowT
 from mypgdriver.rows import RowFactory
@@ -60,8 +60,8 @@ class PreparedStatementMethods(Generic[RowT]):
         """
         if row_factory is None:
             return self._runner.run(self._statement.fetch(*args, timeout=timeout))
-        return self._runner.run(cast(Any, self._statement).fetch(
-            *args, timeout=timeout, row_factory=row_factory))
+        untyped: Any = self._statement
+        return self._runner.run(untyped.fetch(*args, timeout=timeout, row_factory=row_factory))
 
     @overload
     def fetchrow(self, *args: object, timeout: Optional[float] = None,
@@ -76,8 +76,8 @@ class PreparedStatementMethods(Generic[RowT]):
         """Run the statement and return the first row, or None (`row_factory` as in fetch())."""
         if row_factory is None:
             return self._runner.run(self._statement.fetchrow(*args, timeout=timeout))
-        return self._runner.run(cast(Any, self._statement).fetchrow(
-            *args, timeout=timeout, row_factory=row_factory))
+        untyped: Any = self._statement
+        return self._runner.run(untyped.fetchrow(*args, timeout=timeout, row_factory=row_factory))
 
     def fetchval(self, *args: object, column: int | str = 0,
                  timeout: Optional[float] = None) -> Any:
@@ -107,8 +107,8 @@ class PreparedStatementMethods(Generic[RowT]):
         """
         if row_factory is None:
             return self._runner.run(self._statement.fetchmany(args, timeout=timeout))
-        return self._runner.run(cast(Any, self._statement).fetchmany(
-            args, timeout=timeout, row_factory=row_factory))
+        untyped: Any = self._statement
+        return self._runner.run(untyped.fetchmany(args, timeout=timeout, row_factory=row_factory))
 
     @overload
     def cursor(self, *args: object, prefetch: Optional[int] = None, timeout: Optional[float] = None,
@@ -124,7 +124,8 @@ class PreparedStatementMethods(Generic[RowT]):
         if row_factory is None:
             return CursorFactory(self._runner, self._statement.cursor(
                 *args, prefetch=prefetch, timeout=timeout))
-        return CursorFactory(self._runner, cast(Any, self._statement).cursor(
+        untyped: Any = self._statement
+        return CursorFactory(self._runner, untyped.cursor(
             *args, prefetch=prefetch, timeout=timeout, row_factory=row_factory))
 
     def explain(self, *args: object, analyze: bool = False) -> Any:
