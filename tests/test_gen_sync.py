@@ -72,10 +72,10 @@ def test_a_sync_rewording_whose_asyncio_text_is_gone_stops_the_generator(
         tree: pathlib.Path) -> None:
     source = tree / 'mypgdriver/copy.py'
     text = source.read_text()
-    assert 'any iterable or\n        asynchronous iterable;' in text
-    source.write_text(text.replace('any iterable or\n        asynchronous iterable;',
-                                   'any iterable or\n        async iterable;'))
-    with pytest.raises(SystemExit, match='copy_records_to_table'):
+    old = '(read in chunks, in the default executor\n        unless it is a coroutine function)'
+    assert old in text
+    source.write_text(text.replace(old, '(read in chunks, in the default executor)'))
+    with pytest.raises(SystemExit, match='copy_to_table'):
         gen_sync.main(['--check', '--root', str(tree)])
 
 
@@ -83,6 +83,8 @@ def test_docstrings_are_reworded_for_sync_code() -> None:
     assert gen_sync.sync_docstring('``cur = await conn.cursor(q)``') == '``cur = conn.cursor(q)``'
     assert gen_sync.sync_docstring('use ``async with`` or ``async for``') == \
         'use ``with`` or ``for``'
+    assert gen_sync.sync_docstring('any iterable or\nasync iterable of rows') == \
+        'any iterable of rows'
 
 
 def test_fetch_leaves_out_row_factory_when_it_is_none() -> None:
