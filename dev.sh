@@ -8,6 +8,7 @@
 #   ./dev.sh wheels [python...]      the sdist and manylinux wheels (every CPython found) in dist/
 #   ./dev.sh check-wheel             install dist/'s wheel without a compiler and query with it
 #   ./dev.sh docs [sphinx args...]   set up (with the docs extra), build, the site in docs/_build/html
+#   ./dev.sh generate [--check]      write mypgdriver/sync's generated methods (tools/gen_sync.py)
 #
 # Works on a fresh Debian 12 (as root or as a user with sudo): installs what is
 # missing (PostgreSQL, pgbouncer for the tests and the benchmark, a C compiler,
@@ -39,7 +40,7 @@ trap 'rm -rf "$LOG_DIR"' EXIT
 say() { echo "dev.sh: $*" >&2; }
 
 usage() {
-    sed -n '4,10s/^# \{0,1\}//p' "$0" >&2
+    sed -n '4,11s/^# \{0,1\}//p' "$0" >&2
     exit 2
 }
 
@@ -325,6 +326,11 @@ case "$command" in
         # when it succeeds).
         "$PY" -m sphinx -W -q -b html docs docs/_build/html
         say "the site is in $ROOT/docs/_build/html/index.html"
+        ;;
+    generate)
+        # The sync API's delegating methods, from the asyncio classes' source
+        # (the standard library's ast reads them: nothing to set up or build).
+        if [ -x "$PY" ]; then "$PY" -m tools.gen_sync "$@"; else "$PYTHON" -m tools.gen_sync "$@"; fi
         ;;
     -h|--help|help)
         usage

@@ -387,8 +387,8 @@ class CopyMixin:
         `source` is a path (str, bytes or path-like object), a file-like
         object with ``read(n)`` (read in chunks, in the default executor
         unless it is a coroutine function), a bytearray or memoryview holding
-        all the data, or an iterable or asynchronous iterable of bytes-like
-        chunks.  As in asyncpg, a ``bytes`` source is a file name, not data:
+        all the data, or an iterable or async iterable of bytes-like chunks
+        (a generator streams: memory stays bounded).  As in asyncpg, a ``bytes`` source is a file name, not data:
         wrap data in a list (``[data]``) to send it.  `where` is an
         SQL expression filtering the rows (PostgreSQL 12+); the other keyword
         arguments are the COPY options of the same names.  ``force_quote``
@@ -420,7 +420,7 @@ class CopyMixin:
 
         Values are encoded by the same codecs as query arguments, for the
         types of the target columns.  `records` may be any iterable or
-        asynchronous iterable; they are sent in chunks of about 256 KiB while
+        async iterable; they are sent in chunks of about 256 KiB while
         more are being produced.  `where` is an SQL expression filtering the
         rows (PostgreSQL 12+).  Returns the status, e.g. ``'COPY 2'``.
 

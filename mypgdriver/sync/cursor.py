@@ -16,24 +16,20 @@ taken, under READ COMMITTED) and its errors raised at that line, as
 
 Each round trip is one call: between two batches the connection is free,
 and other threads' calls run in between (see runner.py).
+
+fetch(n), fetchrow() and forward(n) are written once for both classes, by
+tools/gen_sync.py from the asyncio Cursor, into CursorMethods
+(_cursor_methods.py); each class says in ``_on_cursor()`` which asyncio
+Cursor runs them.
 """
 from __future__ import annotations
 
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Coroutine,
-    Generic,
-    Iterator,
-    Optional,
-    TypeVar,
-    cast,
-)
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterator, Optional, TypeVar, cast
 
 from mypgdriver import exceptions
 from mypgdriver._typing import RowT
 from mypgdriver.protocol.rowstream import RowStream
+from mypgdriver.sync._cursor_methods import CursorMethods
 
 if TYPE_CHECKING:
     from mypgdriver import cursor as async_cursor
@@ -44,33 +40,7 @@ T = TypeVar('T')
 CursorCall = Callable[['async_cursor.Cursor[RowT]'], Coroutine[Any, Any, T]]
 
 
-class _CursorMethods(Generic[RowT]):
-    """fetch(n), fetchrow() and forward(n), written once for Cursor and CursorFactory.
-
-    Each is the asyncio :class:`mypgdriver.cursor.Cursor` method of the
-    same name; the class says, in ``_on_cursor()``, which asyncio Cursor
-    runs it.
-    """
-
-    __slots__ = ()
-
-    def _on_cursor(self, call: CursorCall[RowT, T]) -> T:
-        raise NotImplementedError
-
-    def fetch(self, n: int, *, timeout: Optional[float] = None) -> list[RowT]:
-        """The next `n` rows (fewer at the end, [] when exhausted)."""
-        return self._on_cursor(lambda cursor: cursor.fetch(n, timeout=timeout))
-
-    def fetchrow(self, *, timeout: Optional[float] = None) -> Optional[RowT]:
-        """The next row, or None when exhausted."""
-        return self._on_cursor(lambda cursor: cursor.fetchrow(timeout=timeout))
-
-    def forward(self, n: int, *, timeout: Optional[float] = None) -> int:
-        """Skip the next `n` rows on the server; return how many were skipped (<= n)."""
-        return self._on_cursor(lambda cursor: cursor.forward(n, timeout=timeout))
-
-
-class CursorFactory(_CursorMethods[RowT]):
+class CursorFactory(CursorMethods[RowT]):
     """What :meth:`Connection.cursor` returns: iterate it, or use it as a :class:`Cursor`.
 
     ``for row in factory`` iterates over all rows.  Its fetch(n),
@@ -136,7 +106,7 @@ async def _opened(factory: async_cursor.CursorFactory[RowT]) -> async_cursor.Cur
     return await factory
 
 
-class Cursor(_CursorMethods[RowT]):
+class Cursor(CursorMethods[RowT]):
     """An open portal into a query's rows (see :meth:`CursorFactory.open`)."""
 
     __slots__ = ('_runner', '_cursor')

@@ -37,16 +37,11 @@ from types import TracebackType
 from typing import (
     Any,
     Callable,
-    Iterable,
     Optional,
-    Sequence,
     Union,
-    cast,
-    overload,
 )
 
 from mypgdriver import exceptions, tracing
-from mypgdriver._typing import ArgumentRow, RecordT, RowT
 from mypgdriver.connector import resolve_json_option
 from mypgdriver.pool.pool import with_json
 from mypgdriver.pool.proxy import begin_checkout, end_checkout
@@ -54,11 +49,10 @@ from mypgdriver.pool.reset import default_reset, end_open_transaction, in_unknow
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
+from mypgdriver.sync._pool_shortcuts import PoolShortcuts
 from mypgdriver.sync.connect import connect as sync_connect
 from mypgdriver.sync.connection import (
     Connection,
-    CopyOutput,
-    CopySource,
     async_connection,
     forget_notifications,
     read_pending_input,
@@ -88,7 +82,7 @@ _RETRY_DELAY_FIRST = 0.05
 _RETRY_DELAY_MAX = 1.0
 
 
-class Pool:
+class Pool(PoolShortcuts):
     """A thread-safe pool of :class:`mypgdriver.sync.Connection` (see :func:`create_pool`).
 
     ``with pool.acquire() as conn:`` takes a connection and gives it back at
@@ -443,156 +437,7 @@ class Pool:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
-    # --- shortcuts: one call on a connection of its own, acquired and released ---
-
-    def execute(self, query: str, *args: object, timeout: Optional[float] = None) -> str:
-        """Run a command on a pooled connection; see :meth:`Connection.execute`."""
-        with self.acquire() as con:
-            return con.execute(query, *args, timeout=timeout)
-
-    def executemany(self, command: str, args: Iterable[ArgumentRow], *,
-                    timeout: Optional[float] = None) -> None:
-        """Run a command for each argument sequence; see :meth:`Connection.executemany`."""
-        with self.acquire() as con:
-            con.executemany(command, args, timeout=timeout)
-
-    @overload
-    def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-              record_class: None = None, row_factory: None = None) -> list[Record]: ...
-
-    @overload
-    def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-              record_class: type[RecordT], row_factory: None = None) -> list[RecordT]: ...
-
-    @overload
-    def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-              record_class: None = None, row_factory: RowFactory[RowT]) -> list[RowT]: ...
-
-    def fetch(self, query: str, *args: object, timeout: Optional[float] = None,
-              record_class: Optional[type[Record]] = None,
-              row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
-        """Run a query on a pooled connection and return all rows."""
-        with self.acquire() as con:
-            if row_factory is None:
-                return con.fetch(query, *args, timeout=timeout, record_class=record_class)
-            return cast(Any, con).fetch(query, *args, timeout=timeout, record_class=record_class,
-                             row_factory=row_factory)
-
-    @overload
-    def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                 record_class: None = None, row_factory: None = None) -> Optional[Record]: ...
-
-    @overload
-    def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                 record_class: type[RecordT], row_factory: None = None) -> Optional[RecordT]: ...
-
-    @overload
-    def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                 record_class: None = None, row_factory: RowFactory[RowT]) -> Optional[RowT]: ...
-
-    def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
-                 record_class: Optional[type[Record]] = None,
-                 row_factory: Optional[RowFactory[Any]] = None) -> Any:
-        """Run a query on a pooled connection and return its first row (or None)."""
-        with self.acquire() as con:
-            if row_factory is None:
-                return con.fetchrow(query, *args, timeout=timeout, record_class=record_class)
-            return cast(Any, con).fetchrow(query, *args, timeout=timeout, record_class=record_class,
-                                row_factory=row_factory)
-
-    def fetchval(self, query: str, *args: object, column: Union[int, str] = 0,
-                 timeout: Optional[float] = None) -> Any:
-        """Run a query on a pooled connection and return one value of its first row."""
-        with self.acquire() as con:
-            return con.fetchval(query, *args, column=column, timeout=timeout)
-
-    @overload
-    def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
-                  timeout: Optional[float] = None, record_class: None = None,
-                  row_factory: None = None) -> list[Record]: ...
-
-    @overload
-    def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
-                  timeout: Optional[float] = None,
-                  record_class: type[RecordT], row_factory: None = None) -> list[RecordT]: ...
-
-    @overload
-    def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
-                  timeout: Optional[float] = None, record_class: None = None,
-                  row_factory: RowFactory[RowT]) -> list[RowT]: ...
-
-    def fetchmany(self, query: str, args: Iterable[ArgumentRow], *,
-                  timeout: Optional[float] = None,
-                  record_class: Optional[type[Record]] = None,
-                  row_factory: Optional[RowFactory[Any]] = None) -> list[Any]:
-        """Run a query for each argument sequence and return all rows; see ``Connection.fetchmany``."""
-        with self.acquire() as con:
-            if row_factory is None:
-                return con.fetchmany(query, args, timeout=timeout, record_class=record_class)
-            return cast(Any, con).fetchmany(query, args, timeout=timeout, record_class=record_class,
-                                 row_factory=row_factory)
-
-    def copy_from_table(self, table_name: str, *, output: CopyOutput,
-                        columns: Optional[Iterable[str]] = None,
-                        schema_name: Optional[str] = None, timeout: Optional[float] = None,
-                        format: Optional[str] = None, oids: Optional[bool] = None,
-                        delimiter: Optional[str] = None, null: Optional[str] = None,
-                        header: Union[bool, str, None] = None, quote: Optional[str] = None,
-                        escape: Optional[str] = None,
-                        force_quote: Union[bool, Sequence[str], None] = None,
-                        encoding: Optional[str] = None) -> str:
-        """Copy a table's contents out; see :meth:`Connection.copy_from_table`."""
-        with self.acquire() as con:
-            return con.copy_from_table(
-                table_name, output=output, columns=columns, schema_name=schema_name,
-                timeout=timeout, format=format, oids=oids, delimiter=delimiter, null=null,
-                header=header, quote=quote, escape=escape, force_quote=force_quote,
-                encoding=encoding)
-
-    def copy_from_query(self, query: str, *args: object, output: CopyOutput,
-                        timeout: Optional[float] = None, format: Optional[str] = None,
-                        oids: Optional[bool] = None, delimiter: Optional[str] = None,
-                        null: Optional[str] = None, header: Union[bool, str, None] = None,
-                        quote: Optional[str] = None, escape: Optional[str] = None,
-                        force_quote: Union[bool, Sequence[str], None] = None,
-                        encoding: Optional[str] = None) -> str:
-        """Copy a query's results out; see :meth:`Connection.copy_from_query`."""
-        with self.acquire() as con:
-            return con.copy_from_query(
-                query, *args, output=output, timeout=timeout, format=format, oids=oids,
-                delimiter=delimiter, null=null, header=header, quote=quote, escape=escape,
-                force_quote=force_quote, encoding=encoding)
-
-    def copy_to_table(self, table_name: str, *, source: CopySource,
-                      columns: Optional[Iterable[str]] = None,
-                      schema_name: Optional[str] = None, timeout: Optional[float] = None,
-                      format: Optional[str] = None, oids: Optional[bool] = None,
-                      freeze: Optional[bool] = None, delimiter: Optional[str] = None,
-                      null: Optional[str] = None, header: Union[bool, str, None] = None,
-                      quote: Optional[str] = None, escape: Optional[str] = None,
-                      force_quote: Union[bool, Sequence[str], None] = None,
-                      force_not_null: Union[bool, Sequence[str], None] = None,
-                      force_null: Union[bool, Sequence[str], None] = None,
-                      encoding: Optional[str] = None, where: Optional[str] = None) -> str:
-        """Copy data into a table; see :meth:`Connection.copy_to_table`."""
-        with self.acquire() as con:
-            return con.copy_to_table(
-                table_name, source=source, columns=columns, schema_name=schema_name,
-                timeout=timeout, format=format, oids=oids, freeze=freeze, delimiter=delimiter,
-                null=null, header=header, quote=quote, escape=escape, force_quote=force_quote,
-                force_not_null=force_not_null, force_null=force_null, encoding=encoding,
-                where=where)
-
-    def copy_records_to_table(self, table_name: str, *, records: Iterable[ArgumentRow],
-                              columns: Optional[Iterable[str]] = None,
-                              schema_name: Optional[str] = None,
-                              timeout: Optional[float] = None,
-                              where: Optional[str] = None) -> str:
-        """Copy records into a table (binary COPY); see :meth:`Connection.copy_records_to_table`."""
-        with self.acquire() as con:
-            return con.copy_records_to_table(
-                table_name, records=records, columns=columns, schema_name=schema_name,
-                timeout=timeout, where=where)
+    # (The shortcuts, pool.fetch() ...: PoolShortcuts, generated by tools/gen_sync.py.)
 
 
 async def _begin_checkout(con: Connection, proxy: PoolConnectionProxy) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mypgdriver.sync._transaction_methods import TransactionMethods
 from mypgdriver.sync.blocks import TransactionBlock
 
 if TYPE_CHECKING:
@@ -10,7 +11,7 @@ if TYPE_CHECKING:
     from mypgdriver.sync.runner import CallRunner
 
 
-class Transaction(TransactionBlock):
+class Transaction(TransactionMethods, TransactionBlock):
     """A transaction block, or a savepoint when nested (see :meth:`Connection.transaction`).
 
     As a ``with`` block it commits on normal exit and rolls back when the
@@ -21,6 +22,8 @@ class Transaction(TransactionBlock):
     as calls from other tasks do in asyncio.  (``__enter__`` and
     ``__exit__`` are compiled, in blocks.pyx: Ctrl-C cannot land between
     the BEGIN and the block's start, nor before its end is sent.)
+    start(), commit() and rollback() are the asyncio Transaction's, written
+    by tools/gen_sync.py into TransactionMethods.
     """
 
     __slots__ = ()
@@ -30,15 +33,3 @@ class Transaction(TransactionBlock):
 
     def __repr__(self) -> str:
         return repr(self._transaction)
-
-    def start(self) -> None:
-        """Enter the transaction block (BEGIN) or savepoint."""
-        self._run(self._transaction.start())
-
-    def commit(self) -> None:
-        """Commit (or release the savepoint).  Not allowed inside ``with``."""
-        self._run(self._transaction.commit())
-
-    def rollback(self) -> None:
-        """Roll back (to the savepoint).  Not allowed inside ``with``."""
-        self._run(self._transaction.rollback())
