@@ -220,6 +220,54 @@ FACES: tuple[Face, ...] = (
     ),
 )
 
+@dataclasses.dataclass(frozen=True)
+class FunctionFace:
+    """One generated file holding one module function: the sync form of an asyncio one.
+
+    The signature is the asyncio function's without `dropped`; the body
+    checks the `subclass_checks` parameters, then calls `call` with every
+    argument but `not_passed` and returns `result` (`{}` is that call).
+    """
+
+    output: str
+    name: str
+    doc: str
+    source: str
+    dropped: tuple[str, ...]
+    call: str
+    not_passed: tuple[str, ...]
+    result: str
+    #: Parameter -> the dotted name of the class it must be (a subclass of):
+    #: a ``type[C]`` argument checked before anything is done.
+    subclass_checks: tuple[tuple[str, str], ...] = ()
+    names: tuple[tuple[str, str, bool], ...] = ()
+
+
+FUNCTION_FACES: tuple[FunctionFace, ...] = (
+    FunctionFace(
+        output='mypgdriver/sync/_connect.py',
+        name='connect',
+        doc='connect() of the sync API: the asyncio connector\'s own coroutine, driven by a '
+            'SyncGlue.',
+        source='mypgdriver/connector.py',
+        # No event loop in the sync API (the glue is the connector's loop).
+        dropped=('loop',),
+        call='open_connection',
+        # The asyncio connector makes an asyncio Connection; the sync class
+        # wraps it with the glue that drives it.
+        not_passed=('connection_class',),
+        result='connection_class(*{})',
+        subclass_checks=(('connection_class', 'mypgdriver.sync.Connection'),),
+        names=(('Connection', 'mypgdriver.sync.connection', False),
+               ('open_connection', 'mypgdriver.sync.glue', False),
+               ('InterfaceError', 'mypgdriver.exceptions', False),
+               ('Mapping', 'typing', False),
+               ('SSLContext', 'ssl', False),
+               ('DEFAULT_MAX_PIPELINE', 'mypgdriver.protocol.protocol', False),
+               ('JsonCodec', 'mypgdriver.types', False)),
+    ),
+)
+
 #: asyncio result type (the head of the return annotation) -> the sync object
 #: made of it; `{}` is the delegation.
 WRAPPERS = {
@@ -234,6 +282,11 @@ ANNOTATION_RENAMES = {
     r'\bArgumentRows\b': 'Iterable[ArgumentRow]',
     r'\bList\[': 'list[',
     r'\bType\[': 'type[',      # typing.Type; not mypgdriver.types.Type
+    # A value or an awaitable of it (a password function may be a coroutine
+    # function): sync code gives the value.
+    r'\bUnion\[(\w+), Awaitable\[\1\]\]': r'\1',
+    # connect()'s `ssl` parameter would read as the module's name.
+    r'\bssl\.SSLContext\b': 'SSLContext',
 }
 
 #: Parameters the asyncio API types as Any, and their sync types.
@@ -282,6 +335,35 @@ DOC_EDITS: dict[tuple[str, str], list[tuple[str, str]]] = {
          'loop) or a coroutine function (run as a task).',
          '`callback` is a plain function, called inside the call, in its\nthread.'),
     ],
+    # A module function's entry has '' for its class.
+    ('', 'connect'): [
+        ('return a :class:`Connection`.', 'return a :class:`Connection`, blocking.'),
+        ("Arguments follow asyncpg's :func:`asyncpg.connect`; every one after `dsn`\n"
+         'is keyword-only.',
+         'Arguments are those of :func:`mypgdriver.connect`, read by the same\n'
+         'code, except `loop` (there is none); every one after `dsn` is\n'
+         'keyword-only.'),
+        ('a function or coroutine function returning\n  one, called at each connect '
+         '(for short-lived tokens).',
+         'a plain function returning one, called at\n  each connect (for short-lived '
+         'tokens).'),
+        ('* `connection_class`: the class of the connection returned,\n'
+         '  :class:`Connection` (default) or a subclass.',
+         '* `connection_class`: the class of the connection returned,\n'
+         '  :class:`mypgdriver.sync.Connection` (default) or a subclass.'),
+        ('how many operations\n  concurrent tasks may have in flight on the connection at once\n'
+         '  (default 256); calls beyond it wait for a slot, in call order.\n'
+         '  ``max_pipeline=1`` runs one operation at a time (later calls queue,\n'
+         '  they do not fail).',
+         'how many operations may be\n  in flight on the connection at once (default 256), as '
+         'in\n  :func:`mypgdriver.connect`; the calls of several threads run one at\n'
+         '  a time here whatever it is.'),
+        ('* `loop`: the event loop; by default the running one.  Kept for\n'
+         '  asyncpg compatibility: there is no reason to pass it.\n', ''),
+        ('(GSSAPI is not supported).',
+         '(GSSAPI is not supported).\n\nThe connection is a context manager: '
+         '``with connect(dsn) as conn:``\ncloses it at the end of the block.'),
+    ],
     ('ConnectionMethods', 'close'): [
         ('Termination listeners are scheduled before this returns.',
          'Waits for the call another thread is running; termination\nlisteners run before '
@@ -316,18 +398,22 @@ def sync_docstring(text: str) -> str:
     return text
 
 
-def edited_docstring(face: Face, method: str, text: str) -> str:
-    """`text` after the DOC_EDITS of `method` (which must all apply), then the rules."""
+def edited_docstring(owner: str, method: str, text: str) -> str:
+    """`text` after the DOC_EDITS of `owner`.`method` (which must all apply), then the rules.
+
+    `owner` is the class name of a mixin, or ``''`` for a module function.
+    """
     original = text
-    for old, new in DOC_EDITS.get((face.class_name, method), ()):
+    name = f'{owner}.{method}' if owner else method
+    for old, new in DOC_EDITS.get((owner, method), ()):
         if old not in text:
-            raise SystemExit(f'gen_sync: the docstring of {face.class_name}.{method} no '
+            raise SystemExit(f'gen_sync: the docstring of {name} no '
                              f'longer contains the text DOC_EDITS replaces: {old!r}')
         text = text.replace(old, new)
     text = sync_docstring(text)
     wording = _ASYNC_WORDING.search(text)
     if wording:
-        raise SystemExit(f'gen_sync: the docstring of {face.class_name}.{method} says '
+        raise SystemExit(f'gen_sync: the docstring of {name} says '
                          f'{wording.group(0)!r}: reword the asyncio docstring, or give the '
                          f'sync wording in DOC_EDITS')
     return _refill(original, text)
@@ -524,7 +610,8 @@ class Call:
         flat = head + ', '.join(self.arguments) + self.tail
         if len(flat) <= WIDTH or not self.arguments:
             return flat
-        if len(head) <= WIDTH // 2:
+        widest = max(len(argument) for argument in self.arguments) + len(', ')
+        if len(head) <= WIDTH // 2 and len(head) + widest <= WIDTH:
             # Aligned with the opening parenthesis.
             return _wrap(keyword + self.head, self.arguments, self.tail, indent)
         # A long head: the arguments on lines of their own, one level deeper.
@@ -595,7 +682,7 @@ def _method(face: Face, method: Method) -> str:
     parts = []
     for overload in method.overloads:
         parts.append(f'{indent}@overload\n{_signature(method, overload, indent, ": ...")}\n')
-    doc = edited_docstring(face, method.name, method.docstring)
+    doc = edited_docstring(face.class_name, method.name, method.docstring)
     text = _signature(method, method.impl, indent) + '\n'
     text += _docstring(doc, indent * 2) + '\n'
     text += '\n'.join(_body(face, method, indent * 2)) + '\n'
@@ -617,7 +704,7 @@ def _class_bases(root: Path, face: Face) -> str:
     return ''
 
 
-def _imports(face: Face, text: str) -> str:
+def _imports(face: Face | FunctionFace, text: str) -> str:
     # The names the code uses (not the words of its docstrings).
     used = {node.id for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Name)}
     table: dict[str, tuple[str, bool]] = {}
@@ -695,14 +782,77 @@ def generate(face: Face, target: str = 'python', root: Path = ROOT) -> str:
             + (declarations + '\n' if declarations else '')
             + methods)
     sources = ', '.join(dict.fromkeys(path for path, _ in face.sources))
-    head = (f'# Generated by tools/gen_sync.py from {sources}; do not edit.\n'
-            f'"""{face.doc.splitlines()[0]}\n\n'
+    return _head(sources, face.doc) + _imports(face, body) + '\n\n\n' + body
+
+
+def _head(sources: str, doc: str) -> str:
+    # The first lines of a generated file, up to its imports.
+    return (f'# Generated by tools/gen_sync.py from {sources}; do not edit.\n'
+            f'"""{doc.splitlines()[0]}\n\n'
             f'tools/gen_sync.py writes this file from the asyncio source (``./dev.sh\n'
             f'generate``): change that source, or the generator\'s tables, and\n'
             f'regenerate; CI fails on a difference (``./dev.sh generate --check``).\n'
             '"""\n'
             'from __future__ import annotations\n\n')
-    return head + _imports(face, body) + '\n\n\n' + body
+
+
+def read_function(root: Path, path: str, name: str) -> Method:
+    """The module function `name` of `root`/`path`."""
+    text = (root / path).read_text()
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return Method(name, isinstance(node, ast.AsyncFunctionDef), [], node,
+                          SourceText(text), ast.get_docstring(node) or '')
+    raise SystemExit(f'gen_sync: no function {name} in {path}')
+
+
+def _without(fn: ast.FunctionDef | ast.AsyncFunctionDef,
+             dropped: Sequence[str]) -> ast.FunctionDef:
+    """A copy of `fn`, plain, without the keyword-only parameters `dropped`."""
+    args = fn.args
+    kept = [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if a.arg not in dropped]
+    missing = set(dropped) - {a.arg for a in args.kwonlyargs}
+    if missing:
+        raise SystemExit(f'gen_sync: {fn.name}() has no keyword-only parameter '
+                         f'{", ".join(sorted(missing))} to drop')
+    arguments = ast.arguments(posonlyargs=args.posonlyargs, args=args.args,
+                              vararg=args.vararg, kwonlyargs=[a for a, _ in kept],
+                              kw_defaults=[d for _, d in kept], kwarg=args.kwarg,
+                              defaults=args.defaults)
+    return ast.FunctionDef(name=fn.name, args=arguments, body=fn.body, decorator_list=[],
+                           returns=fn.returns, type_comment=None, lineno=fn.lineno)
+
+
+def generate_function(face: FunctionFace, target: str = 'python', root: Path = ROOT) -> str:
+    """The text of `face`'s generated file, from the asyncio function in `root`."""
+    if target != 'python':
+        raise SystemExit(f'gen_sync: unknown target {target!r} (python is the only one)')
+    method = read_function(root, face.source, face.name)
+    fn = _without(method.impl, face.dropped)
+    indent = '    '
+    doc = edited_docstring('', face.name, method.docstring)
+    lines = [_signature(method, fn, ''), _docstring(doc, indent)]
+    for parameter, class_name in face.subclass_checks:
+        bare = class_name.rsplit('.', 1)[-1]
+        lines += [
+            f'{indent}if not (isinstance({parameter}, type) and issubclass({parameter}, {bare})):',
+            f'{indent}    raise InterfaceError(',
+            f"{indent}        f'{parameter} is expected to be a subclass of {class_name}, '",
+            f"{indent}        f'got {{{parameter}!r}}')"]
+    positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    keywords = [f'{a.arg}={a.arg}' for a in fn.args.kwonlyargs if a.arg not in face.not_passed]
+    before, after = face.result.split('{}')
+    call = Call(f'{before}{face.call}(', positional + keywords, ')' + after)
+    lines.append(call.statement(indent, 'return '))
+    body = '\n'.join(lines) + '\n'
+    return _head(face.source, face.doc) + _imports(face, body) + '\n\n\n' + body
+
+
+def _generated_files(target: str, root: Path) -> list[tuple[str, str]]:
+    """(output, text) of every generated file."""
+    out = [(face.output, generate(face, target, root)) for face in FACES]
+    out += [(face.output, generate_function(face, target, root)) for face in FUNCTION_FACES]
+    return out
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -717,20 +867,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help='the checkout read and written (default: this one)')
     options = parser.parse_args(argv)
     stale = []
-    for face in FACES:
-        text = generate(face, options.target, options.root)
-        path = options.root / face.output
+    for output, text in _generated_files(options.target, options.root):
+        path = options.root / output
         current = path.read_text() if path.exists() else None
         if current == text:
             continue
         if options.check:
-            stale.append(face.output)
+            stale.append(output)
             diff = difflib.unified_diff((current or '').splitlines(True), text.splitlines(True),
-                                        face.output, f'{face.output} (generated)', n=1)
+                                        output, f'{output} (generated)', n=1)
             sys.stderr.writelines(list(diff)[:40])
         else:
             path.write_text(text)
-            print(f'gen_sync: wrote {face.output}')
+            print(f'gen_sync: wrote {output}')
     if stale:
         for output in stale:
             print(f'gen_sync: {output} differs from what tools/gen_sync.py writes '
