@@ -268,6 +268,41 @@ FUNCTION_FACES: tuple[FunctionFace, ...] = (
     ),
 )
 
+@dataclasses.dataclass(frozen=True)
+class OptionsFace:
+    """One generated file holding a TypedDict of a generated function's keywords.
+
+    For ``**options: Unpack[...]`` in a function that passes them on: its
+    callers' keywords are type-checked without a copy of the parameter list.
+    """
+
+    output: str
+    class_name: str
+    doc: str
+    #: The FunctionFace (by output) whose keyword-only parameters the fields are.
+    function: str
+    #: Keywords the function taking the options defines itself (and means otherwise).
+    leave_out: tuple[str, ...]
+    names: tuple[tuple[str, str, bool], ...] = ()
+
+
+OPTIONS_FACES: tuple[OptionsFace, ...] = (
+    OptionsFace(
+        output='mypgdriver/dbapi/_connect_options.py',
+        class_name='ConnectOptions',
+        doc='The keywords mypgdriver.dbapi.connect() passes on to mypgdriver.sync.connect().',
+        function='mypgdriver/sync/_connect.py',
+        # The DB-API's row_factory is psycopg's (it makes the cursors' rows).
+        leave_out=('row_factory',),
+        names=(('TypedDict', 'typing', False),
+               ('Connection', 'mypgdriver.sync.connection', True),
+               ('Mapping', 'typing', False),
+               ('SSLContext', 'ssl', True),
+               ('Record', 'mypgdriver.protocol.record', True),
+               ('JsonCodec', 'mypgdriver.types', True)),
+    ),
+)
+
 #: asyncio result type (the head of the return annotation) -> the sync object
 #: made of it; `{}` is the delegation.
 WRAPPERS = {
@@ -704,7 +739,7 @@ def _class_bases(root: Path, face: Face) -> str:
     return ''
 
 
-def _imports(face: Face | FunctionFace, text: str) -> str:
+def _imports(face: Face | FunctionFace | OptionsFace, text: str) -> str:
     # The names the code uses (not the words of its docstrings).
     used = {node.id for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Name)}
     table: dict[str, tuple[str, bool]] = {}
@@ -848,10 +883,29 @@ def generate_function(face: FunctionFace, target: str = 'python', root: Path = R
     return _head(face.source, face.doc) + _imports(face, body) + '\n\n\n' + body
 
 
+def generate_options(face: OptionsFace, target: str = 'python', root: Path = ROOT) -> str:
+    """The text of `face`'s generated file: a TypedDict of a FunctionFace's keywords."""
+    if target != 'python':
+        raise SystemExit(f'gen_sync: unknown target {target!r} (python is the only one)')
+    function = next(f for f in FUNCTION_FACES if f.output == face.function)
+    method = read_function(root, function.source, function.name)
+    fn = _without(method.impl, function.dropped)
+    lines = [f'class {face.class_name}(TypedDict, total=False):',
+             _docstring(f'Every keyword of :func:`mypgdriver.sync.{function.name}` but '
+                        + ', '.join(f'`{name}`' for name in face.leave_out) + '.', '    '),
+             '']
+    for arg in fn.args.kwonlyargs:
+        if arg.arg not in face.leave_out:
+            lines.append(f'    {arg.arg}: {_annotation(method, arg.annotation, arg.arg)}')
+    body = '\n'.join(lines) + '\n'
+    return _head(function.source, face.doc) + _imports(face, body) + '\n\n\n' + body
+
+
 def _generated_files(target: str, root: Path) -> list[tuple[str, str]]:
     """(output, text) of every generated file."""
     out = [(face.output, generate(face, target, root)) for face in FACES]
     out += [(face.output, generate_function(face, target, root)) for face in FUNCTION_FACES]
+    out += [(face.output, generate_options(face, target, root)) for face in OPTIONS_FACES]
     return out
 
 

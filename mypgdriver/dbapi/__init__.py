@@ -17,11 +17,11 @@ base classes of every exception of :mod:`mypgdriver` (an
 """
 from __future__ import annotations
 
-import ssl as ssl_module
-from typing import Any, Final, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Final, Optional
 
 from mypgdriver import sync
 from mypgdriver._version import __version__
+from mypgdriver.dbapi._connect_options import ConnectOptions
 from mypgdriver.dbapi.connection import Connection, IsolationLevel, Transaction
 from mypgdriver.dbapi.copy import Copy
 from mypgdriver.dbapi.cursor import Cursor
@@ -55,6 +55,10 @@ from mypgdriver.exceptions.pep249 import (
 )
 from mypgdriver.rows import Column, RowFactory, RowMaker, tuple_row
 
+if TYPE_CHECKING:
+    # typing.Unpack is Python 3.11's; only type checkers read it here.
+    from typing_extensions import Unpack
+
 __all__ = [
     '__version__', 'apilevel', 'threadsafety', 'paramstyle', 'connect',
     'Connection', 'Cursor', 'ServerCursor', 'Copy', 'Column', 'Transaction', 'IsolationLevel',
@@ -76,22 +80,13 @@ paramstyle: Final = 'pyformat'
 
 def connect(dsn: Optional[str] = None, *, autocommit: bool = False,
             row_factory: Optional[RowFactory[Any]] = None,
-            host: Union[str, Sequence[str], None] = None,
-            port: Union[int, str, Sequence[Union[int, str]], None] = None,
-            user: Optional[str] = None, password: Optional[str] = None,
-            passfile: Optional[str] = None, database: Optional[str] = None,
-            timeout: Optional[float] = 60, statement_cache_size: int = 100,
-            command_timeout: Optional[float] = None,
-            ssl: Union[bool, str, ssl_module.SSLContext, None] = None,
-            server_settings: Optional[Mapping[str, str]] = None,
-            target_session_attrs: Optional[str] = None,
-            **options: Any) -> Connection:
+            **options: Unpack[ConnectOptions]) -> Connection:
     """Open a DB-API connection to a PostgreSQL server.
 
     The arguments are those of :func:`mypgdriver.sync.connect` (a libpq
     DSN or URI, host, port, user, password, database, TLS, timeouts, the
-    statement cache, server settings...; the less common ones pass through
-    `options`), plus:
+    statement cache, server settings...: each of its keywords is passed on
+    through `options`, which type checkers check as its parameters), plus:
 
     * `autocommit`: False by default (PEP 249): the first statement opens a
       transaction, which lasts until commit() or rollback().
@@ -104,11 +99,7 @@ def connect(dsn: Optional[str] = None, *, autocommit: bool = False,
     an OperationalError too).
     """
     try:
-        conn = sync.connect(
-            dsn, host=host, port=port, user=user, password=password, passfile=passfile,
-            database=database, timeout=timeout, statement_cache_size=statement_cache_size,
-            command_timeout=command_timeout, ssl=ssl, server_settings=server_settings,
-            target_session_attrs=target_session_attrs, **options)
+        conn = sync.connect(dsn, **options)
     except (OSError, TimeoutError) as e:
         raise OperationalError(f'cannot connect: {e}') from e
     return Connection(conn, autocommit=autocommit, row_factory=row_factory)
