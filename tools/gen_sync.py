@@ -16,14 +16,19 @@ What the generator knows, each in one table below:
 
 * FACES: which asyncio methods make which sync mixin, and how a body
   delegates (BodyStyle);
+* FUNCTION_FACES: module functions written whole from an asyncio one
+  (mypgdriver.sync.connect from mypgdriver.connect: its parameters but
+  ``loop``, and a body that calls the glue's ``open_connection()``);
+* OPTIONS_FACES: a TypedDict of such a function's keywords, for a function
+  that passes them on as ``**options`` (mypgdriver.dbapi.connect);
 * WRAPPERS: asyncio results that the sync API wraps (a PreparedStatement
   becomes a sync PreparedStatement...);
 * ANNOTATION_RENAMES / PARAMETER_TYPES: types that differ (an async
   iterable is not taken by sync code);
 * docstring rules (sync_docstring) and, where the sync API truly says
-  something else, DOC_EDITS: per method, the asyncio sentence and its sync
-  replacement (the generator fails when the sentence is gone, so an edit of
-  the asyncio docstring cannot silently drop it);
+  something else, DOC_EDITS: per method (or module function), the asyncio
+  sentence and its sync replacement (the generator fails when the sentence
+  is gone, so an edit of the asyncio docstring cannot silently drop it);
 * PRECHECKS: a hand-written check called before the delegation (COPY
   sources must be sync file objects or iterables...);
 * FAST_PATH_KEYWORDS: keywords left out of the call when they hold their
