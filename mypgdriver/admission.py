@@ -31,6 +31,7 @@ from mypgdriver.deadlines import NO_DEADLINE, Deadline
 
 if TYPE_CHECKING:
     from mypgdriver.block_owner import BlockOwner
+    from mypgdriver.protocol.statement import StatementState
     from mypgdriver.statement_registry import StatementRegistry
 
 
@@ -120,6 +121,30 @@ class Admission:
     def release(self) -> None:
         """End hold(): queued callers may send again."""
         self.protocol.release_exclusive()
+
+    @contextlib.asynccontextmanager
+    async def held(self, deadline: Deadline,
+                   keeping: Optional[StatementState] = None) -> AsyncIterator[Optional[float]]:
+        """``async with admission.held(deadline) as left:`` hold() ... release().
+
+        The one hold/release pair of the callers that need the connection
+        alone (COPY, executemany's stream, reset(), a query that runs alone).
+        `keeping`: the statement the caller will run, which an eviction by
+        the callers ahead of it must not close meanwhile (its Close is sent
+        after it ran).
+        """
+        if keeping is None:
+            left = await self.sync(deadline, exclusive=True)
+        else:
+            keeping.refs += 1
+            try:
+                left = await self.sync(deadline, exclusive=True)
+            finally:
+                self.statements.detach(keeping)
+        try:
+            yield left
+        finally:
+            self.protocol.release_exclusive()
 
     async def take_turn(self, exclusive: bool, bypass: bool, deadline: Deadline) -> None:
         """Wait for the protocol to admit the caller (queued in call order) until `deadline`.

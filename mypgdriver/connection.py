@@ -519,8 +519,8 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         session.check_open()
         # Alone: the calls in flight finish first, and the transaction
         # status is known only once nothing is in flight.
-        timeout = await session.admission.hold(session.deadline(session.resolve_timeout(timeout)))
-        try:
+        deadline = session.deadline(session.resolve_timeout(timeout))
+        async with session.admission.held(deadline) as timeout:
             query = self.get_reset_query()
             if session.is_in_transaction() or session.blocks.top is not None:
                 query = 'ROLLBACK;\n' + query
@@ -528,8 +528,6 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             self._listeners.clear()
             self._log_listeners.clear()
             await session.logged(session.simple_held(query, timeout), query, (), timeout)
-        finally:
-            session.admission.release()
 
     def get_reset_query(self) -> str:
         """The SQL that reset() runs; override it in a connection_class to change the reset."""

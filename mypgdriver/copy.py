@@ -567,11 +567,9 @@ class CopyMixin:
     async def _copy_out_stream(self, query: str, writer: Callable[[bytes], Awaitable],
                                deadline: Deadline) -> str:
         session = self._session
-        await self._copy_hold(deadline)
-        try:
+        session.check_open()
+        async with session.admission.held(deadline):
             return await self._copy_out_held(query, writer, deadline)
-        finally:
-            session.admission.release()
 
     async def _copy_out_held(self, query: str, writer: Callable[[bytes], Awaitable],
                              deadline: Deadline) -> str:
@@ -674,11 +672,9 @@ class CopyMixin:
         the COPY is failed on the server so nothing is committed.
         """
         session = self._session
-        await self._copy_hold(deadline)
-        try:
+        session.check_open()
+        async with session.admission.held(deadline):
             return await self._feed_copy_in_held(query, deadline, send)
-        finally:
-            session.admission.release()
 
     async def _feed_copy_in_held(self, query: str, deadline: Deadline, send) -> str:
         session = self._session

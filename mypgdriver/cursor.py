@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Generator, Generic,
 from mypgdriver import exceptions
 from mypgdriver._typing import RowT
 from mypgdriver.protocol.rowstream import RowStream
-from mypgdriver.session import RETRYABLE_ERRORS
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection
@@ -183,14 +182,10 @@ class BaseCursor(Generic[RowT]):
             raise exceptions.InterfaceError('cursor already has an open portal')
         session = self._session
         portal = session.new_portal_name()
-        try:
-            rows, more = await session.bind_portal(self._prepared(), self._args, portal, limit,
-                                                   timeout, self._rows_as)
-        except RETRYABLE_ERRORS as e:
-            # Inside a transaction there is no retry, but the stale cache
-            # entries must go so that the next attempt succeeds.
-            session.may_retry_after(e, self._query)
-            raise
+        # (Inside a transaction there is no retry; after a schema change the
+        # Session drops the stale cache entries, so the next attempt succeeds.)
+        rows, more = await session.bind_portal(self._prepared(), self._args, portal, limit,
+                                               timeout, self._rows_as)
         self._portal = portal
         self._exhausted = not more
         return rows
@@ -201,12 +196,8 @@ class BaseCursor(Generic[RowT]):
             raise exceptions.InterfaceError('cursor already has an open portal')
         session = self._session
         portal = session.new_portal_name()
-        try:
-            await session.bind_portal(self._prepared(), self._args, portal, 0, timeout, None,
-                                      fetch=False)
-        except RETRYABLE_ERRORS as e:
-            session.may_retry_after(e, self._query)
-            raise
+        await session.bind_portal(self._prepared(), self._args, portal, 0, timeout, None,
+                                  fetch=False)
         self._portal = portal
         self._exhausted = False
 
@@ -214,13 +205,8 @@ class BaseCursor(Generic[RowT]):
         """Fetch up to `limit` more rows of the open portal."""
         if self._portal is None:
             raise exceptions.InterfaceError('cursor does not have an open portal')
-        session = self._session
-        try:
-            rows, more = await session.execute_portal(self._prepared(), self._portal, limit,
-                                                      timeout, self._rows_as)
-        except exceptions.OutdatedSchemaCacheError as e:
-            session.may_retry_after(e, self._query)
-            raise
+        rows, more = await self._session.execute_portal(self._prepared(), self._portal, limit,
+                                                        timeout, self._rows_as)
         self._exhausted = not more
         return rows
 

@@ -98,6 +98,8 @@ RETRYABLE_ERRORS = (exceptions.InvalidCachedStatementError,
                     exceptions.DuplicatePreparedStatementError)
 _NAME_TROUBLE = (exceptions.InvalidSQLStatementNameError,
                  exceptions.DuplicatePreparedStatementError)
+# What an open portal's fetch may find stale: a composite's fields changed.
+_OUTDATED_ROWS = (exceptions.OutdatedSchemaCacheError,)
 
 #: Prepares a PreparedStatement's statement again within a deadline (its _reprepare).
 Reprepare = Callable[[Deadline], Awaitable[StatementState]]
@@ -105,11 +107,18 @@ Reprepare = Callable[[Deadline], Awaitable[StatementState]]
 #: once by the public call), or a number of seconds (None: none) from which
 #: the step, called on its own, makes one.
 Timeout = Union[float, None, Deadline]
+class Stale(NamedTuple):
+    """For Session.run(): the errors after which `query`'s cached knowledge is stale."""
+
+    query: str
+    errors: tuple[type[BaseException], ...]
+
+
 #: Given the server's transaction status and an interrupted statement's tag,
 #: the statement that ends its block (see Session.settle_transaction()).
 FollowUp = Callable[[str, Optional[str]], Optional[str]]
-#: A cached run's argument refused by its codecs, and that statement.
-Refusal = tuple[exceptions.DataError, StatementState]
+#: A cached run that failed before it ran: its error, and its statement.
+Failure = tuple[BaseException, StatementState]
 
 # Tasks running async query loggers: the loop keeps only weak references.
 _logger_tasks: set[asyncio.Future[Any]] = set()
@@ -319,8 +328,9 @@ class Session:
             return timeout
         return NO_DEADLINE if timeout is None else Deadline(self.loop, timeout)
 
-    async def call(self, send: Callable[[Optional[float]], asyncio.Future[Any]],
-                   deadline: Deadline, *, alone: bool = False) -> Any:
+    async def run(self, send: Callable[[Optional[float]], asyncio.Future[Any]],
+                  deadline: Deadline, *, alone: bool = False,
+                  stale: Optional[Stale] = None) -> Any:
         """Run one protocol operation by the template: turn, send, wait (abandon if given up).
 
         `deadline` is the call's one deadline (made by the caller, with its
@@ -328,17 +338,28 @@ class Session:
         left once the caller's turn came and returns its Future.  With
         `alone`, the operation runs with the connection held alone (nothing
         else in flight: a COPY, a query that may drop statements).
+
+        `stale`: the operation runs a statement that is never run again in
+        its place (a portal's, inside a transaction block): an error of
+        ``stale.errors`` (the schema changed under it) drops the caches
+        that knew the old schema (may_retry_after()) before it is raised, so
+        that the next attempt prepares afresh.
         """
-        admission = self.admission
-        if alone:
-            timeout = await admission.hold(deadline)
-            try:
-                return await self.wait(send(timeout))
-            finally:
-                admission.release()
-        if admission.needs_sync():
-            return await self.wait(send(await admission.sync(deadline)))
-        return await self.wait(send(deadline.left()))
+        try:
+            admission = self.admission
+            if alone:
+                async with admission.held(deadline) as timeout:
+                    return await self.wait(send(timeout))
+            if admission.needs_sync():
+                return await self.wait(send(await admission.sync(deadline)))
+            return await self.wait(send(deadline.left()))
+        except BaseException as e:
+            if stale is not None and isinstance(e, stale.errors):
+                self.may_retry_after(e, stale.query)
+            raise
+
+    #: (the name the template had before run(); kept for callers that use it)
+    call = run
 
     async def wait(self, fut: asyncio.Future[Any]) -> Any:
         """Await a protocol operation; if the caller gives up, abandon it.
@@ -434,7 +455,7 @@ class Session:
             # Sent at once if the caller may send now (nobody waiting before
             # it, room in the pipeline, and no DDL called on the connection
             # since the statement was last known good: schema_epoch), else
-            # None (execute_declined()).
+            # None (the slow half below).
             fut = proto.bind_execute(state, args, limit, timeout, want_status, rows_as,
                                      True)
             if fut is not None:
@@ -444,15 +465,10 @@ class Session:
                     await self.interrupted(fut, e)
                     raise
         except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
-            return await self.recover_in_place(e, query, state, args, limit, deadline,
-                                               want_status, rows_as)
-        return await self.execute_declined(query, state, args, limit, deadline,
-                                           want_status, rows_as)
-
-    async def execute_declined(self, query: str, state: StatementState, args: Any, limit: int,
-                               deadline: Deadline, want_status: int, rows_as: Any) -> Any:
-        """execute() when bind_execute() declined to send at once."""
-        proto = self.protocol
+            return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                              rows_as, True, failed=(e, state))
+        # Declined (someone before the caller, a full pipeline, or DDL since
+        # the statement was last known good): the slow half, with its turn.
         if state.schema_epoch != proto.schema_epoch:
             return await self.execute_verified(query, state, args, limit, deadline, want_status,
                                                rows_as, False)
@@ -460,40 +476,14 @@ class Session:
             fut = await self.bind_after_turn(state, args, limit, deadline, want_status,
                                              rows_as)
             if fut is not None:
-                try:
-                    return await fut
-                except (asyncio.CancelledError, asyncio.TimeoutError) as e:
-                    await self.interrupted(fut, e)
-                    raise
+                return await self.wait(fut)
         except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
-            return await self.recover_in_place(e, query, state, args, limit, deadline,
-                                               want_status, rows_as)
+            return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                              rows_as, True, failed=(e, state))
         # The statement changed meaning while we waited for our turn (see
         # bind_after_turn, which took the line): prepare it again, in our place.
         return await self.execute_in_line(query, args, limit, deadline, want_status,
                                           rows_as, True)
-
-    async def recover_in_place(self, error: BaseException, query: str, state: StatementState,
-                               args: Any, limit: int, deadline: Deadline, want_status: int,
-                               rows_as: Any) -> Any:
-        """After a cached run failed before it ran: run it again in its place, or raise `error`.
-
-        A schema change or a dropped statement (RETRYABLE_ERRORS): prepared
-        afresh and run once more, if nothing was sent after it.  An argument
-        the statement's codecs refused (a client-side DataError, nothing was
-        sent): described again, in case the schema changed its types.
-        """
-        if isinstance(error, exceptions.DataError) and not isinstance(
-                error, RETRYABLE_ERRORS):
-            if getattr(error, 'severity', None) is not None:
-                raise error
-            self.admission.take_line_now()
-            return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                              rows_as, True, refused=(error, state))
-        # The one retry after a schema change: prepare afresh and run once more.
-        self.retry_in_place(error, query)
-        return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                          rows_as, True, retried=True)
 
     def retry_in_place(self, error: BaseException, query: str, *,
                        described: bool = False) -> None:
@@ -521,18 +511,37 @@ class Session:
 
     async def execute_in_line(self, query: str, args: Any, limit: int, deadline: Deadline,
                               want_status: int, rows_as: Any, held: bool,
-                              *, retried: bool = False,
-                              refused: Optional[Refusal] = None) -> Any:
+                              *, failed: Optional[Failure] = None) -> Any:
         """execute() when the statement must be prepared first: in the caller's place in line.
 
         With `held`, the caller already holds the line (take_line_now()).
         The cache is looked up again once the caller's turn came: a first use
         of the same query called before it prepared it meanwhile, so
-        concurrent first uses share one statement.  `refused`: the argument
-        error and statement of a cached run whose codecs refused an argument
-        (see redescribe_after_refusal).
+        concurrent first uses share one statement.
+
+        `failed`: the error and statement of a cached run that failed before
+        it ran (the template's retry step): after a schema change or a
+        dropped statement (RETRYABLE_ERRORS) it is prepared afresh and run
+        once more, if nothing was sent after it (retry_in_place()); after an
+        argument its codecs refused (a client-side DataError, nothing was
+        sent) it is described again, in case the schema changed its types
+        (redescribe_after_refusal()).  Either way once, holding the line.
         """
         proto = self.protocol
+        retried = False
+        refused: Optional[tuple[exceptions.DataError, StatementState]] = None
+        if failed is not None:
+            failure = failed[0]
+            if isinstance(failure, exceptions.DataError) and not isinstance(
+                    failure, RETRYABLE_ERRORS):
+                if getattr(failure, 'severity', None) is not None:
+                    raise failure
+                self.admission.take_line_now()
+                refused = (failure, failed[1])
+            else:
+                self.retry_in_place(failure, query)
+                retried = True
+            held = True
         if not held:
             await self.admission.enter_line(deadline)
         try:
@@ -576,11 +585,10 @@ class Session:
             await self.interrupted(fut, e)
             raise
         except RETRYABLE_ERRORS as e:
-            if retried or refused is not None:
+            if failed is not None:
                 raise
-            self.retry_in_place(e, query)
             return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                              rows_as, True, retried=True)
+                                              rows_as, True, failed=(e, state))
 
     async def execute_verified(self, query: str, state: StatementState, args: Any, limit: int,
                                deadline: Deadline, want_status: int,
@@ -701,7 +709,7 @@ class Session:
         proto = self.protocol
         # One that may start a COPY or drop our statements runs alone.
         alone = _RUNS_ALONE(query) is not None
-        return await self.call(lambda left: proto.simple_query(query, left, alone), deadline,
+        return await self.run(lambda left: proto.simple_query(query, left, alone), deadline,
                                alone=alone)
 
     async def _simple_changing_schema(self, query: str, deadline: Deadline) -> str:
@@ -722,7 +730,7 @@ class Session:
             return fut
 
         try:
-            return await self.call(send, deadline, alone=alone)
+            return await self.run(send, deadline, alone=alone)
         except BaseException:
             if not sent:
                 self.schema_sent += 1
@@ -907,16 +915,9 @@ class Session:
                                  return_rows: int, rows_as: Any) -> Any:
         # A stream fed batch by batch (waiting for the socket to drain in
         # between): it holds the connection alone.
-        state.refs += 1
-        try:
-            timeout = await self.admission.hold(deadline)
-        finally:
-            self.statements.detach(state)
-        try:
+        async with self.admission.held(deadline, keeping=state) as timeout:
             return await self._executemany_stream(state, args, timeout, return_rows,
                                                   rows_as)
-        finally:
-            self.admission.release()
 
     async def _executemany_stream(self, state: StatementState, args: Any, timeout: Optional[float],
                                   return_rows: int, rows_as: Any) -> Any:
@@ -1119,17 +1120,22 @@ class Session:
     async def bind_portal(self, state: StatementState, args: Any, portal: str, limit: int,
                           timeout: Timeout, rows_as: Any,
                           fetch: bool = True) -> Any:
-        """Bind `args` to a named portal; with `fetch`, ``(rows, more_remain)`` of its first `limit` rows."""
+        """Bind `args` to a named portal; with `fetch`, ``(rows, more_remain)`` of its first `limit` rows.
+
+        Not retried (a portal lives in a transaction block); an error saying
+        the schema changed under the statement drops the stale caches first.
+        """
         proto = self.protocol
         if rows_as is None:
             rows_as = self.rows_default
         deadline = self.deadline_of(timeout)
+        stale = Stale(state.query, RETRYABLE_ERRORS)
         if fetch:
-            operation = self.call(lambda left: proto.bind_execute_portal(
-                state, args, portal, limit, left, rows_as), deadline)
+            operation = self.run(lambda left: proto.bind_execute_portal(
+                state, args, portal, limit, left, rows_as), deadline, stale=stale)
         else:
-            operation = self.call(lambda left: proto.bind_portal(state, args, portal, left),
-                                  deadline)
+            operation = self.run(lambda left: proto.bind_portal(state, args, portal, left),
+                                 deadline, stale=stale)
         if TELEMETRY.live:
             operation = tracing.traced(operation, self.trace_attributes(), state.query)
         result = await operation
@@ -1138,12 +1144,17 @@ class Session:
     async def execute_portal(self, state: StatementState, portal: str, limit: int,
                              timeout: Timeout,
                              rows_as: Any) -> tuple[list[Any], bool]:
-        """``(rows, more_remain)``: up to `limit` more rows of an open portal (0: all)."""
+        """``(rows, more_remain)``: up to `limit` more rows of an open portal (0: all).
+
+        A composite type that changed under the portal's rows
+        (OutdatedSchemaCacheError) drops the stale caches before it is raised.
+        """
         proto = self.protocol
         if rows_as is None:
             rows_as = self.rows_default
-        operation = self.call(lambda left: proto.execute_portal(
-            state, portal, limit, left, rows_as), self.deadline_of(timeout))
+        operation = self.run(lambda left: proto.execute_portal(
+            state, portal, limit, left, rows_as), self.deadline_of(timeout),
+            stale=Stale(state.query, _OUTDATED_ROWS))
         if TELEMETRY.live:
             operation = tracing.traced(operation, self.trace_attributes(), state.query)
         return await operation
@@ -1153,7 +1164,7 @@ class Session:
         if self.is_closed():
             return
         proto = self.protocol
-        await self.call(lambda left: proto.close_portals([portal], left),
+        await self.run(lambda left: proto.close_portals([portal], left),
                         self.deadline_of(timeout))
 
     # --- statements ------------------------------------------------------------------------------
