@@ -57,9 +57,10 @@ EXPIRED_BETWEEN_STEPS = 'timed out: the timeout expired before the next step of 
 class Deadline:
     """One call's deadline: made once from its timeout, then asked at each step.
 
-    A public call makes one (``deadlines.start()``) from its checked timeout
-    and hands it down through the Session, the admission and its COPY,
-    cursor or transaction steps; each step asks it how many seconds are left
+    A public call makes one (``Session.deadline()``, ``start()``) from its
+    checked timeout and hands it down through the Session, the admission
+    and its COPY, cursor or transaction steps; each step asks it how many
+    seconds are left
     (``left()``, the timeout of the protocol operation it sends) instead of
     re-deriving them, so "one deadline per call" holds by construction.  A
     call without a timeout gets the shared NO_DEADLINE, so the common

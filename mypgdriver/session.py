@@ -23,14 +23,14 @@ run_prepared(), executemany(), the portal calls) wrap the call in its span
 (mypgdriver/tracing.py) once ``TELEMETRY.live`` says tracing is on, the one
 flag the hot paths read for it.
 
-Every public call follows one template (call()):
+Every public call follows one template (run(), for one operation):
 
 1. **check**: the connection is open (check_open()) or the handle's checkout
    is current (check_handle()); the transaction-block scope (in admission);
 2. **one deadline**: the timeout resolved once (resolve_timeout()) into one
    :class:`~mypgdriver.deadlines.Deadline` (deadline()), handed down to
    every later step, which asks it for the time left (``deadline.left()``);
-3. **turn**: admission (needs_sync()/sync(), hold() for the connection
+3. **turn**: admission (needs_sync()/sync(), held() for the connection
    alone, enter_line() to keep the place across round trips);
 4. **send**: one protocol operation, which returns its Future;
 5. **wait**: wait(); a caller that gives up (cancelled, or its timeout)
@@ -38,7 +38,9 @@ Every public call follows one template (call()):
    drains it, and the next caller's turn waits for that;
 6. **retry**: a statement that failed before it ran (schema change, a
    statement dropped behind our back: may_retry_after()) runs once more, in
-   its place (check_run_again()), else the error is raised.
+   its place (check_run_again(); execute_in_line(failed=)), else the error
+   is raised; one that cannot run again there (a portal's) drops the stale
+   caches first (run(stale=)).
 
 The hot paths (execute() of a cached statement, run_prepared()) are that
 template written out inline, so that a cached statement costs a few
