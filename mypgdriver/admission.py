@@ -26,10 +26,12 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Optional
 
-from mypgdriver import deadlines, waits
+from mypgdriver import waits
+from mypgdriver.deadlines import NO_DEADLINE, Deadline
 
 if TYPE_CHECKING:
     from mypgdriver.block_owner import BlockOwner
+    from mypgdriver.protocol.statement import StatementState
     from mypgdriver.statement_registry import StatementRegistry
 
 
@@ -72,14 +74,14 @@ class Admission:
             return not proto.may_send_in_line()
         return True
 
-    async def sync(self, timeout: Optional[float], exclusive: bool = False) -> Optional[float]:
-        """Wait until this caller may send its next operation; return the time left.
+    async def sync(self, deadline: Deadline, exclusive: bool = False) -> Optional[float]:
+        """Wait until this caller may send its next operation; return the time left of `deadline`.
 
         Waits for the cleanup of an interrupted transaction block, then for
         the caller's turn (call order; a pending cancel, a caller holding the
         line or the connection alone, or a full pipeline make it wait), then
         sends the Close of statements that left the cache ahead of the
-        caller's operation, all within `timeout`.  With `exclusive` the
+        caller's operation, all before the call's `deadline`.  With `exclusive` the
         caller holds the connection alone once this returns: it must call
         release().  The caller holding the line (enter_line()) waits only for
         what it must: it is ahead of every other caller.
@@ -87,11 +89,10 @@ class Admission:
         blocks = self.blocks
         if blocks.active:
             blocks.check_scope()
-        deadline = deadlines.deadline(self.loop, timeout)
         cleanup = blocks.cleanup
         if cleanup is not None:
             try:
-                await self._wait_for_cleanup(cleanup, timeout)
+                await self._wait_for_cleanup(cleanup, deadline)
             except Exception:
                 if not cleanup.done():
                     raise       # our own timeout
@@ -104,24 +105,48 @@ class Admission:
             if (self.statements.to_close and not exclusive
                     and self.protocol.has_spare_slot()):
                 self._send_closes()
-            return deadlines.time_left(self.loop, deadline)
+            return deadline.left()
         except BaseException:
             if exclusive:
                 self.release()
             raise
 
-    async def hold(self, timeout: Optional[float]) -> Optional[float]:
+    async def hold(self, deadline: Deadline) -> Optional[float]:
         """Wait until the connection can be held alone (nothing in flight); the time left.
 
         Every operation sent until release() must be sent as exclusive.
         """
-        return await self.sync(timeout, exclusive=True)
+        return await self.sync(deadline, exclusive=True)
 
     def release(self) -> None:
         """End hold(): queued callers may send again."""
         self.protocol.release_exclusive()
 
-    async def take_turn(self, exclusive: bool, bypass: bool, deadline: Optional[float]) -> None:
+    @contextlib.asynccontextmanager
+    async def held(self, deadline: Deadline,
+                   keeping: Optional[StatementState] = None) -> AsyncIterator[Optional[float]]:
+        """``async with admission.held(deadline) as left:`` hold() ... release().
+
+        The one hold/release pair of the callers that need the connection
+        alone (COPY, executemany's stream, reset(), a query that runs alone).
+        `keeping`: the statement the caller will run, which an eviction by
+        the callers ahead of it must not close meanwhile (its Close is sent
+        after it ran).
+        """
+        if keeping is None:
+            left = await self.sync(deadline, exclusive=True)
+        else:
+            keeping.refs += 1
+            try:
+                left = await self.sync(deadline, exclusive=True)
+            finally:
+                self.statements.detach(keeping)
+        try:
+            yield left
+        finally:
+            self.protocol.release_exclusive()
+
+    async def take_turn(self, exclusive: bool, bypass: bool, deadline: Deadline) -> None:
         """Wait for the protocol to admit the caller (queued in call order) until `deadline`.
 
         `bypass`: the line holder or the cleanup of an interrupted block,
@@ -134,7 +159,7 @@ class Admission:
             if fut is None:
                 return
             try:
-                if deadline is None:
+                if deadline is NO_DEADLINE:
                     await fut
                 else:
                     await self._await_turn(fut, deadline)
@@ -147,10 +172,10 @@ class Admission:
             # send: wait again, at the head of the queue.
             first = True
 
-    async def _await_turn(self, fut: asyncio.Future[Any], deadline: float) -> None:
+    async def _await_turn(self, fut: asyncio.Future[Any], deadline: Deadline) -> None:
         # Awaited directly (a timer instead of wait_for()): callers woken
         # together resume in the order they were woken, which is call order.
-        left = deadlines.time_left(self.loop, deadline)
+        left = deadline.left()
         expired: list[bool] = []
         handle = self.loop.call_later(left, _expire_turn, fut, expired)
         try:
@@ -158,24 +183,24 @@ class Admission:
         except asyncio.CancelledError:
             if not expired:
                 raise
-            raise deadlines.timeout_error(
-                'call', left, 'it was still waiting for its turn behind the calls '
+            raise deadline.error(
+                'call', 'it was still waiting for its turn behind the calls '
                 'made before it on this connection, and nothing was sent') from None
         finally:
             handle.cancel()
 
     async def _wait_for_cleanup(self, cleanup: asyncio.Future[Any],
-                                timeout: Optional[float]) -> None:
-        if timeout is None:
+                                deadline: Deadline) -> None:
+        if deadline is NO_DEADLINE:
             await waits.wait_shielded(self.loop, cleanup, None)
             return
         # A stalled server must not make the next call hang past its own
         # timeout; the cleanup goes on in the background.
         try:
-            await waits.wait_shielded(self.loop, cleanup, timeout)
+            await waits.wait_shielded(self.loop, cleanup, deadline.left())
         except asyncio.TimeoutError:
-            raise deadlines.timeout_error(
-                'call', timeout, 'it was still waiting for an interrupted transaction '
+            raise deadline.error(
+                'call', 'it was still waiting for an interrupted transaction '
                 'block to be rolled back, and nothing was sent') from None
 
     def _send_closes(self) -> None:
@@ -194,8 +219,8 @@ class Admission:
         task = self.line_task
         return task is not None and task is self.current_task()
 
-    async def enter_line(self, timeout: Optional[float]) -> Optional[float]:
-        """Take the caller's turn and keep it until leave_line(); the time left.
+    async def enter_line(self, deadline: Deadline) -> Optional[float]:
+        """Take the caller's turn and keep it until leave_line(); the time left of `deadline`.
 
         For a call that must wait for an answer before it can send its own
         statement (a prepare, type introspection, a re-prepare): from its
@@ -205,9 +230,11 @@ class Admission:
         """
         if self.line_task is not None and self.holds_line():
             self.line_depth += 1
-            return timeout
+            return deadline.left()
         if self.needs_sync():
-            timeout = await self.sync(timeout)
+            timeout = await self.sync(deadline)
+        else:
+            timeout = deadline.left()
         # Admitted: nothing is awaited between here and the caller's send.
         self.take_line_now()
         return timeout
@@ -222,9 +249,9 @@ class Admission:
         self.protocol.hold_line()
 
     @contextlib.asynccontextmanager
-    async def line(self, timeout: Optional[float] = None) -> AsyncIterator[Optional[float]]:
-        """``async with admission.line(timeout) as left:`` enter_line() ... leave_line()."""
-        left = await self.enter_line(timeout)
+    async def line(self, deadline: Deadline = NO_DEADLINE) -> AsyncIterator[Optional[float]]:
+        """``async with admission.line(deadline) as left:`` enter_line() ... leave_line()."""
+        left = await self.enter_line(deadline)
         try:
             yield left
         finally:

@@ -394,10 +394,11 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
                        rows_as: Any) -> PreparedStatement[Any]:
         session = self._session
         session.check_open()
-        timeout = session.resolve_timeout(timeout)
+        # One deadline for the wait in line, the Parse and the introspection.
+        deadline = session.deadline(session.resolve_timeout(timeout))
         # In the caller's place in line: the Parse, and the introspection of
         # its types, go out before any call made after this one.
-        async with session.admission.line(timeout) as timeout:
+        async with session.admission.line(deadline):
             if name is None and session.statements.is_cacheable(query):
                 state = session.statements.cache.get(query)
                 # A cached statement not created on the server yet (see
@@ -405,14 +406,14 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
                 # PreparedStatement's statement exists from the start, so a
                 # schema change later is the server's 0A000, as in asyncpg.
                 if state is None or state.parse_pending or state.closed:
-                    state = await session.prepare_state(query, timeout, create_now=True)
+                    state = await session.prepare_state(query, deadline, create_now=True)
             else:
                 # With the statement cache off (statement_cache_size=0, e.g.
                 # behind a transaction-mode pooler) the statement stays unnamed:
                 # it is parsed again in front of each run, so nothing is left
                 # behind on the server.
                 state = await session.prepare_state(
-                    query, timeout, name=name, cache=False,
+                    query, deadline, name=name, cache=False,
                     named=name is not None or session.statements.cache.max_size > 0, create_now=True)
                 session.statements.hold(state)
         return PreparedStatement(self, session, query, state, rows_as, name is not None)
@@ -516,11 +517,10 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         """
         session = self._session
         session.check_open()
-        timeout = session.resolve_timeout(timeout)
         # Alone: the calls in flight finish first, and the transaction
         # status is known only once nothing is in flight.
-        timeout = await session.admission.hold(timeout)
-        try:
+        deadline = session.deadline(session.resolve_timeout(timeout))
+        async with session.admission.held(deadline) as timeout:
             query = self.get_reset_query()
             if session.is_in_transaction() or session.blocks.top is not None:
                 query = 'ROLLBACK;\n' + query
@@ -528,8 +528,6 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
             self._listeners.clear()
             self._log_listeners.clear()
             await session.logged(session.simple_held(query, timeout), query, (), timeout)
-        finally:
-            session.admission.release()
 
     def get_reset_query(self) -> str:
         """The SQL that reset() runs; override it in a connection_class to change the reset."""

@@ -25,6 +25,7 @@ from typing import (
 
 from mypgdriver import exceptions, tracing, waits
 from mypgdriver._typing import ArgumentRows
+from mypgdriver.deadlines import NO_DEADLINE, Deadline
 from mypgdriver.exceptions import pep249
 from mypgdriver.protocol.buffer import WriteBuffer
 from mypgdriver.protocol.record import Record
@@ -358,11 +359,11 @@ class CopyMixin:
             f'COPY ({query}) TO STDOUT{opts}')
 
     async def _copy_query_out(self, query: str, args: Sequence[Any], opts: str, output: Any,
-                              deadline: Optional[float]) -> str:
+                              deadline: Deadline) -> str:
         if args:
             # Round trips before the COPY: it keeps its place in line.
             session = self._session
-            async with session.admission.line(session.time_left(deadline)):
+            async with session.admission.line(deadline):
                 query = await self._inline_arguments(query, args, deadline)
                 return await self._copy_out(f'COPY ({query}) TO STDOUT{opts}', output,
                                             deadline)
@@ -439,18 +440,18 @@ class CopyMixin:
             schema_name)
 
     async def _copy_records(self, query: str, tab: str, cols: str, records: ArgumentRows,
-                            deadline: Optional[float]) -> str:
+                            deadline: Deadline) -> str:
         session = self._session
         select_list = cols[1:-1] if cols else '*'
         session.check_open()
         # The column types COPY expects are those of this SELECT; preparing it
         # also resolves their codecs (introspecting unknown types if needed).
         # A round trip before the COPY: it keeps its place in line.
-        async with session.admission.line(session.time_left(deadline)):
+        async with session.admission.line(deadline):
             intro = f'SELECT {select_list} FROM {tab} LIMIT 0'
             state = session.statements.cached(intro)
             if state is None:
-                state = await session.prepare_state(intro, session.time_left(deadline))
+                state = await session.prepare_state(intro, deadline)
             return await self._copy_records_in(query, state, records, deadline)
 
     # --- internals ---
@@ -476,27 +477,30 @@ class CopyMixin:
     # checks the argument, before anything is opened or sent); the steps
     # below take the time left.
 
-    def _copy_deadline(self, timeout: Optional[float]) -> Optional[float]:
+    def _copy_deadline(self, timeout: Optional[float]) -> Deadline:
         session = self._session
         return session.deadline(session.resolve_timeout(timeout))
 
-    async def _copy_wait_in_sync(self, deadline: Optional[float]) -> None:
+    async def _copy_wait_in_sync(self, deadline: Deadline) -> None:
         session = self._session
         session.check_open()
         if session.admission.needs_sync():
-            await session.admission.sync(session.time_left(deadline))
+            await session.admission.sync(deadline)
 
-    async def _copy_hold(self, deadline: Optional[float]) -> None:
-        """Wait until the COPY can have the connection alone (release with session.admission.release())."""
+    async def _copy_hold(self, deadline: Optional[Deadline]) -> None:
+        """Wait until the COPY can have the connection alone (release with session.admission.release()).
+
+        (None: no deadline, for mypgdriver.dbapi's COPY, which has none.)
+        """
         session = self._session
         session.check_open()
-        await session.admission.hold(session.time_left(deadline))
+        await session.admission.hold(NO_DEADLINE if deadline is None else deadline)
 
     async def _inline_arguments(self, query: str, args: Sequence, deadline) -> str:
         """`query` with each ``$n`` replaced by its argument as a typed SQL literal."""
         session = self._session
         await self._copy_wait_in_sync(deadline)
-        state = await session.prepare_state(query, session.time_left(deadline), cache=False)
+        state = await session.prepare_state(query, deadline, cache=False)
         oids = state.param_oids
         if len(oids) != len(args):
             raise exceptions.InterfaceError(
@@ -514,7 +518,7 @@ class CopyMixin:
                 'SELECT t.oid, n.nspname, t.typname FROM pg_catalog.pg_type t '
                 'JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace '
                 'WHERE t.oid = ANY($1::oid[])', (missing,), 0,
-                session.time_left(deadline), False, Record, False)
+                deadline.left(), False, Record, False)
             for oid, schema, name in rows:
                 names[oid] = quote_ident(schema) + '.' + quote_ident(name)
         type_names = [names[oid] for oid in oids]
@@ -523,13 +527,13 @@ class CopyMixin:
         select = ', '.join(f'pg_catalog.quote_literal(${i}::{name}::text)'
                            for i, name in enumerate(type_names, 1))
         rows = await session.execute(f'SELECT {select}', args, 1,
-                                     session.time_left(deadline), False, Record, False)
+                                     deadline.left(), False, Record, False)
         literals = [f'({"NULL" if lit is None else lit}::{name})'
                     for lit, name in zip(rows[0], type_names)]
         scs = session.protocol.get_server_parameters().get('standard_conforming_strings', 'on')
         return substitute_parameters(query, literals, scs == 'on')
 
-    async def _copy_out(self, query: str, output: Any, deadline: Optional[float]) -> str:
+    async def _copy_out(self, query: str, output: Any, deadline: Deadline) -> str:
         loop = self._loop
         opened = None
         path = _fspath(output)
@@ -562,20 +566,18 @@ class CopyMixin:
                 await loop.run_in_executor(None, opened.close)
 
     async def _copy_out_stream(self, query: str, writer: Callable[[bytes], Awaitable],
-                               deadline: Optional[float]) -> str:
+                               deadline: Deadline) -> str:
         session = self._session
-        await self._copy_hold(deadline)
-        try:
+        session.check_open()
+        async with session.admission.held(deadline):
             return await self._copy_out_held(query, writer, deadline)
-        finally:
-            session.admission.release()
 
     async def _copy_out_held(self, query: str, writer: Callable[[bytes], Awaitable],
-                             deadline: Optional[float]) -> str:
+                             deadline: Deadline) -> str:
         session = self._session
         proto = session.protocol
         stream = _CopyOutStream(proto)
-        fut = proto.copy_out(query, stream.feed, session.time_left(deadline))
+        fut = proto.copy_out(query, stream.feed, deadline.left())
         fut.add_done_callback(stream.wake)
         # The output runs in this task, so this task is the operation's
         # stream (as for COPY IN): on a timeout or cancel() the protocol
@@ -611,7 +613,7 @@ class CopyMixin:
             _uncancel_current_task(self._loop)
         return fut.result()
 
-    async def _copy_in(self, query: str, source: Any, deadline: Optional[float]) -> str:
+    async def _copy_in(self, query: str, source: Any, deadline: Deadline) -> str:
         loop = self._loop
         opened = None
         path = _fspath(source)
@@ -637,7 +639,7 @@ class CopyMixin:
                 await loop.run_in_executor(None, opened.close)
 
     async def _copy_in_stream(self, query: str, chunks: AsyncIterable,
-                              deadline: Optional[float]) -> str:
+                              deadline: Deadline) -> str:
         proto = self._session.protocol
 
         async def send(fut) -> None:
@@ -664,23 +666,21 @@ class CopyMixin:
 
         return await self._feed_copy_in(query, deadline, send)
 
-    async def _feed_copy_in(self, query: str, deadline: Optional[float], send) -> str:
+    async def _feed_copy_in(self, query: str, deadline: Deadline, send) -> str:
         """Run COPY ... FROM STDIN, `await send(fut)` feeding it; the status tag.
 
         `send` stops early once `fut` (the operation) is done.  If it raises,
         the COPY is failed on the server so nothing is committed.
         """
         session = self._session
-        await self._copy_hold(deadline)
-        try:
+        session.check_open()
+        async with session.admission.held(deadline):
             return await self._feed_copy_in_held(query, deadline, send)
-        finally:
-            session.admission.release()
 
-    async def _feed_copy_in_held(self, query: str, deadline: Optional[float], send) -> str:
+    async def _feed_copy_in_held(self, query: str, deadline: Deadline, send) -> str:
         session = self._session
         proto = session.protocol
-        fut = proto.copy_in(query, session.time_left(deadline))
+        fut = proto.copy_in(query, deadline.left())
         if not await self._copy_in_started(fut):
             return await session.wait(fut)
         proto.begin_stream()
@@ -717,7 +717,7 @@ class CopyMixin:
                 await drain
 
     async def _copy_records_in(self, query: str, state, records: Any,
-                               deadline: Optional[float]) -> str:
+                               deadline: Deadline) -> str:
         if hasattr(records, '__aiter__'):
             return await self._feed_copy_in(
                 query, deadline, lambda fut: self._send_records_async(state, records, fut))

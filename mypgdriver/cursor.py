@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Generator, Generic,
 from mypgdriver import exceptions
 from mypgdriver._typing import RowT
 from mypgdriver.protocol.rowstream import RowStream
-from mypgdriver.session import RETRYABLE_ERRORS
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection
+    from mypgdriver.deadlines import Deadline
     from mypgdriver.protocol.statement import StatementState
-    from mypgdriver.session import Session
+    from mypgdriver.session import Session, Timeout
 
 DEFAULT_PREFETCH = 50
 
@@ -133,7 +133,7 @@ class BaseCursor(Generic[RowT]):
         return state is None or (self._portal is None and state.closed
                                  and state in self._session.statements.dropped)
 
-    async def _prepare(self, timeout: Optional[float]) -> None:
+    async def _prepare(self, timeout: Timeout) -> None:
         # (The caller holds the line: see _prepare_and_bind.)
         session = self._session
         state = session.statements.cached(self._query)
@@ -153,7 +153,7 @@ class BaseCursor(Generic[RowT]):
             raise exceptions.NoActiveSQLTransactionError(
                 'cursor cannot be created outside of a transaction')
 
-    async def _prepare_and_bind(self, limit: Optional[int], deadline: Optional[float],
+    async def _prepare_and_bind(self, limit: Optional[int], deadline: Deadline,
                                 method: str) -> list[RowT]:
         """Open the portal (fetching its first `limit` rows; None: bind only), preparing first if needed.
 
@@ -164,66 +164,53 @@ class BaseCursor(Generic[RowT]):
         if not self._needs_statement():
             self._check_ready(method)
             if limit is None:
-                await self._bind_only(session.time_left(deadline))
+                await self._bind_only(deadline)
                 return []
-            return await self._bind_execute(limit, session.time_left(deadline))
+            return await self._bind_execute(limit, deadline)
         self._check_ready(method)
-        async with session.admission.line(session.time_left(deadline)):
-            await self._prepare(session.time_left(deadline))
+        async with session.admission.line(deadline):
+            await self._prepare(deadline)
             self._check_ready(method)
             if limit is None:
-                await self._bind_only(session.time_left(deadline))
+                await self._bind_only(deadline)
                 return []
-            return await self._bind_execute(limit, session.time_left(deadline))
+            return await self._bind_execute(limit, deadline)
 
-    async def _bind_execute(self, limit: int, timeout: Optional[float]) -> list[RowT]:
+    async def _bind_execute(self, limit: int, timeout: Timeout) -> list[RowT]:
         """Open the portal and fetch its first `limit` rows."""
         if self._portal is not None:
             raise exceptions.InterfaceError('cursor already has an open portal')
         session = self._session
         portal = session.new_portal_name()
-        try:
-            rows, more = await session.bind_portal(self._prepared(), self._args, portal, limit,
-                                                   timeout, self._rows_as)
-        except RETRYABLE_ERRORS as e:
-            # Inside a transaction there is no retry, but the stale cache
-            # entries must go so that the next attempt succeeds.
-            session.may_retry_after(e, self._query)
-            raise
+        # (Inside a transaction there is no retry; after a schema change the
+        # Session drops the stale cache entries, so the next attempt succeeds.)
+        rows, more = await session.bind_portal(self._prepared(), self._args, portal, limit,
+                                               timeout, self._rows_as)
         self._portal = portal
         self._exhausted = not more
         return rows
 
-    async def _bind_only(self, timeout: Optional[float]) -> None:
+    async def _bind_only(self, timeout: Timeout) -> None:
         """Open the portal without running it (rows come with later fetches)."""
         if self._portal is not None:
             raise exceptions.InterfaceError('cursor already has an open portal')
         session = self._session
         portal = session.new_portal_name()
-        try:
-            await session.bind_portal(self._prepared(), self._args, portal, 0, timeout, None,
-                                      fetch=False)
-        except RETRYABLE_ERRORS as e:
-            session.may_retry_after(e, self._query)
-            raise
+        await session.bind_portal(self._prepared(), self._args, portal, 0, timeout, None,
+                                  fetch=False)
         self._portal = portal
         self._exhausted = False
 
-    async def _execute(self, limit: int, timeout: Optional[float]) -> list[RowT]:
+    async def _execute(self, limit: int, timeout: Timeout) -> list[RowT]:
         """Fetch up to `limit` more rows of the open portal."""
         if self._portal is None:
             raise exceptions.InterfaceError('cursor does not have an open portal')
-        session = self._session
-        try:
-            rows, more = await session.execute_portal(self._prepared(), self._portal, limit,
-                                                      timeout, self._rows_as)
-        except exceptions.OutdatedSchemaCacheError as e:
-            session.may_retry_after(e, self._query)
-            raise
+        rows, more = await self._session.execute_portal(self._prepared(), self._portal, limit,
+                                                        timeout, self._rows_as)
         self._exhausted = not more
         return rows
 
-    async def _close_portal(self, timeout: Optional[float]) -> None:
+    async def _close_portal(self, timeout: Timeout) -> None:
         portal, self._portal = self._portal, None
         if portal is not None:
             await self._session.close_portal(portal, timeout)
@@ -257,16 +244,16 @@ class CursorIterator(BaseCursor[RowT]):
         session = self._session
         deadline = session.deadline(self._timeout_of(self._timeout))
         if self._exhausted:
-            await self._close_portal(session.time_left(deadline))
+            await self._close_portal(deadline)
             return []
         if self._portal is None:
             rows = await self._prepare_and_bind(self._prefetch, deadline, '__anext__')
         else:
             self._check_ready('__anext__')
-            rows = await self._execute(self._prefetch, session.time_left(deadline))
+            rows = await self._execute(self._prefetch, deadline)
         if self._exhausted:
             # Close now rather than on the next call: the loop may stop here.
-            await self._close_portal(session.time_left(deadline))
+            await self._close_portal(deadline)
         return rows
 
 

@@ -48,21 +48,89 @@ def check_timeout(timeout: Any) -> Optional[float]:
     return timeout
 
 
+#: The message of a call whose deadline passed between two of its steps (say,
+#: after the prepare and before the execute): the step that used the time up
+#: gave no error itself.
+EXPIRED_BETWEEN_STEPS = 'timed out: the timeout expired before the next step of the call could start'
+
+
+class Deadline:
+    """One call's deadline: made once from its timeout, then asked at each step.
+
+    A public call makes one (``Session.deadline()``, ``start()``) from its
+    checked timeout and hands it down through the Session, the admission
+    and its COPY, cursor or transaction steps; each step asks it how many
+    seconds are left
+    (``left()``, the timeout of the protocol operation it sends) instead of
+    re-deriving them, so "one deadline per call" holds by construction.  A
+    call without a timeout gets the shared NO_DEADLINE, so the common
+    untimed call allocates nothing.
+    """
+
+    __slots__ = ('timeout', 'at', '_loop')
+
+    def __init__(self, loop: Any, timeout: Optional[float]) -> None:
+        #: The call's timeout as given (for messages); None: no deadline.
+        self.timeout = timeout
+        self._loop = loop
+        #: The loop time at which it passes.
+        self.at = math.inf if timeout is None else loop.time() + timeout
+
+    def left(self) -> Optional[float]:
+        """Seconds left (None: no deadline); TimeoutError once it passed.
+
+        A timeout that was zero or negative from the start is answered as
+        is: the protocol then refuses the operation itself, saying which
+        operation timed out before it was sent (as in asyncpg).
+        """
+        timeout = self.timeout
+        if timeout is None:
+            return None
+        if timeout <= 0:
+            return timeout
+        left = self.at - self._loop.time()
+        if left <= 0:
+            raise asyncio.TimeoutError(EXPIRED_BETWEEN_STEPS)
+        return left
+
+    def expired(self) -> bool:
+        """True once the deadline passed (never without one)."""
+        return self.timeout is not None and self._loop.time() >= self.at
+
+    def error(self, what: str, outcome: str = '') -> asyncio.TimeoutError:
+        """The TimeoutError of `what` timing out, naming the call's own timeout (see timeout_error())."""
+        return timeout_error(what, self.timeout, outcome)
+
+    def __repr__(self) -> str:
+        return f'<Deadline timeout={self.timeout}>' if self.timeout is not None else (
+            '<Deadline: none>')
+
+
+#: The deadline of every call without a timeout (shared: nothing is allocated).
+NO_DEADLINE = Deadline(None, None)
+
+
+def start(loop: Any, timeout: Optional[float]) -> Deadline:
+    """The deadline of a call with the (checked) `timeout`, starting now; NO_DEADLINE for None."""
+    return NO_DEADLINE if timeout is None else Deadline(loop, timeout)
+
+
 def deadline(loop: asyncio.AbstractEventLoop, timeout: Optional[float]) -> Optional[float]:
-    """The loop time at which `timeout` seconds from now run out (None: no deadline)."""
+    """The loop time at which `timeout` seconds from now run out (None: no deadline).
+
+    For the pool and the connector, which wait on loop timers (call_at);
+    operations on a connection use a Deadline (start()).
+    """
     return None if timeout is None else loop.time() + timeout
 
 
 def time_left(loop: asyncio.AbstractEventLoop, deadline: Optional[float]) -> Optional[float]:
-    """Seconds until `deadline` (None: no deadline); TimeoutError once it passed."""
+    """Seconds until `deadline` (None: no deadline); TimeoutError once it passed (see deadline())."""
     if deadline is None:
         return None
     left = deadline - loop.time()
     if left <= 0:
-        # Between two steps of one call (say, after the prepare and before
-        # the execute): the step that used the time up gave no error itself.
-        raise asyncio.TimeoutError(
-            'timed out: the timeout expired before the next step of the call could start')
+        raise asyncio.TimeoutError(EXPIRED_BETWEEN_STEPS)
     return left
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Generic, Optional, overload
 from mypgdriver import exceptions
 from mypgdriver._typing import ArgumentRows, OtherRowT, RowT
 from mypgdriver.cursor import CursorFactory, check_prefetch
-from mypgdriver.deadlines import check_timeout
+from mypgdriver.deadlines import Deadline, check_timeout
 from mypgdriver.protocol.coreproto import StatusSink
 from mypgdriver.protocol.protocol import ROWS_PER_STATEMENT
 from mypgdriver.protocol.record import Record
@@ -246,7 +246,7 @@ class PreparedStatement(Generic[RowT]):
             raise exceptions.InterfaceError(
                 f'cannot call PreparedStatement.{method}(): the prepared statement is closed')
 
-    async def _reprepare(self, deadline: Optional[float]) -> StatementState:
+    async def _reprepare(self, deadline: Deadline) -> StatementState:
         """Replace the statement after a schema change (outside a transaction); the new state."""
         session = self._session
         old = self._state
@@ -256,10 +256,10 @@ class PreparedStatement(Generic[RowT]):
             # free it first.
             old.closed = False
             session.statements.queue_close(old)
-            timeout = await session.admission.sync(session.time_left(deadline))
-            new = await session.prepare_state(self._query, timeout, name=old.name, cache=False)
+            await session.admission.sync(deadline)
+            new = await session.prepare_state(self._query, deadline, name=old.name, cache=False)
         else:
-            new = await session.prepare_state(self._query, session.time_left(deadline),
+            new = await session.prepare_state(self._query, deadline,
                                               cache=False, named=bool(old.name),
                                               create_now=True)
         session.statements.hold(new)

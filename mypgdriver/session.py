@@ -23,13 +23,14 @@ run_prepared(), executemany(), the portal calls) wrap the call in its span
 (mypgdriver/tracing.py) once ``TELEMETRY.live`` says tracing is on, the one
 flag the hot paths read for it.
 
-Every public call follows one template (call()):
+Every public call follows one template (run(), for one operation):
 
 1. **check**: the connection is open (check_open()) or the handle's checkout
    is current (check_handle()); the transaction-block scope (in admission);
-2. **one deadline**: the timeout resolved once (resolve_timeout()), every
-   later step gets the time left of that one deadline (time_left());
-3. **turn**: admission (needs_sync()/sync(), hold() for the connection
+2. **one deadline**: the timeout resolved once (resolve_timeout()) into one
+   :class:`~mypgdriver.deadlines.Deadline` (deadline()), handed down to
+   every later step, which asks it for the time left (``deadline.left()``);
+3. **turn**: admission (needs_sync()/sync(), held() for the connection
    alone, enter_line() to keep the place across round trips);
 4. **send**: one protocol operation, which returns its Future;
 5. **wait**: wait(); a caller that gives up (cancelled, or its timeout)
@@ -37,7 +38,9 @@ Every public call follows one template (call()):
    drains it, and the next caller's turn waits for that;
 6. **retry**: a statement that failed before it ran (schema change, a
    statement dropped behind our back: may_retry_after()) runs once more, in
-   its place (check_run_again()), else the error is raised.
+   its place (check_run_again(); execute_in_line(failed=)), else the error
+   is raised; one that cannot run again there (a portal's) drops the stale
+   caches first (run(stale=)).
 
 The hot paths (execute() of a cached statement, run_prepared()) are that
 template written out inline, so that a cached statement costs a few
@@ -55,14 +58,14 @@ import itertools
 import re
 import time
 import warnings
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, NamedTuple, Optional, Union
 
 from mypgdriver import deadlines, exceptions, tracing, waits
 from mypgdriver.admission import Admission
 from mypgdriver.block_owner import BlockOwner
 from mypgdriver.codecs import introspection
 from mypgdriver.codecs.registry import CodecRegistry
-from mypgdriver.deadlines import check_timeout
+from mypgdriver.deadlines import NO_DEADLINE, Deadline, check_timeout
 from mypgdriver.exceptions._hints import append_hint, in_list_hint
 from mypgdriver.protocol.protocol import WANT_ROWS, check_record_class
 from mypgdriver.protocol.record import Record
@@ -97,14 +100,27 @@ RETRYABLE_ERRORS = (exceptions.InvalidCachedStatementError,
                     exceptions.DuplicatePreparedStatementError)
 _NAME_TROUBLE = (exceptions.InvalidSQLStatementNameError,
                  exceptions.DuplicatePreparedStatementError)
+# What an open portal's fetch may find stale: a composite's fields changed.
+_OUTDATED_ROWS = (exceptions.OutdatedSchemaCacheError,)
 
 #: Prepares a PreparedStatement's statement again within a deadline (its _reprepare).
-Reprepare = Callable[[Optional[float]], Awaitable[StatementState]]
+Reprepare = Callable[[Deadline], Awaitable[StatementState]]
+#: What a step of a call is given for its time: the call's Deadline (made
+#: once by the public call), or a number of seconds (None: none) from which
+#: the step, called on its own, makes one.
+Timeout = Union[float, None, Deadline]
+class Stale(NamedTuple):
+    """For Session.run(): the errors after which `query`'s cached knowledge is stale."""
+
+    query: str
+    errors: tuple[type[BaseException], ...]
+
+
 #: Given the server's transaction status and an interrupted statement's tag,
 #: the statement that ends its block (see Session.settle_transaction()).
 FollowUp = Callable[[str, Optional[str]], Optional[str]]
-#: A cached run's argument refused by its codecs, and that statement.
-Refusal = tuple[exceptions.DataError, StatementState]
+#: A cached run that failed before it ran: its error, and its statement.
+Failure = tuple[BaseException, StatementState]
 
 # Tasks running async query loggers: the loop keeps only weak references.
 _logger_tasks: set[asyncio.Future[Any]] = set()
@@ -304,35 +320,48 @@ class Session:
             return self.command_timeout
         return check_timeout(timeout)
 
-    def deadline(self, timeout: Optional[float]) -> Optional[float]:
-        """The deadline of a call with `timeout` (see mypgdriver.deadlines)."""
-        return deadlines.deadline(self.loop, timeout)
+    def deadline(self, timeout: Optional[float]) -> Deadline:
+        """The one deadline of a call with the (checked) `timeout`, starting now (see mypgdriver.deadlines)."""
+        return NO_DEADLINE if timeout is None else Deadline(self.loop, timeout)
 
-    def time_left(self, deadline: Optional[float]) -> Optional[float]:
-        """Seconds until `deadline` (None: no deadline); TimeoutError once it passed."""
-        return deadlines.time_left(self.loop, deadline)
+    def deadline_of(self, timeout: Timeout) -> Deadline:
+        """The Deadline a step runs within: the call's own, or one made now from seconds (None: none)."""
+        if isinstance(timeout, Deadline):
+            return timeout
+        return NO_DEADLINE if timeout is None else Deadline(self.loop, timeout)
 
-    async def call(self, send: Callable[[Optional[float]], asyncio.Future[Any]],
-                   timeout: Optional[float], *, alone: bool = False) -> Any:
+    async def run(self, send: Callable[[Optional[float]], asyncio.Future[Any]],
+                  deadline: Deadline, *, alone: bool = False,
+                  stale: Optional[Stale] = None) -> Any:
         """Run one protocol operation by the template: turn, send, wait (abandon if given up).
 
-        `timeout` is what is left of the call's one deadline (checked and
-        resolved by the caller, with its own open or handle check); `send`
-        sends the operation with the time left once the caller's turn came
-        and returns its Future.  With `alone`, the operation runs with the
-        connection held alone (nothing else in flight: a COPY, a query that
-        may drop statements).
+        `deadline` is the call's one deadline (made by the caller, with its
+        own open or handle check); `send` sends the operation with the time
+        left once the caller's turn came and returns its Future.  With
+        `alone`, the operation runs with the connection held alone (nothing
+        else in flight: a COPY, a query that may drop statements).
+
+        `stale`: the operation runs a statement that is never run again in
+        its place (a portal's, inside a transaction block): an error of
+        ``stale.errors`` (the schema changed under it) drops the caches
+        that knew the old schema (may_retry_after()) before it is raised, so
+        that the next attempt prepares afresh.
         """
-        admission = self.admission
-        if alone:
-            timeout = await admission.hold(timeout)
-            try:
-                return await self.wait(send(timeout))
-            finally:
-                admission.release()
-        if admission.needs_sync():
-            timeout = await admission.sync(timeout)
-        return await self.wait(send(timeout))
+        try:
+            admission = self.admission
+            if alone:
+                async with admission.held(deadline) as timeout:
+                    return await self.wait(send(timeout))
+            if admission.needs_sync():
+                return await self.wait(send(await admission.sync(deadline)))
+            return await self.wait(send(deadline.left()))
+        except BaseException as e:
+            if stale is not None and isinstance(e, stale.errors):
+                self.may_retry_after(e, stale.query)
+            raise
+
+    #: (the name the template had before run(); kept for callers that use it)
+    call = run
 
     async def wait(self, fut: asyncio.Future[Any]) -> Any:
         """Await a protocol operation; if the caller gives up, abandon it.
@@ -410,13 +439,14 @@ class Session:
         if (self.blocks.active or self.closes) and self.admission.needs_sync():
             # Admitted by sync(): the rest runs in the caller's place in line.
             deadline = self.deadline(timeout)
-            await self.admission.sync(timeout)
+            await self.admission.sync(deadline)
             self.admission.take_line_now()
             return await self.execute_in_line(query, args, limit, deadline, want_status,
                                               rows_as, True)
         state = self.stmt_cache.get(query)
-        # deadlines.deadline(), inline: this is the hot path.
-        deadline = None if timeout is None else self.loop.time() + timeout
+        # self.deadline(), inline: this is the hot path (and an untimed call
+        # allocates nothing).
+        deadline = NO_DEADLINE if timeout is None else Deadline(self.loop, timeout)
         if state is None:
             # Refused before the Parse: the server's parameter count
             # would wrap around past the protocol limit.
@@ -427,7 +457,7 @@ class Session:
             # Sent at once if the caller may send now (nobody waiting before
             # it, room in the pipeline, and no DDL called on the connection
             # since the statement was last known good: schema_epoch), else
-            # None (execute_declined()).
+            # None (the slow half below).
             fut = proto.bind_execute(state, args, limit, timeout, want_status, rows_as,
                                      True)
             if fut is not None:
@@ -437,57 +467,25 @@ class Session:
                     await self.interrupted(fut, e)
                     raise
         except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
-            return await self.recover_in_place(e, query, state, args, limit, deadline,
-                                               want_status, rows_as)
-        return await self.execute_declined(query, state, args, limit, timeout, deadline,
-                                           want_status, rows_as)
-
-    async def execute_declined(self, query: str, state: StatementState, args: Any, limit: int,
-                               timeout: Optional[float], deadline: Optional[float],
-                               want_status: int, rows_as: Any) -> Any:
-        """execute() when bind_execute() declined to send at once."""
-        proto = self.protocol
+            return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                              rows_as, True, failed=(e, state))
+        # Declined (someone before the caller, a full pipeline, or DDL since
+        # the statement was last known good): the slow half, with its turn.
         if state.schema_epoch != proto.schema_epoch:
             return await self.execute_verified(query, state, args, limit, deadline, want_status,
                                                rows_as, False)
         try:
-            fut = await self.bind_after_turn(state, args, limit, timeout, want_status,
+            fut = await self.bind_after_turn(state, args, limit, deadline, want_status,
                                              rows_as)
             if fut is not None:
-                try:
-                    return await fut
-                except (asyncio.CancelledError, asyncio.TimeoutError) as e:
-                    await self.interrupted(fut, e)
-                    raise
+                return await self.wait(fut)
         except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
-            return await self.recover_in_place(e, query, state, args, limit, deadline,
-                                               want_status, rows_as)
+            return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                              rows_as, True, failed=(e, state))
         # The statement changed meaning while we waited for our turn (see
         # bind_after_turn, which took the line): prepare it again, in our place.
         return await self.execute_in_line(query, args, limit, deadline, want_status,
                                           rows_as, True)
-
-    async def recover_in_place(self, error: BaseException, query: str, state: StatementState,
-                               args: Any, limit: int, deadline: Optional[float], want_status: int,
-                               rows_as: Any) -> Any:
-        """After a cached run failed before it ran: run it again in its place, or raise `error`.
-
-        A schema change or a dropped statement (RETRYABLE_ERRORS): prepared
-        afresh and run once more, if nothing was sent after it.  An argument
-        the statement's codecs refused (a client-side DataError, nothing was
-        sent): described again, in case the schema changed its types.
-        """
-        if isinstance(error, exceptions.DataError) and not isinstance(
-                error, RETRYABLE_ERRORS):
-            if getattr(error, 'severity', None) is not None:
-                raise error
-            self.admission.take_line_now()
-            return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                              rows_as, True, refused=(error, state))
-        # The one retry after a schema change: prepare afresh and run once more.
-        self.retry_in_place(error, query)
-        return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                          rows_as, True, retried=True)
 
     def retry_in_place(self, error: BaseException, query: str, *,
                        described: bool = False) -> None:
@@ -513,22 +511,41 @@ class Session:
                           'execution order. Run it again.')
             raise error
 
-    async def execute_in_line(self, query: str, args: Any, limit: int, deadline: Optional[float],
+    async def execute_in_line(self, query: str, args: Any, limit: int, deadline: Deadline,
                               want_status: int, rows_as: Any, held: bool,
-                              *, retried: bool = False,
-                              refused: Optional[Refusal] = None) -> Any:
+                              *, failed: Optional[Failure] = None) -> Any:
         """execute() when the statement must be prepared first: in the caller's place in line.
 
         With `held`, the caller already holds the line (take_line_now()).
         The cache is looked up again once the caller's turn came: a first use
         of the same query called before it prepared it meanwhile, so
-        concurrent first uses share one statement.  `refused`: the argument
-        error and statement of a cached run whose codecs refused an argument
-        (see redescribe_after_refusal).
+        concurrent first uses share one statement.
+
+        `failed`: the error and statement of a cached run that failed before
+        it ran (the template's retry step): after a schema change or a
+        dropped statement (RETRYABLE_ERRORS) it is prepared afresh and run
+        once more, if nothing was sent after it (retry_in_place()); after an
+        argument its codecs refused (a client-side DataError, nothing was
+        sent) it is described again, in case the schema changed its types
+        (redescribe_after_refusal()).  Either way once, holding the line.
         """
         proto = self.protocol
+        retried = False
+        refused: Optional[tuple[exceptions.DataError, StatementState]] = None
+        if failed is not None:
+            failure = failed[0]
+            if isinstance(failure, exceptions.DataError) and not isinstance(
+                    failure, RETRYABLE_ERRORS):
+                if getattr(failure, 'severity', None) is not None:
+                    raise failure
+                self.admission.take_line_now()
+                refused = (failure, failed[1])
+            else:
+                self.retry_in_place(failure, query)
+                retried = True
+            held = True
         if not held:
-            await self.admission.enter_line(self.time_left(deadline))
+            await self.admission.enter_line(deadline)
         try:
             if refused is not None:
                 error, stale = refused
@@ -542,14 +559,14 @@ class Session:
                 state = None if retried else self.statements.cache.get(query)
                 if state is None or state.closed:
                     check_argument_count(len(args))
-                    state = await self.prepare_state(query, self.time_left(deadline))
+                    state = await self.prepare_state(query, deadline)
                 elif state.schema_epoch != proto.schema_epoch:
                     # Cached meanwhile, before DDL called since.
                     self.admission.take_line_now()
                     return await self.execute_verified(query, state, args, limit, deadline,
                                                        want_status, rows_as, True)
             try:
-                fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
+                fut = await self.bind_in_line(state, args, limit, deadline,
                                               want_status, rows_as)
             except exceptions.DataError as e:
                 if getattr(e, 'severity', None) is not None or refused is not None:
@@ -560,7 +577,7 @@ class Session:
                 if fresh is None:
                     append_hint(e, in_list_hint(query, args))
                     raise
-                fut = await self.bind_in_line(fresh, args, limit, self.time_left(deadline),
+                fut = await self.bind_in_line(fresh, args, limit, deadline,
                                               want_status, rows_as)
         finally:
             self.admission.leave_line()
@@ -570,14 +587,13 @@ class Session:
             await self.interrupted(fut, e)
             raise
         except RETRYABLE_ERRORS as e:
-            if retried or refused is not None:
+            if failed is not None:
                 raise
-            self.retry_in_place(e, query)
             return await self.execute_in_line(query, args, limit, deadline, want_status,
-                                              rows_as, True, retried=True)
+                                              rows_as, True, failed=(e, state))
 
     async def execute_verified(self, query: str, state: StatementState, args: Any, limit: int,
-                               deadline: Optional[float], want_status: int,
+                               deadline: Deadline, want_status: int,
                                rows_as: Any, held: bool) -> Any:
         """execute() of a cached statement whose schema may have changed since it was prepared.
 
@@ -587,14 +603,14 @@ class Session:
         and run in its place, before any call made after it.
         """
         if not held:
-            await self.admission.enter_line(self.time_left(deadline))
+            await self.admission.enter_line(deadline)
         try:
             if state.closed:
                 cached = self.statements.cached(query)
                 state = (cached if cached is not None
-                         else await self.prepare_state(query, self.time_left(deadline)))
+                         else await self.prepare_state(query, deadline))
             try:
-                fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
+                fut = await self.bind_in_line(state, args, limit, deadline,
                                               want_status, rows_as)
                 # Run after every schema change sent so far.
                 epoch = self.schema_sent
@@ -602,9 +618,9 @@ class Session:
             except RETRYABLE_ERRORS as e:
                 if not self.may_retry_after(e, query):
                     raise
-                state = await self.prepare_state(query, self.time_left(deadline))
+                state = await self.prepare_state(query, deadline)
                 result = await self.wait(await self.bind_in_line(
-                    state, args, limit, self.time_left(deadline), want_status, rows_as))
+                    state, args, limit, deadline, want_status, rows_as))
             except exceptions.DataError as e:
                 fresh = await self.redescribe_after_refusal(e, state, query, deadline)
                 if fresh is None:
@@ -612,14 +628,14 @@ class Session:
                         append_hint(e, in_list_hint(query, args))
                     raise
                 return await self.wait(await self.bind_in_line(
-                    fresh, args, limit, self.time_left(deadline), want_status, rows_as))
+                    fresh, args, limit, deadline, want_status, rows_as))
             state.schema_epoch = epoch
             return result
         finally:
             self.admission.leave_line()
 
     async def bind_in_line(self, state: StatementState, args: Any, limit: int,
-                           timeout: Optional[float], want: int,
+                           deadline: Deadline, want: int,
                            rows_as: Any,
                            sink: Any = None) -> asyncio.Future[Any]:
         """Send Bind/Execute of `state` for the caller holding the line; its Future."""
@@ -628,14 +644,16 @@ class Session:
             # was not sent before it is not sent (asyncpg's semantics).
             self.check_open()
         if self.admission.needs_sync():
-            timeout = await self.sync_holding(state, timeout)
+            timeout = await self.sync_holding(state, deadline)
+        else:
+            timeout = deadline.left()
         if rows_as is None:
             rows_as = self.rows_default
         return self.protocol.bind_execute(state, args, limit, timeout, want, rows_as, False,
                                           sink)
 
     async def bind_after_turn(self, state: StatementState, args: Any, limit: int,
-                              timeout: Optional[float], want: int,
+                              deadline: Deadline, want: int,
                               rows_as: Any,
                               sink: Any = None) -> Optional[asyncio.Future[Any]]:
         """Wait for the caller's turn (keeping `state` open), then send Bind/Execute; its Future.
@@ -643,7 +661,7 @@ class Session:
         The slow half of the hot paths (execute(), run_prepared()), whose
         bind_execute(..., check_turn=True) returned None.
         """
-        timeout = await self.sync_holding(state, timeout)
+        timeout = await self.sync_holding(state, deadline)
         if self.admission.holds_line():
             return self.protocol.bind_execute(state, args, limit, timeout, want, rows_as,
                                               False, sink)
@@ -661,8 +679,7 @@ class Session:
         return self.protocol.bind_execute(state, args, limit, timeout, want, rows_as, False,
                                           sink)
 
-    async def sync_holding(self, state: StatementState,
-                           timeout: Optional[float]) -> Optional[float]:
+    async def sync_holding(self, state: StatementState, deadline: Deadline) -> Optional[float]:
         """sync() when the caller is about to run `state`: it is not closed meanwhile.
 
         While the caller waits for its turn, other callers may evict `state`
@@ -670,28 +687,34 @@ class Session:
         is sent after the caller's operation).
         """
         if not self.admission.needs_sync():
-            return timeout
+            return deadline.left()
         state.refs += 1
         try:
-            return await self.admission.sync(timeout)
+            return await self.admission.sync(deadline)
         finally:
             self.statements.detach(state)
 
-    async def simple(self, query: str, timeout: Optional[float], log: bool = True) -> str:
-        """Run `query` with the simple query protocol (several statements allowed); the last tag."""
+    async def simple(self, query: str, timeout: Timeout, log: bool = True) -> str:
+        """Run `query` with the simple query protocol (several statements allowed); the last tag.
+
+        `timeout`: seconds (None: the connection's command_timeout), or the
+        Deadline of the call this query is a step of.
+        """
         if (self.query_loggers or TELEMETRY.live) and log:
-            return await self.observed(self.simple(query, timeout, False), query, (), timeout)
+            return await self.observed(self.simple(query, timeout, False), query, (),
+                                       _seconds(timeout))
         self.check_open()
-        timeout = self.resolve_timeout(timeout)
+        deadline = (timeout if isinstance(timeout, Deadline)
+                    else self.deadline(self.resolve_timeout(timeout)))
         if _CHANGES_SCHEMA(query):
-            return await self._simple_changing_schema(query, timeout)
+            return await self._simple_changing_schema(query, deadline)
         proto = self.protocol
         # One that may start a COPY or drop our statements runs alone.
         alone = _RUNS_ALONE(query) is not None
-        return await self.call(lambda left: proto.simple_query(query, left, alone), timeout,
+        return await self.run(lambda left: proto.simple_query(query, left, alone), deadline,
                                alone=alone)
 
-    async def _simple_changing_schema(self, query: str, timeout: Optional[float]) -> str:
+    async def _simple_changing_schema(self, query: str, deadline: Deadline) -> str:
         # Calls made from now on may find cached statements whose result
         # types this query changes (schema_epoch); statements described once
         # it was sent know its effect (schema_sent).  A call that gives up
@@ -709,7 +732,7 @@ class Session:
             return fut
 
         try:
-            return await self.call(send, timeout, alone=alone)
+            return await self.run(send, deadline, alone=alone)
         except BaseException:
             if not sent:
                 self.schema_sent += 1
@@ -757,13 +780,14 @@ class Session:
             # caller's place in line.
             return await self.run_prepared_in_line(stmt, args, limit, self.deadline(timeout),
                                                    False, rows_as)
-        deadline = None if timeout is None else self.loop.time() + timeout   # (inline: hot)
+        # self.deadline(), inline: hot (and an untimed call allocates nothing)
+        deadline = NO_DEADLINE if timeout is None else Deadline(self.loop, timeout)
         # The status tag goes to the statement's sink (get_statusmsg()).
         sink = stmt._status
         fut = proto.bind_execute(state, args, limit, timeout, WANT_ROWS, rows_as,
                                  True, sink)
         if fut is None:
-            fut = await self.bind_after_turn(state, args, limit, timeout, WANT_ROWS,
+            fut = await self.bind_after_turn(state, args, limit, deadline, WANT_ROWS,
                                              rows_as, sink)
             if fut is None:
                 # (bind_after_turn took the line.)
@@ -781,7 +805,7 @@ class Session:
         return result
 
     async def run_prepared_in_line(self, stmt: PreparedStatement[Any], args: Any, limit: int,
-                                   deadline: Optional[float], held: bool, rows_as: Any, *,
+                                   deadline: Deadline, held: bool, rows_as: Any, *,
                                    retry: bool = False) -> Any:
         """run_prepared() when something must happen first, in the caller's place in line.
 
@@ -790,26 +814,27 @@ class Session:
         introspection) if the registry changed since it was prepared.
         """
         if not held:
-            await self.admission.enter_line(self.time_left(deadline))
+            await self.admission.enter_line(deadline)
         try:
             state = stmt._state
             if retry or state.closed:
                 state = await stmt._reprepare(deadline)
             elif state.codecs_generation != self.codecs.generation:
-                await self.refresh_codecs(state, self.time_left(deadline))
-            fut = await self.bind_in_line(state, args, limit, self.time_left(deadline),
+                await self.refresh_codecs(state, deadline)
+            fut = await self.bind_in_line(state, args, limit, deadline,
                                           WANT_ROWS, rows_as, stmt._status)
         finally:
             self.admission.leave_line()
         return await self.wait(fut)
 
     async def run_state(self, state: StatementState, args: Any, limit: int,
-                        timeout: Optional[float], want: int, rows_as: Any,
+                        timeout: Timeout, want: int, rows_as: Any,
                         sink: Any = None) -> Any:
         """Bind and execute `state` once: rows or tag as `want` says (and the tag to `sink`)."""
-        timeout = await self.admission.enter_line(timeout)
+        deadline = self.deadline_of(timeout)
+        await self.admission.enter_line(deadline)
         try:
-            fut = await self.bind_in_line(state, args, limit, timeout, want, rows_as, sink)
+            fut = await self.bind_in_line(state, args, limit, deadline, want, rows_as, sink)
         finally:
             self.admission.leave_line()
         return await self.wait(fut)
@@ -842,27 +867,27 @@ class Session:
         # In line from the prepare (if any) to the end of the stream, so that
         # neither the prepare nor a retry lets a later call overtake it.
         deadline = self.deadline(timeout)
-        await self.admission.enter_line(timeout)
+        await self.admission.enter_line(deadline)
         try:
             return await self._executemany_in_line(query, args, deadline, return_rows,
                                                    rows_as, state, retry)
         finally:
             self.admission.leave_line()
 
-    async def _executemany_in_line(self, query: str, args: Any, deadline: Optional[float],
+    async def _executemany_in_line(self, query: str, args: Any, deadline: Deadline,
                                    return_rows: int, rows_as: Any,
                                    state: Optional[StatementState],
                                    retry: Optional[Reprepare]) -> Any:
         if state is None:
             cached = self.statements.cached(query)
             state = (cached if cached is not None
-                     else await self.prepare_state(query, self.time_left(deadline)))
+                     else await self.prepare_state(query, deadline))
         else:
             if retry is not None and state in self.statements.dropped:
                 # A PreparedStatement's statement that DISCARD ALL dropped.
                 state = await retry(deadline)
             if state.codecs_generation != self.codecs.generation:
-                await self.refresh_codecs(state, self.time_left(deadline))
+                await self.refresh_codecs(state, deadline)
         try:
             return await self._executemany_state(state, args, deadline, return_rows,
                                                  rows_as)
@@ -884,24 +909,17 @@ class Session:
             if retry is not None:
                 state = await retry(deadline)
             else:
-                state = await self.prepare_state(query, self.time_left(deadline))
+                state = await self.prepare_state(query, deadline)
             return await self._executemany_state(state, args, deadline, return_rows,
                                                  rows_as)
 
-    async def _executemany_state(self, state: StatementState, args: Any, deadline: Optional[float],
+    async def _executemany_state(self, state: StatementState, args: Any, deadline: Deadline,
                                  return_rows: int, rows_as: Any) -> Any:
         # A stream fed batch by batch (waiting for the socket to drain in
         # between): it holds the connection alone.
-        state.refs += 1
-        try:
-            timeout = await self.admission.hold(self.time_left(deadline))
-        finally:
-            self.statements.detach(state)
-        try:
+        async with self.admission.held(deadline, keeping=state) as timeout:
             return await self._executemany_stream(state, args, timeout, return_rows,
                                                   rows_as)
-        finally:
-            self.admission.release()
 
     async def _executemany_stream(self, state: StatementState, args: Any, timeout: Optional[float],
                                   return_rows: int, rows_as: Any) -> Any:
@@ -1102,45 +1120,58 @@ class Session:
         return f'mypg_savepoint_{next(self._savepoint_ids)}'
 
     async def bind_portal(self, state: StatementState, args: Any, portal: str, limit: int,
-                          timeout: Optional[float], rows_as: Any,
+                          timeout: Timeout, rows_as: Any,
                           fetch: bool = True) -> Any:
-        """Bind `args` to a named portal; with `fetch`, ``(rows, more_remain)`` of its first `limit` rows."""
+        """Bind `args` to a named portal; with `fetch`, ``(rows, more_remain)`` of its first `limit` rows.
+
+        Not retried (a portal lives in a transaction block); an error saying
+        the schema changed under the statement drops the stale caches first.
+        """
         proto = self.protocol
         if rows_as is None:
             rows_as = self.rows_default
+        deadline = self.deadline_of(timeout)
+        stale = Stale(state.query, RETRYABLE_ERRORS)
         if fetch:
-            operation = self.call(lambda left: proto.bind_execute_portal(
-                state, args, portal, limit, left, rows_as), timeout)
+            operation = self.run(lambda left: proto.bind_execute_portal(
+                state, args, portal, limit, left, rows_as), deadline, stale=stale)
         else:
-            operation = self.call(lambda left: proto.bind_portal(state, args, portal, left),
-                                  timeout)
+            operation = self.run(lambda left: proto.bind_portal(state, args, portal, left),
+                                 deadline, stale=stale)
         if TELEMETRY.live:
             operation = tracing.traced(operation, self.trace_attributes(), state.query)
         result = await operation
         return result if fetch else None
 
     async def execute_portal(self, state: StatementState, portal: str, limit: int,
-                             timeout: Optional[float],
+                             timeout: Timeout,
                              rows_as: Any) -> tuple[list[Any], bool]:
-        """``(rows, more_remain)``: up to `limit` more rows of an open portal (0: all)."""
+        """``(rows, more_remain)``: up to `limit` more rows of an open portal (0: all).
+
+        A composite type that changed under the portal's rows
+        (OutdatedSchemaCacheError) drops the stale caches before it is raised.
+        """
         proto = self.protocol
         if rows_as is None:
             rows_as = self.rows_default
-        operation = self.call(lambda left: proto.execute_portal(
-            state, portal, limit, left, rows_as), timeout)
+        operation = self.run(lambda left: proto.execute_portal(
+            state, portal, limit, left, rows_as), self.deadline_of(timeout),
+            stale=Stale(state.query, _OUTDATED_ROWS))
         if TELEMETRY.live:
             operation = tracing.traced(operation, self.trace_attributes(), state.query)
         return await operation
 
-    async def close_portal(self, portal: str, timeout: Optional[float]) -> None:
+    async def close_portal(self, portal: str, timeout: Timeout) -> None:
+        """Close the portal `portal` (nothing to do on a closed connection)."""
         if self.is_closed():
             return
         proto = self.protocol
-        await self.call(lambda left: proto.close_portals([portal], left), timeout)
+        await self.run(lambda left: proto.close_portals([portal], left),
+                        self.deadline_of(timeout))
 
     # --- statements ------------------------------------------------------------------------------
 
-    async def prepare_state(self, query: str, timeout: Optional[float], *,
+    async def prepare_state(self, query: str, timeout: Timeout, *,
                             name: Optional[str] = None, cache: bool = True, named: bool = False,
                             create_now: bool = False) -> StatementState:
         """Parse and describe `query`, learn its types and pick its codecs.
@@ -1167,24 +1198,25 @@ class Session:
             name = self.statements.new_name() if generated else ''
         state = StatementState(name, query)
         state.parse_pending = generated and not create_now
-        # One deadline for the Parse/Describe and the introspection after it.
-        deadline = self.deadline(timeout)
+        # One deadline for the Parse/Describe and the introspection after it
+        # (the caller's, if this is a step of its call).
+        deadline = self.deadline_of(timeout)
         # In line: a caller that needs this statement holds the line until
         # it sent its Bind (enter_line() is re-entrant); a bare prepare keeps
         # it for its introspection.
-        timeout = await self.admission.enter_line(timeout)
+        timeout = await self.admission.enter_line(deadline)
         try:
             if self.closed:
                 self.check_open()
             if self.admission.needs_sync():
-                timeout = await self.admission.sync(timeout)
+                timeout = await self.admission.sync(deadline)
             fut = self.protocol.prepare(state, timeout)
             state.schema_epoch = self.schema_sent
             await self.wait(fut)
             try:
                 missing = missing_statement_types(state, self.codecs)
                 if missing:
-                    await self.introspect_types(missing, self.time_left(deadline))
+                    await self.introspect_types(missing, deadline)
                 resolve_statement_codecs(state, self.codecs)
             except BaseException:
                 self.statements.queue_close(state)
@@ -1195,7 +1227,7 @@ class Session:
             self.statements.cache.put(query, state)
         return state
 
-    async def introspect_types(self, oids: Iterable[int], timeout: Optional[float]) -> None:
+    async def introspect_types(self, oids: Iterable[int], timeout: Timeout) -> None:
         """Teach the codec registry about `oids` (and what they contain)."""
         if self.introspection_query is None:
             version = self.server_version
@@ -1213,7 +1245,7 @@ class Session:
         self.codecs.add_types(introspection.rows_to_type_info(rows))
 
     async def fetch_catalog(self, query: str, args: tuple[Any, ...],
-                            timeout: Optional[float]) -> list[Record]:
+                            timeout: Timeout) -> list[Record]:
         """Rows of one of the driver's own catalog queries, read with built-in codecs only.
 
         set_type_codec() changes how the application's values look, never
@@ -1222,28 +1254,33 @@ class Session:
         prepared and cached like any other; its codecs are then re-picked
         from the built-in table.  Not logged, like the rest of introspection.
         """
-        timeout = self.command_timeout if timeout is None else check_timeout(timeout)
-        deadline = self.deadline(timeout)
-        await self.admission.enter_line(timeout)
+        if isinstance(timeout, Deadline) and timeout is not NO_DEADLINE:
+            deadline = timeout
+        else:
+            # (Called without a deadline, even by a step of an untimed call:
+            # the connection's command_timeout.)
+            deadline = self.deadline(self.resolve_timeout(
+                None if timeout is NO_DEADLINE else timeout))
+        await self.admission.enter_line(deadline)
         try:
             state = self.statements.cached(query)
             if state is None:
-                state = await self.prepare_state(query, self.time_left(deadline))
+                state = await self.prepare_state(query, deadline)
             if state.codecs_generation != introspection.CATALOG_CODECS.generation:
                 resolve_statement_codecs(state, introspection.CATALOG_CODECS)
-            fut = await self.bind_in_line(state, args, 0, self.time_left(deadline), WANT_ROWS,
+            fut = await self.bind_in_line(state, args, 0, deadline, WANT_ROWS,
                                           Record)
         finally:
             self.admission.leave_line()
         return await self.wait(fut)
 
-    async def refresh_codecs(self, state: StatementState, timeout: Optional[float]) -> None:
+    async def refresh_codecs(self, state: StatementState, deadline: Deadline) -> None:
         """Re-pick the codecs of a held statement after the registry changed (in line)."""
         missing = missing_statement_types(state, self.codecs)
         if missing:
-            timeout = await self.admission.enter_line(timeout)
+            await self.admission.enter_line(deadline)
             try:
-                await self.introspect_types(missing, timeout)
+                await self.introspect_types(missing, deadline)
             finally:
                 self.admission.leave_line()
         resolve_statement_codecs(state, self.codecs)
@@ -1310,7 +1347,7 @@ class Session:
 
     async def redescribe_after_refusal(self, error: BaseException, state: StatementState,
                                        query: str,
-                                       deadline: Optional[float]) -> Optional[StatementState]:
+                                       deadline: Deadline) -> Optional[StatementState]:
         """A cached statement's codecs refused an argument: did the schema change its types?
 
         After ``ALTER TABLE ... ALTER COLUMN ... TYPE`` a cached statement
@@ -1330,10 +1367,9 @@ class Session:
                 or self.protocol.is_in_transaction() or self.is_closed()):
             return None
         try:
-            timeout = self.time_left(deadline)
             if self.admission.needs_sync():
-                timeout = await self.admission.sync(timeout)
-            fresh = await self.prepare_state(query, timeout, cache=False)
+                await self.admission.sync(deadline)
+            fresh = await self.prepare_state(query, deadline, cache=False)
         except exceptions.PostgresError:
             return None
         if fresh.param_oids == state.param_oids:
@@ -1425,10 +1461,10 @@ class Session:
 
     async def _settle(self, previous: Optional[asyncio.Future[Any]], top_level: bool, before: int,
                       follow_up: FollowUp) -> SettledStatement:
-        deadline = self.loop.time() + TRANSACTION_CLEANUP_TIMEOUT
+        deadline = Deadline(self.loop, TRANSACTION_CLEANUP_TIMEOUT)
         try:
             if previous is not None:
-                await waits.wait_shielded(self.loop, previous, self.time_left(deadline))
+                await waits.wait_shielded(self.loop, previous, deadline.left())
             if self.is_closed():
                 raise exceptions.ConnectionDoesNotExistError('the connection was lost')
             # Ahead of every caller waiting to send, once everything in flight
@@ -1446,7 +1482,7 @@ class Session:
 
     async def _end_block(self, before: int,
                          follow_up: FollowUp, top_level: bool,
-                         deadline: Optional[float]) -> SettledStatement:
+                         deadline: Deadline) -> SettledStatement:
         proto = self.protocol
         if self.is_closed():
             raise exceptions.ConnectionDoesNotExistError('the connection was lost')
@@ -1463,7 +1499,7 @@ class Session:
             # (the operation's own timeout: on expiry the connection is
             # closed by _settle(), as the outcome is then in doubt)
             try:
-                await proto.simple_query(statement, self.time_left(deadline), True)
+                await proto.simple_query(statement, deadline.left(), True)
             except exceptions.PostgresError:
                 if top_level:
                     raise
@@ -1471,7 +1507,7 @@ class Session:
                 # transaction, and tell its owner it is gone.
                 self.blocks.broken = 'an interrupted savepoint could not be undone alone'
                 statement = 'ROLLBACK'
-                await proto.simple_query(statement, self.time_left(deadline), True)
+                await proto.simple_query(statement, deadline.left(), True)
         if top_level and proto.xact_status != 'I':
             raise exceptions.InterfaceError('the transaction block could not be ended')
         return SettledStatement(status, proto.op_seq > before, ours, tag, error, statement)
@@ -1489,6 +1525,11 @@ def _is_pipeline_abort(error: BaseException) -> bool:
     """True if `error` is the server's answer to our own abort of a pipeline."""
     return (isinstance(error, exceptions.InvalidCursorNameError)
             and _ABORT_PORTAL in str(error))
+
+
+def _seconds(timeout: Timeout) -> Optional[float]:
+    """A step's time as the query loggers report it: the call's timeout in seconds."""
+    return timeout.timeout if isinstance(timeout, Deadline) else timeout
 
 
 def _add_hint(error: exceptions.PostgresError, text: str) -> None:

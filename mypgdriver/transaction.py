@@ -11,6 +11,7 @@ from mypgdriver import exceptions, waits
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection
+    from mypgdriver.deadlines import Deadline
     from mypgdriver.session import Session
 
 ISOLATION_LEVELS = {
@@ -139,11 +140,11 @@ class Transaction:
         deadline = session.deadline(session.resolve_timeout(None))
         # (The transaction status is known only once an interrupted
         # operation has drained: enter_line() waits for that.)
-        async with session.admission.line(session.time_left(deadline)):
+        async with session.admission.line(deadline):
             await self._start_in_line(deadline)
         self._state = TransactionState.STARTED
 
-    async def _start_in_line(self, deadline: Optional[float]) -> None:
+    async def _start_in_line(self, deadline: Deadline) -> None:
         session = self._session
         top = session.blocks.top
         if top is None:
@@ -160,7 +161,7 @@ class Transaction:
                 outer = top._isolation
                 if outer is None:
                     setting = await self._connection.fetchval(
-                        'SHOW transaction_isolation', timeout=session.time_left(deadline))
+                        'SHOW transaction_isolation', timeout=deadline.left())
                     outer = _ISOLATION_BY_SETTING[setting]
                 if self._isolation != outer:
                     raise exceptions.InterfaceError(
@@ -180,7 +181,7 @@ class Transaction:
             if self._deferrable:
                 query += ' DEFERRABLE'
             query += ';'
-        await self._run(query, 'start', session.time_left(deadline))
+        await self._run(query, 'start', deadline.left())
 
     async def commit(self) -> None:
         """Commit (or release the savepoint).  Not allowed inside ``async with``."""

@@ -17,6 +17,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
+from mypgdriver.deadlines import NO_DEADLINE
 from mypgdriver.exceptions import _hints
 from tests.support.waiting import apoll
 
@@ -223,7 +224,7 @@ async def test_operation_beside_an_exclusive_one_is_told_to_use_a_pool(conn):
     # The Session queues callers, so only a caller bypassing it meets the
     # protocol's own refusal.
     session = conn._session
-    await session.admission.hold(None)
+    await session.admission.hold(NO_DEADLINE)
     try:
         with pytest.raises(exceptions.InterfaceError) as info:
             conn._protocol.simple_query("SELECT 1")
