@@ -17,7 +17,9 @@ import pytest
 import mypgdriver
 from mypgdriver import exceptions
 from mypgdriver.deadlines import CANCEL_ANSWER_WAIT, COMMIT_ANSWER_WAIT
-from tests.support.session_state import monitor, unique_table_name  # noqa: F401
+from tests.support.backends import wait_sleeping
+from tests.support.fixtures import AsyncConnect
+from tests.support.session_state import unique_table_name
 from tests.support.tcp_proxy import TcpProxy
 
 #: How late a timed-out call may return (loop scheduling on a loaded 2-core machine).
@@ -25,7 +27,7 @@ MARGIN = 0.6
 
 
 @pytest.fixture
-async def locked_table(monitor: Any) -> AsyncIterator[str]:  # noqa: F811
+async def locked_table(monitor: Any) -> AsyncIterator[str]:
     name = unique_table_name("mypg_deadline")
     await monitor.execute(f"CREATE TABLE {name} (k int)")
     await monitor.execute(f"INSERT INTO {name} SELECT generate_series(1, 3)")
@@ -118,23 +120,21 @@ async def test_first_use_prepare_and_run_share_one_deadline(conn, connect_kwargs
     assert await conn.fetchval("SELECT 2") == 2
 
 
-async def test_transaction_start_spends_one_deadline(connect_kwargs, locked_table):
+async def test_transaction_start_spends_one_deadline(open_conn: AsyncConnect, monitor,
+                                                     locked_table):
     # start() waits for its turn behind a slow call, then sends BEGIN: all
     # within command_timeout, not a fresh budget per step.
-    conn = await mypgdriver.connect(**connect_kwargs, command_timeout=0.5)
-    try:
-        slow = asyncio.ensure_future(conn.execute("SELECT pg_sleep(0.8)", timeout=5))
-        await asyncio.sleep(0.05)
-        tr = conn.transaction()
-        elapsed, result = await _elapsed(tr.start)
-        assert isinstance(result, asyncio.TimeoutError), result
-        assert elapsed < 0.5 + MARGIN, elapsed
-        await slow
-        # (The interrupted BEGIN's block is ended before the next call runs.)
-        assert await conn.fetchval("SELECT 3") == 3
-        assert not conn.is_in_transaction()
-    finally:
-        await conn.close()
+    conn = await open_conn(command_timeout=0.5)
+    slow = asyncio.ensure_future(conn.execute("SELECT pg_sleep(0.8)", timeout=5))
+    await wait_sleeping(monitor, conn.get_server_pid())
+    tr = conn.transaction()
+    elapsed, result = await _elapsed(tr.start)
+    assert isinstance(result, asyncio.TimeoutError), result
+    assert elapsed < 0.5 + MARGIN, elapsed
+    await slow
+    # (The interrupted BEGIN's block is ended before the next call runs.)
+    assert await conn.fetchval("SELECT 3") == 3
+    assert not conn.is_in_transaction()
 
 
 # --- a stalled answer: the caller gets its TimeoutError at its deadline --------------------------
@@ -151,7 +151,7 @@ async def proxied(pg_cluster: Any, connect_kwargs: dict[str, Any]) -> AsyncItera
             conn.terminate()
 
 
-async def _after_stall(proxy: TcpProxy, conn: Any, monitor: Any) -> None:  # noqa: F811
+async def _after_stall(proxy: TcpProxy, conn: Any, monitor: Any) -> None:
     """The connection is in sync (and outside any transaction) or closed, once the network is back."""
     proxy.resume()
     try:
@@ -168,7 +168,7 @@ async def _after_stall(proxy: TcpProxy, conn: Any, monitor: Any) -> None:  # noq
     assert state in ("idle", "active", None), state
 
 
-async def test_stalled_commit_times_out_at_command_timeout(proxied, monitor):  # noqa: F811
+async def test_stalled_commit_times_out_at_command_timeout(proxied, monitor):
     proxy, conn = proxied
     tr = conn.transaction()
     await tr.start()
@@ -183,7 +183,7 @@ async def test_stalled_commit_times_out_at_command_timeout(proxied, monitor):  #
     await _after_stall(proxy, conn, monitor)
 
 
-async def test_stalled_async_with_commit_times_out_at_command_timeout(proxied, monitor):  # noqa: F811
+async def test_stalled_async_with_commit_times_out_at_command_timeout(proxied, monitor):
     proxy, conn = proxied
 
     async def block() -> None:
@@ -199,7 +199,7 @@ async def test_stalled_async_with_commit_times_out_at_command_timeout(proxied, m
 
 @pytest.mark.parametrize("kind", ["fetch", "execute", "executemany", "copy_out", "copy_in",
                                   "cursor", "prepare"])
-async def test_stalled_call_times_out_at_its_timeout(proxied, monitor, kind):  # noqa: F811
+async def test_stalled_call_times_out_at_its_timeout(proxied, monitor, kind):
     proxy, conn = proxied
     table = unique_table_name("mypg_stall")
     await monitor.execute(f"CREATE TABLE {table} (k int)")
@@ -244,10 +244,10 @@ async def test_stalled_call_times_out_at_its_timeout(proxied, monitor, kind):  #
         await monitor.execute(f"DROP TABLE {table}")
 
 
-async def test_stalled_close_ends_at_its_timeout(proxied):
+async def test_stalled_close_ends_at_its_timeout(proxied, monitor):
     proxy, conn = proxied
     busy = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(0.3)", timeout=10))
-    await asyncio.sleep(0.05)
+    await wait_sleeping(monitor, conn.get_server_pid())
     proxy.stall()
     elapsed, result = await _elapsed(lambda: conn.close(timeout=0.5))
     assert isinstance(result, asyncio.TimeoutError), result
@@ -259,7 +259,7 @@ async def test_stalled_close_ends_at_its_timeout(proxied):
 
 
 async def test_stalled_executemany_after_its_sync_reports_the_outcome_unknown(
-        proxied, monitor):  # noqa: F811
+        proxied, monitor):
     # The statement is prepared, so the rows and the Sync go out at once:
     # once the Sync is sent the server may commit, and with no answer to the
     # cancel the caller is told that the outcome is unknown, never that

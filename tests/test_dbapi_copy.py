@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import tracemalloc
-from typing import Any, Iterator
 
 import pytest
 
@@ -12,22 +11,18 @@ import mypgdriver.dbapi as dbapi
 import mypgdriver.dbapi.copy
 from mypgdriver.dbapi import Connection
 from mypgdriver.dbapi.copy import format_text_row
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
 
 
 @pytest.fixture
-def conn(pg_cluster: Any, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
-    connection = dbapi.connect(pg_cluster.dsn())
-    try:
-        connection.execute('CREATE TEMP TABLE dbapi_c (id int, name text, data bytea)')
-        connection.commit()
-        yield connection
-    finally:
-        connection.close()
+def conn_with_table(dbapi_conn: Connection) -> Connection:
+    """The shared DB-API connection, with the temp table dbapi_c (id int, name text, data bytea)."""
+    dbapi_conn.execute('CREATE TEMP TABLE dbapi_c (id int, name text, data bytea)')
+    dbapi_conn.commit()
+    return dbapi_conn
 
 
-def test_write_row_and_write(conn: Connection):
-    cur = conn.cursor()
+def test_write_row_and_write(conn_with_table: Connection):
+    cur = conn_with_table.cursor()
     with cur.copy('COPY dbapi_c (id, name, data) FROM STDIN') as copy:
         assert copy.direction == 'in'
         copy.write_row((1, 'tab\there', b'\x00\xff'))
@@ -39,11 +34,11 @@ def test_write_row_and_write(conn: Connection):
     cur.execute('SELECT * FROM dbapi_c ORDER BY id')
     assert cur.fetchall() == [(1, 'tab\there', b'\x00\xff'), (2, None, None),
                               (3, 'new\nline', None), (4, 'str', None)]
-    conn.commit()
+    conn_with_table.commit()
 
 
-def test_read_blocks_iterate_and_rows(conn: Connection):
-    cur = conn.cursor()
+def test_read_blocks_iterate_and_rows(conn_with_table: Connection):
+    cur = conn_with_table.cursor()
     cur.execute("INSERT INTO dbapi_c VALUES (1, 'a\\b', NULL), (2, E'x\\ty', '\\x01')")
     with cur.copy('COPY dbapi_c (id, name, data) TO STDOUT') as copy:
         assert copy.direction == 'out'
@@ -59,11 +54,11 @@ def test_read_blocks_iterate_and_rows(conn: Connection):
                 break
             data += block
     assert sorted(data.split()) == [b'1', b'2']
-    assert conn.execute('SELECT 1').fetchone() == (1,)
+    assert conn_with_table.execute('SELECT 1').fetchone() == (1,)
 
 
-def test_large_copy_in_and_out_is_not_buffered(conn: Connection):
-    cur = conn.cursor()
+def test_large_copy_in_and_out_is_not_buffered(conn_with_table: Connection):
+    cur = conn_with_table.cursor()
     rows = 200_000
     line = 'x' * 100
     tracemalloc.start()
@@ -87,50 +82,50 @@ def test_large_copy_in_and_out_is_not_buffered(conn: Connection):
     assert peak_out < total / 4
 
 
-def test_leaving_a_copy_out_early_cancels_the_rest(conn: Connection):
-    cur = conn.cursor()
+def test_leaving_a_copy_out_early_cancels_the_rest(conn_with_table: Connection):
+    cur = conn_with_table.cursor()
     with cur.copy('COPY (SELECT g FROM generate_series(1, 1000000) g) TO STDOUT') as copy:
         first = copy.read()
     assert first.startswith(b'1\n')
     # cancelled on the server: the transaction it ran in failed
     with pytest.raises(dbapi.InternalError):
-        conn.execute('SELECT 1')
-    conn.rollback()
-    assert conn.execute('SELECT 42').fetchone() == (42,)
-    conn.rollback()
-    conn.autocommit = True
+        conn_with_table.execute('SELECT 1')
+    conn_with_table.rollback()
+    assert conn_with_table.execute('SELECT 42').fetchone() == (42,)
+    conn_with_table.rollback()
+    conn_with_table.autocommit = True
     with cur.copy('COPY (SELECT g FROM generate_series(1, 1000000) g) TO STDOUT') as copy:
         copy.read()
-    assert conn.execute('SELECT 43').fetchone() == (43,)
+    assert conn_with_table.execute('SELECT 43').fetchone() == (43,)
 
 
-def test_exception_in_the_block_copies_nothing(conn: Connection):
-    cur = conn.cursor()
-    conn.autocommit = True
+def test_exception_in_the_block_copies_nothing(conn_with_table: Connection):
+    cur = conn_with_table.cursor()
+    conn_with_table.autocommit = True
     with pytest.raises(RuntimeError):
         with cur.copy('COPY dbapi_c (id) FROM STDIN') as copy:
             copy.write_row((1,))
             raise RuntimeError('stop')
-    assert conn.execute('SELECT count(*) FROM dbapi_c').fetchone() == (0,)
+    assert conn_with_table.execute('SELECT count(*) FROM dbapi_c').fetchone() == (0,)
 
 
-def test_bad_data_is_the_servers_error_and_the_connection_stays_usable(conn: Connection):
-    cur = conn.cursor()
+def test_bad_data_is_the_servers_error_and_the_connection_stays_usable(conn_with_table: Connection):
+    cur = conn_with_table.cursor()
     with pytest.raises(dbapi.DataError):          # 22P02 invalid input syntax
         with cur.copy('COPY dbapi_c (id) FROM STDIN') as copy:
             copy.write(b'not a number\n')
-    conn.rollback()
-    assert conn.execute('SELECT count(*) FROM dbapi_c').fetchone() == (0,)
+    conn_with_table.rollback()
+    assert conn_with_table.execute('SELECT count(*) FROM dbapi_c').fetchone() == (0,)
 
 
-def test_copy_statement_errors(conn: Connection):
-    cur = conn.cursor()
+def test_copy_statement_errors(conn_with_table: Connection):
+    cur = conn_with_table.cursor()
     with pytest.raises(dbapi.ProgrammingError, match='FROM STDIN or COPY'):
         cur.copy('SELECT 1')
     with pytest.raises(dbapi.ProgrammingError):     # 42P01: no such table
         with cur.copy('COPY no_such_table FROM STDIN'):
             pass
-    conn.rollback()
+    conn_with_table.rollback()
     with pytest.raises(dbapi.NotSupportedError):
         cur.copy('COPY (SELECT %s) TO STDOUT', (1,))
     with cur.copy('COPY dbapi_c FROM STDIN') as copy:
@@ -142,8 +137,8 @@ def test_copy_statement_errors(conn: Connection):
         format_text_row(([1, 2],))
 
 
-def test_copy_expert_both_ways(conn: Connection):
-    cur = conn.cursor()
+def test_copy_expert_both_ways(conn_with_table: Connection):
+    cur = conn_with_table.cursor()
     cur.copy_expert('COPY dbapi_c (id, name) FROM STDIN WITH (FORMAT csv)',
                     io.StringIO('1,one\n2,two\n'))
     assert cur.rowcount == 2
@@ -155,7 +150,7 @@ def test_copy_expert_both_ways(conn: Connection):
     cur.copy_expert('COPY (SELECT id FROM dbapi_c ORDER BY id) TO STDOUT', binary)
     assert binary.getvalue() == b'1\n2\n'
     cur.copy_expert('COPY dbapi_c (id) FROM STDIN', io.BytesIO(b'3\n'), size=1)
-    assert conn.execute('SELECT count(*) FROM dbapi_c').fetchone() == (3,)
+    assert conn_with_table.execute('SELECT count(*) FROM dbapi_c').fetchone() == (3,)
 
 
 def test_format_text_row():
@@ -166,11 +161,11 @@ def test_format_text_row():
         '1\ta\\\\b\\n\t\\N\tt\t1.5\t2024-01-02\t\\\\x0a\n'
 
 
-def test_write_row_values_as_the_server_reads_them(conn: Connection):
+def test_write_row_values_as_the_server_reads_them(conn_with_table: Connection):
     import decimal
     import uuid
 
-    cur = conn.cursor()
+    cur = conn_with_table.cursor()
     cur.execute('CREATE TEMP TABLE dbapi_v (i int8, f float8, n numeric, b bool, t text, '
                 'x bytea, u uuid)')
     u = uuid.UUID('12345678-1234-5678-1234-567812345678')
@@ -196,13 +191,13 @@ def test_write_row_values_as_the_server_reads_them(conn: Connection):
     assert got[3] == (0, 10.333, decimal.Decimal(2**70), None, 'plain', b'ba', None)
 
 
-def test_write_row_sends_blocks_as_they_fill(conn: Connection):
-    cur = conn.cursor()
+def test_write_row_sends_blocks_as_they_fill(conn_with_table: Connection):
+    cur = conn_with_table.cursor()
     row = (1, 'x' * 1000, None)
     with cur.copy('COPY dbapi_c FROM STDIN') as copy:
         for _ in range(300):        # ~300 KB: sent in blocks of 128 KiB
             copy.write_row(row)
         assert copy._text_rows.size < mypgdriver.dbapi.copy.WRITE_BUFFER_BYTES
     assert cur.rowcount == 300
-    assert conn.execute('SELECT count(*), sum(length(name)) FROM dbapi_c').fetchone() == \
-        (300, 300_000)
+    row = conn_with_table.execute('SELECT count(*), sum(length(name)) FROM dbapi_c').fetchone()
+    assert row == (300, 300_000)

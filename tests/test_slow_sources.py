@@ -19,6 +19,8 @@ import pytest
 
 import mypgdriver
 import mypgdriver.sync
+from tests.support.fixtures import AsyncConnect
+from tests.support.waiting import poll
 
 TIMEOUT = 0.5
 ROWS = 60
@@ -98,10 +100,10 @@ def rows_in(sync_observer: mypgdriver.sync.Connection, table: str) -> int:
 
 def settled(sync_observer: mypgdriver.sync.Connection, pid: int) -> None:
     """Wait until backend `pid` is idle (not in a transaction): what it was sent is over."""
-    deadline = time.monotonic() + 10
-    while sync_observer.fetchval("SELECT state FROM pg_stat_activity WHERE pid = $1", pid) != 'idle':
-        assert time.monotonic() < deadline, 'the backend never went idle'
-        time.sleep(0.01)
+    state = poll(lambda: sync_observer.fetchval("SELECT state FROM pg_stat_activity WHERE pid = $1",
+                                                pid),
+                 lambda state: state == 'idle')
+    assert state == 'idle', f'the backend never went idle: {state}'
 
 
 OPERATIONS = ['executemany', 'copy_records_to_table', 'copy_to_table']
@@ -151,23 +153,20 @@ def test_sync_slow_source_times_out_and_writes_nothing(
 
 @pytest.mark.parametrize('operation,source,slow', CASES, ids=IDS)
 async def test_slow_source_times_out_and_writes_nothing(
-        dsn: str, sync_observer: mypgdriver.sync.Connection, table: str,
-        operation: str, source: str, slow: str) -> None:
-    conn = await mypgdriver.connect(dsn)
-    try:
-        started = time.monotonic()
-        with pytest.raises(asyncio.TimeoutError):
-            await make_call(conn, operation, table, source, SLOWNESS[slow])
-        elapsed = time.monotonic() - started
-        assert elapsed < LATEST_END, elapsed
-        settled(sync_observer, conn.get_server_pid())
-        assert rows_in(sync_observer, table) == 0
-        assert conn.is_in_transaction() is False
-        assert await conn.fetchval('SELECT 1') == 1
-        await conn.execute(f'INSERT INTO {table} VALUES (-1)')
-        assert rows_in(sync_observer, table) == 1
-    finally:
-        await conn.close()
+        dsn: str, open_conn: AsyncConnect, sync_observer: mypgdriver.sync.Connection,
+        table: str, operation: str, source: str, slow: str) -> None:
+    conn = await open_conn(dsn)
+    started = time.monotonic()
+    with pytest.raises(asyncio.TimeoutError):
+        await make_call(conn, operation, table, source, SLOWNESS[slow])
+    elapsed = time.monotonic() - started
+    assert elapsed < LATEST_END, elapsed
+    settled(sync_observer, conn.get_server_pid())
+    assert rows_in(sync_observer, table) == 0
+    assert conn.is_in_transaction() is False
+    assert await conn.fetchval('SELECT 1') == 1
+    await conn.execute(f'INSERT INTO {table} VALUES (-1)')
+    assert rows_in(sync_observer, table) == 1
 
 
 @pytest.mark.parametrize('operation', OPERATIONS)
@@ -220,9 +219,8 @@ def test_sync_timeout_after_the_sync_reports_what_the_server_did(
             pid = conn.get_server_pid()
 
             def release_after_commit() -> None:
-                deadline = time.monotonic() + 10
-                while rows_in(sync_observer, table) < 10 and time.monotonic() < deadline:
-                    time.sleep(0.01)
+                # (At the latest after 10 s: when the cancel arrives, no rows ever come.)
+                poll(lambda: rows_in(sync_observer, table), lambda rows: rows >= 10, timeout=10)
                 release.set()
             releaser = threading.Thread(target=release_after_commit)
             releaser.start()

@@ -10,7 +10,7 @@ high-water mark and flush while reading (mypgdriver/sync/transport.py).
 Each test runs under a watchdog: past its limit it shuts the connection's
 socket down, which ends a deadlocked call with an error, and fails the test
 as a deadlock.  The calls run through the prototype glue with no event loop
-(the fixture of tests/test_policy_without_event_loop.py refuses one).
+(the ``no_event_loop`` fixture of tests/support/fixtures.py refuses one).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from typing import Any, Iterator
 import pytest
 
 import mypgdriver.sync as sync
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
+from tests.support.fixtures import SyncConnect
 
 pytestmark = pytest.mark.usefixtures('no_event_loop')
 
@@ -37,12 +37,9 @@ ROWS_64_MB = 64 * 1024 * 1024 // (PAYLOAD_CHARS + 8)
 
 
 @pytest.fixture
-def sync_conn(pg_cluster: Any) -> Iterator[Any]:
-    conn = sync.connect(pg_cluster.dsn(), timeout=10)
-    try:
-        yield conn
-    finally:
-        conn.close()
+def timed_sync_conn(open_sync_conn: SyncConnect) -> Any:
+    """A mypgdriver.sync connection with a connect timeout (the plugin's ``sync_conn`` has none)."""
+    return open_sync_conn(timeout=10)
 
 
 @contextlib.contextmanager
@@ -102,58 +99,58 @@ def count_log_messages(conn: Any) -> list[Any]:
 
 @pytest.mark.parametrize('source', ['file object', 'iterable of bytes'])
 def test_copy_in_of_64_mb_completes_while_the_server_sends_a_notice_per_row(
-        sync_conn: Any, source: str) -> None:
+        timed_sync_conn: Any, source: str) -> None:
     # Each row comes back as a NOTICE of its payload: 64 MB each way.
-    noisy_table(sync_conn, 'copy_target')
-    notices = count_log_messages(sync_conn)
+    noisy_table(timed_sync_conn, 'copy_target')
+    notices = count_log_messages(timed_sync_conn)
     data: Any = (io.BytesIO(copy_text(ROWS_64_MB)) if source == 'file object'
                  else copy_chunks(ROWS_64_MB))
-    with deadlock_watchdog(sync_conn, 60):
-        status = sync_conn.copy_to_table('copy_target', source=data)
+    with deadlock_watchdog(timed_sync_conn, 60):
+        status = timed_sync_conn.copy_to_table('copy_target', source=data)
     assert status == f'COPY {ROWS_64_MB}'
-    assert sync_conn.fetchval('SELECT count(*) FROM copy_target') == ROWS_64_MB
-    assert sync_conn.fetchval('SELECT count(DISTINCT id) FROM copy_target') == ROWS_64_MB
+    assert timed_sync_conn.fetchval('SELECT count(*) FROM copy_target') == ROWS_64_MB
+    assert timed_sync_conn.fetchval('SELECT count(DISTINCT id) FROM copy_target') == ROWS_64_MB
     assert len(notices) == ROWS_64_MB
 
 
 def test_copy_records_of_32_mb_completes_while_the_server_sends_a_notice_per_row(
-        sync_conn: Any) -> None:
-    noisy_table(sync_conn, 'record_target')
-    notices = count_log_messages(sync_conn)
+        timed_sync_conn: Any) -> None:
+    noisy_table(timed_sync_conn, 'record_target')
+    notices = count_log_messages(timed_sync_conn)
     rows = 32 * 1024 * 1024 // (PAYLOAD_CHARS + 8)
     payload = 'y' * PAYLOAD_CHARS
-    with deadlock_watchdog(sync_conn, 60):
-        status = sync_conn.copy_records_to_table(
+    with deadlock_watchdog(timed_sync_conn, 60):
+        status = timed_sync_conn.copy_records_to_table(
             'record_target', records=((i, payload) for i in range(rows)))
     assert status == f'COPY {rows}'
-    assert sync_conn.fetchval('SELECT count(*) FROM record_target') == rows
-    assert sync_conn.fetchval('SELECT sum(id) FROM record_target') == rows * (rows - 1) // 2
+    assert timed_sync_conn.fetchval('SELECT count(*) FROM record_target') == rows
+    assert timed_sync_conn.fetchval('SELECT sum(id) FROM record_target') == rows * (rows - 1) // 2
     assert len(notices) == rows
 
 
 @pytest.mark.parametrize('noisy', [False, True], ids=['plain', 'notice per row'])
-def test_executemany_of_200000_rows_inserts_them_all(sync_conn: Any, noisy: bool) -> None:
+def test_executemany_of_200000_rows_inserts_them_all(timed_sync_conn: Any, noisy: bool) -> None:
     rows = 200_000
     if noisy:
-        noisy_table(sync_conn, 'many_target')
-        notices = count_log_messages(sync_conn)
+        noisy_table(timed_sync_conn, 'many_target')
+        notices = count_log_messages(timed_sync_conn)
     else:
-        sync_conn.execute('CREATE TEMP TABLE many_target (id int, payload text)')
+        timed_sync_conn.execute('CREATE TEMP TABLE many_target (id int, payload text)')
     payload = 'z' * 100
-    with deadlock_watchdog(sync_conn, 60):
-        sync_conn.executemany('INSERT INTO many_target VALUES ($1, $2)',
+    with deadlock_watchdog(timed_sync_conn, 60):
+        timed_sync_conn.executemany('INSERT INTO many_target VALUES ($1, $2)',
                               ((i, payload) for i in range(rows)))
-    assert sync_conn.fetchval('SELECT count(*) FROM many_target') == rows
-    assert sync_conn.fetchval('SELECT sum(id) FROM many_target') == rows * (rows - 1) // 2
+    assert timed_sync_conn.fetchval('SELECT count(*) FROM many_target') == rows
+    assert timed_sync_conn.fetchval('SELECT sum(id) FROM many_target') == rows * (rows - 1) // 2
     if noisy:
         assert len(notices) == rows
 
 
-def test_copy_out_of_64_mb_into_a_file_object(sync_conn: Any) -> None:
+def test_copy_out_of_64_mb_into_a_file_object(timed_sync_conn: Any) -> None:
     rows = ROWS_64_MB
     output = io.BytesIO()
-    with deadlock_watchdog(sync_conn, 60):
-        status = sync_conn.copy_from_query(
+    with deadlock_watchdog(timed_sync_conn, 60):
+        status = timed_sync_conn.copy_from_query(
             f"SELECT i, repeat('x', {PAYLOAD_CHARS}) FROM generate_series(0, $1 - 1) i",
             rows, output=output)
     assert status == f'COPY {rows}'
@@ -161,16 +158,16 @@ def test_copy_out_of_64_mb_into_a_file_object(sync_conn: Any) -> None:
 
 
 def test_a_timeout_in_the_middle_of_a_large_copy_in_commits_nothing_and_stays_in_sync(
-        sync_conn: Any) -> None:
+        timed_sync_conn: Any) -> None:
     # A slow server (a short sleep per row): our output backs up, the feeder
     # waits for the drain, and the timeout must interrupt that wait.
-    sync_conn.execute('''
+    timed_sync_conn.execute('''
         CREATE FUNCTION pg_temp.slow_row() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN PERFORM pg_sleep(0.0005); RETURN NEW; END $$''')
-    sync_conn.execute('CREATE TEMP TABLE slow_target (id int, payload text)')
-    sync_conn.execute('CREATE TRIGGER slow_per_row BEFORE INSERT ON slow_target '
+    timed_sync_conn.execute('CREATE TEMP TABLE slow_target (id int, payload text)')
+    timed_sync_conn.execute('CREATE TRIGGER slow_per_row BEFORE INSERT ON slow_target '
                       'FOR EACH ROW EXECUTE FUNCTION pg_temp.slow_row()')
-    pid = sync_conn._aconn.get_server_pid()
+    pid = timed_sync_conn._aconn.get_server_pid()
     fed: list[int] = []
 
     def chunks() -> Iterator[bytes]:
@@ -178,19 +175,19 @@ def test_a_timeout_in_the_middle_of_a_large_copy_in_commits_nothing_and_stays_in
             fed.append(len(chunk))
             yield chunk
     started = time.monotonic()
-    with deadlock_watchdog(sync_conn, 30):
+    with deadlock_watchdog(timed_sync_conn, 30):
         with pytest.raises(asyncio.TimeoutError):
-            sync_conn.copy_to_table('slow_target', source=chunks(), timeout=1.0)
+            timed_sync_conn.copy_to_table('slow_target', source=chunks(), timeout=1.0)
         elapsed = time.monotonic() - started
         # in the middle: some was fed, not all
         assert 0 < sum(fed) < len(copy_text(1)) * ROWS_64_MB
-        assert sync_conn.fetchval('SELECT count(*) FROM slow_target', timeout=10) == 0
-        assert sync_conn.fetchval('SELECT pg_backend_pid()') == pid
-        assert not sync_conn._aconn.is_in_transaction()
+        assert timed_sync_conn.fetchval('SELECT count(*) FROM slow_target', timeout=10) == 0
+        assert timed_sync_conn.fetchval('SELECT pg_backend_pid()') == pid
+        assert not timed_sync_conn._aconn.is_in_transaction()
     assert elapsed < 1.0 + 5.0, elapsed     # (a loaded machine adds a fraction of 5 s)
     # the connection goes on streaming after it
-    sync_conn.execute('DROP TRIGGER slow_per_row ON slow_target')
-    assert sync_conn.copy_to_table('slow_target', source=copy_chunks(1000)) == 'COPY 1000'
+    timed_sync_conn.execute('DROP TRIGGER slow_per_row ON slow_target')
+    assert timed_sync_conn.copy_to_table('slow_target', source=copy_chunks(1000)) == 'COPY 1000'
 
 
 def test_a_connection_above_fd_1024_waits_with_a_timeout(pg_cluster: Any) -> None:

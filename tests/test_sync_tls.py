@@ -24,8 +24,7 @@ from mypgdriver.sync import transport
 from tests.support.fake_server import ScriptedSslAnswer
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.tls_listener import DirectTlsListener
-from tests.support.waiting import poll
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
+from tests.support.waiting import SETTLE, poll
 from tests.test_sync_streams import (
     copy_chunks,
     copy_text,
@@ -191,12 +190,10 @@ def test_direct_tls_against_the_server(tls_cluster, pki, connections) -> None:
 
 # --- the CancelRequest over TLS -------------------------------------------------------
 
-def _wait_not_running(monitor: Any, pid: int, bound: float = 10.0) -> None:
-    start = time.monotonic()
-    while monitor.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1', pid) == 'active':
-        if time.monotonic() - start > bound:
-            pytest.fail(f'backend {pid} still active {bound}s after the cancel')
-        time.sleep(0.02)
+def _wait_not_running(monitor: Any, pid: int) -> None:
+    state = poll(lambda: monitor.fetchval('SELECT state FROM pg_stat_activity WHERE pid = $1', pid),
+                 lambda state: state != 'active')
+    assert state != 'active', f'backend {pid} still active {SETTLE}s after the cancel'
 
 
 @pytest.mark.parametrize('sslmode, cancel_opening', [
@@ -286,11 +283,11 @@ def test_terminate_from_another_thread_over_tls_ends_the_running_call(tls_cluste
 
         worker = threading.Thread(target=work)
         worker.start()
-        deadline = time.monotonic() + 10
-        while observer.fetchval("SELECT state FROM pg_stat_activity WHERE pid = $1",
-                                pid) != 'active':
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        # The statement is running when the backend reports itself active.
+        state = poll(lambda: observer.fetchval("SELECT state FROM pg_stat_activity WHERE pid = $1",
+                                               pid),
+                     lambda state: state == 'active')
+        assert state == 'active', f'backend {pid} never started the statement'
         started = time.monotonic()
         conn.terminate()
         worker.join(6)

@@ -26,7 +26,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, NamedTuple
 import pytest
 
 import mypgdriver
-from tests.support.fixtures import monitor  # noqa: F401  (re-exported: older imports of it from here)
+from tests.support.fixtures import monitor  # noqa: F401  (re-exported: test_pool_handles.py)
 from tests.support.waiting import SETTLE, apoll
 
 #: How long a backend may take to report itself idle after the caller got control
