@@ -7,8 +7,8 @@ Its blocking API is mypgdriver.sync, its DB-API 2.0 mypgdriver.dbapi.
 """
 from . import exceptions, types
 from ._version import __version__
+from .connecting.connector import connect
 from .connection import Connection
-from .connector import connect
 from .exceptions import *  # noqa: F401,F403  (asyncpg exposes its exceptions at the top too)
 
 # The same classes again from the modules that list them literally: mypy reads

@@ -13,24 +13,25 @@ import itertools
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, overload
 
-from mypgdriver import deadlines, tracing, waits
+from mypgdriver import tracing
 from mypgdriver._typing import ArgumentRows, RecordT, RowT
 from mypgdriver.copy import CopyMixin
+from mypgdriver.core import deadlines, waits
+from mypgdriver.core.deadlines import check_timeout, timeout_error
+from mypgdriver.core.session import LoggedQuery, Session, warn_unclosed
 from mypgdriver.cursor import CursorFactory, check_prefetch
-from mypgdriver.deadlines import check_timeout, timeout_error
 from mypgdriver.listeners import ListenersMixin
 from mypgdriver.prepared import PreparedStatement
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
 from mypgdriver.server_info import ConnectionSettings, ServerVersion, parse_server_version
-from mypgdriver.session import LoggedQuery, Session, warn_unclosed
 from mypgdriver.tracing import TELEMETRY
 from mypgdriver.transaction import Transaction
 from mypgdriver.type_codecs import TypeCodecsMixin
 
 if TYPE_CHECKING:
-    from mypgdriver.connect_params import ConnectParams
+    from mypgdriver.connecting.connect_params import ConnectParams
     from mypgdriver.protocol.protocol import Protocol
     from mypgdriver.types import JsonCodec
 
@@ -587,7 +588,7 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
 
 
 def session_of(conn: Connection) -> Session:
-    """The Session behind `conn`: for mypgdriver.session_api, the faces' interface to it."""
+    """The Session behind `conn`: for mypgdriver.core.session_api, the faces' interface to it."""
     return conn._session
 
 

@@ -23,18 +23,19 @@ from typing import (
     Union,
 )
 
-from mypgdriver import exceptions, tracing, waits
+from mypgdriver import exceptions, tracing
 from mypgdriver._typing import ArgumentRows
-from mypgdriver.deadlines import NO_DEADLINE, Deadline
+from mypgdriver.core import waits
+from mypgdriver.core.deadlines import NO_DEADLINE, Deadline
+from mypgdriver.core.waits import interruption_point
 from mypgdriver.exceptions import pep249
 from mypgdriver.protocol.buffer import WriteBuffer
 from mypgdriver.protocol.record import Record
 from mypgdriver.sql import quote_ident, quote_literal, substitute_parameters
 from mypgdriver.tracing import TELEMETRY
-from mypgdriver.waits import interruption_point
 
 if TYPE_CHECKING:
-    from mypgdriver.session import Session
+    from mypgdriver.core.session import Session
 
 #: COPY OUT: stop reading from the socket once this much data waits for a
 #: slow output, and read again once the output took it.
@@ -853,7 +854,7 @@ def copy_fail_reason(exc: BaseException) -> str:
     return text.encode('utf-8', 'backslashreplace').decode('utf-8')
 
 
-# --- COPY driven one call at a time (mypgdriver.session_api, for the DB-API) ------------
+# --- COPY driven one call at a time (mypgdriver.core.session_api, for the DB-API) ------------
 
 class StepwiseCopyIn:
     """A ``COPY ... FROM STDIN`` whose steps are separate calls: start, send..., finish or fail.

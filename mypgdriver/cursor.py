@@ -14,9 +14,9 @@ from mypgdriver.protocol.rowstream import RowStream
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection
-    from mypgdriver.deadlines import Deadline
+    from mypgdriver.core.deadlines import Deadline
+    from mypgdriver.core.session import Session, Timeout
     from mypgdriver.protocol.statement import StatementState
-    from mypgdriver.session import Session, Timeout
 
 DEFAULT_PREFETCH = 50
 

@@ -22,7 +22,7 @@ from mypgdriver.sql import quote_ident
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection
-    from mypgdriver.session import Session
+    from mypgdriver.core.session import Session
 
 # The first argument is the connection the callback was added on: a
 # Connection, or the pool's proxy (which type checkers see as one).  The

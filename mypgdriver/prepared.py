@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any, Generic, Optional, overload
 
 from mypgdriver import exceptions
 from mypgdriver._typing import ArgumentRows, OtherRowT, RowT
+from mypgdriver.core.deadlines import Deadline, check_timeout
 from mypgdriver.cursor import CursorFactory, check_prefetch
-from mypgdriver.deadlines import Deadline, check_timeout
 from mypgdriver.protocol.coreproto import StatusSink
 from mypgdriver.protocol.protocol import ROWS_PER_STATEMENT
 from mypgdriver.protocol.record import Record
@@ -17,8 +17,8 @@ from mypgdriver.types import Attribute, Type
 if TYPE_CHECKING:
     from mypgdriver.codecs.registry import CodecRegistry
     from mypgdriver.connection import Connection
+    from mypgdriver.core.session import Session
     from mypgdriver.protocol.statement import StatementState
-    from mypgdriver.session import Session
 
 # TypeInfo.kind (pg_type.typtype) -> Type.kind, as asyncpg reports it.
 _KINDS = {'c': 'composite', 'r': 'range', 'm': 'multirange'}

@@ -41,7 +41,7 @@ except ImportError:     # the extra is not installed: tracing stays off
     _otel_metrics = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from mypgdriver.connect_params import ConnectParams
+    from mypgdriver.connecting.connect_params import ConnectParams
 
 __all__ = ('instrument', 'uninstrument', 'is_live', 'TELEMETRY', 'SCHEMA_URL')
 
@@ -208,7 +208,7 @@ def connection_attributes(params: Optional[ConnectParams], addr: Any) -> dict[st
 
 def _host_of(params: ConnectParams, addr: Any) -> Any:
     """The HostSpec of `params` the connection was made to (`addr`), or None."""
-    from mypgdriver.connector import describe_host  # (connector imports this module)
+    from mypgdriver.connecting.connector import describe_host  # (connector imports this module)
     for host in params.hosts:
         if describe_host(host) == addr:
             return host
@@ -564,7 +564,7 @@ def name_pool(pool: Any, dsn: Optional[str], connect_kwargs: dict[str, Any]) -> 
         return cast(str, name)
     import inspect
 
-    from mypgdriver.connect_params import parse_connect_params
+    from mypgdriver.connecting.connect_params import parse_connect_params
     wanted = inspect.signature(parse_connect_params).parameters
     try:
         params = parse_connect_params(

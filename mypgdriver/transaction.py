@@ -7,12 +7,13 @@ import sys
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional
 
-from mypgdriver import exceptions, waits
+from mypgdriver import exceptions
+from mypgdriver.core import waits
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection
-    from mypgdriver.deadlines import Deadline
-    from mypgdriver.session import Session
+    from mypgdriver.core.deadlines import Deadline
+    from mypgdriver.core.session import Session
 
 ISOLATION_LEVELS = {
     'read_committed': 'READ COMMITTED',

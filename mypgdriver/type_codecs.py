@@ -9,7 +9,7 @@ from mypgdriver.codecs import base, introspection, pg_types, registry
 from mypgdriver.codecs.usercodec import make_user_codec
 
 if TYPE_CHECKING:
-    from mypgdriver.session import Session
+    from mypgdriver.core.session import Session
 
 
 _F = TypeVar('_F', bound=Callable[..., Awaitable[Any]])

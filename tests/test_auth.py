@@ -1,5 +1,5 @@
 """Tests for mypgdriver.protocol.auth: md5, SASLprep, SCRAM-SHA-256(-PLUS), and the channel
-binding data of mypgdriver.tls_certificates.
+binding data of mypgdriver.connecting.tls_certificates.
 
 The unit tests use published vectors and certificates made with the openssl
 command.  The tests at the end log in to a throwaway PostgreSQL 15 server
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from mypgdriver import tls_certificates
+from mypgdriver.connecting import tls_certificates
+from mypgdriver.connecting.tls_certificates import tls_server_end_point
 from mypgdriver.exceptions import InterfaceError, ProtocolError
 from mypgdriver.protocol.auth import (
     ScramSha256,
@@ -33,7 +34,6 @@ from mypgdriver.protocol.auth import (
     saslprep,
     start_scram_exchange,
 )
-from mypgdriver.tls_certificates import tls_server_end_point
 from tools.pgcluster import PgCluster, ServerLacksSsl
 
 OPENSSL = shutil.which("openssl")

@@ -16,7 +16,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
-from mypgdriver.deadlines import CANCEL_ANSWER_WAIT, COMMIT_ANSWER_WAIT
+from mypgdriver.core.deadlines import CANCEL_ANSWER_WAIT, COMMIT_ANSWER_WAIT
 from tests.support.backends import wait_sleeping
 from tests.support.fixtures import AsyncConnect
 from tests.support.session_state import unique_table_name

@@ -56,13 +56,13 @@ def test_importing_a_private_name_counts_but_a_private_module_does_not(tmp_path,
 
 
 def test_the_ratchet_refuses_growth_and_asks_for_a_lower_baseline():
-    occurrence = checker.Occurrence('mypgdriver/session.py', 1, 'x._y')
-    assert checker.check({'mypgdriver/session.py': [occurrence]},
-                         {'mypgdriver/session.py': 1}) == []
-    grown = checker.check({'mypgdriver/session.py': [occurrence] * 2},
-                          {'mypgdriver/session.py': 1})
+    occurrence = checker.Occurrence('mypgdriver/core/session.py', 1, 'x._y')
+    assert checker.check({'mypgdriver/core/session.py': [occurrence]},
+                         {'mypgdriver/core/session.py': 1}) == []
+    grown = checker.check({'mypgdriver/core/session.py': [occurrence] * 2},
+                          {'mypgdriver/core/session.py': 1})
     assert 'the baseline allows 1' in grown[0]
-    shrunk = checker.check({}, {'mypgdriver/session.py': 1})
+    shrunk = checker.check({}, {'mypgdriver/core/session.py': 1})
     assert '--update' in shrunk[0]
 
 

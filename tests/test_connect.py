@@ -464,7 +464,7 @@ async def test_connection_opened_after_the_timeout_is_terminated(connect_kwargs,
                                                                   monkeypatch):
     # The open completes, but only after connect()'s timeout fired: the
     # connection nobody will receive must be closed, not leaked.
-    from mypgdriver import connector
+    from mypgdriver.connecting import connector
 
     real_connect_host = connector._connect_host
     opened: list[Any] = []

@@ -1,4 +1,4 @@
-"""Tests for mypgdriver.connect_params: DSN, environment, pgpass -> ConnectParams."""
+"""Tests for mypgdriver.connecting.connect_params: DSN, environment, pgpass -> ConnectParams."""
 
 from __future__ import annotations
 
@@ -9,8 +9,13 @@ import warnings
 
 import pytest
 
-from mypgdriver import connect_params
-from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params, parse_dsn
+from mypgdriver.connecting import connect_params
+from mypgdriver.connecting.connect_params import (
+    ConnectParams,
+    HostSpec,
+    parse_connect_params,
+    parse_dsn,
+)
 from mypgdriver.exceptions import ClientConfigurationError, InterfaceError
 
 SECRET = "Sup3rS3cret"

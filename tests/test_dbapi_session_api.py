@@ -1,4 +1,4 @@
-"""The DB-API on mypgdriver.session_api: one statement cache, the Session's."""
+"""The DB-API on mypgdriver.core.session_api: one statement cache, the Session's."""
 from __future__ import annotations
 
 from typing import Callable
@@ -6,8 +6,8 @@ from typing import Callable
 import pytest
 
 import mypgdriver.dbapi as dbapi
+from mypgdriver.core.session_api import Result
 from mypgdriver.dbapi import Connection
-from mypgdriver.session_api import Result
 
 
 @pytest.fixture

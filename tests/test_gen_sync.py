@@ -80,7 +80,7 @@ def test_a_new_asyncio_keyword_reaches_the_sync_face_by_regenerating(
 
 def test_a_new_asyncio_connect_keyword_reaches_the_sync_connect_by_regenerating(
         tree: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
-    source = tree / 'mypgdriver/connector.py'
+    source = tree / 'mypgdriver/connecting/connector.py'
     text = source.read_text()
     old = '                  json: Union[bool, JsonCodec] = False) -> Connection:'
     assert old in text

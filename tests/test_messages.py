@@ -17,7 +17,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
-from mypgdriver.deadlines import NO_DEADLINE
+from mypgdriver.core.deadlines import NO_DEADLINE
 from mypgdriver.exceptions import _hints
 from tests.support.waiting import apoll
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 import mypgdriver
-from mypgdriver import block_owner, exceptions
+from mypgdriver import exceptions
+from mypgdriver.core import block_owner
 from tests.support.session_state import unique_table_name
 
 

@@ -7,7 +7,7 @@ public sync API (mypgdriver.sync) in plain functions, with the
 event loop policy refusing to hand out a loop, and fail when code on these
 paths starts to need a running loop (``asyncio.get_running_loop()``,
 ``asyncio.sleep``, ``wait_for``, ``shield``, ``current_task()``): such waits go
-through mypgdriver/waits.py, which asks only the loop object it is given.
+through mypgdriver/core/waits.py, which asks only the loop object it is given.
 """
 from __future__ import annotations
 

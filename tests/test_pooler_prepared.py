@@ -30,7 +30,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
-from mypgdriver.statement_registry import PROCESS_TOKEN as _PROCESS_TOKEN
+from mypgdriver.core.statement_registry import PROCESS_TOKEN as _PROCESS_TOKEN
 from tests.support.pgbouncer import (
     SERVER_POOL_SIZE,
     ClientMessageRecorder,

@@ -26,7 +26,7 @@ import pytest
 
 import mypgdriver
 from mypgdriver import exceptions
-from mypgdriver.connect_params import parse_connect_params
+from mypgdriver.connecting.connect_params import parse_connect_params
 from tests.support.backends import wait_sleeping
 from tests.support.pgbouncer import installed_pgbouncer, require_pgbouncer
 from tests.support.scripted_server import (

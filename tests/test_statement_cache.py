@@ -9,7 +9,8 @@ import types
 import pytest
 
 import mypgdriver
-from mypgdriver import exceptions, statement_cache
+from mypgdriver import exceptions
+from mypgdriver.core import statement_cache
 
 # Longer than the max_cacheable_statement_size used below, so that checking
 # the server's statements does not itself go through (and disturb) the cache.

@@ -3,7 +3,7 @@
 Python raises KeyboardInterrupt where Python code runs, or where a system
 call is interrupted by the signal; the sync glue, its transports and the
 protocol are compiled, so it cannot land inside them
-(mypgdriver/sync/glue.pyx).  The tests deliver it, without signals, at
+(mypgdriver/sync/driver/glue.pyx).  The tests deliver it, without signals, at
 each of the two kinds of places where it can land, for every N until the
 call no longer reaches the N-th (or a spread of them for the long calls):
 
@@ -36,7 +36,7 @@ import pytest
 
 import mypgdriver
 import mypgdriver.sync as sync
-from mypgdriver import block_owner
+from mypgdriver.core import block_owner
 from tests.support.interrupts import Bomb, LineTrace
 
 pytestmark = pytest.mark.usefixtures('no_event_loop')

@@ -20,7 +20,7 @@ import pytest
 
 import mypgdriver.sync as sync
 from mypgdriver import exceptions
-from mypgdriver.sync import transport
+from mypgdriver.sync.driver import transport
 from tests.support.fake_server import ScriptedSslAnswer
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.tls_listener import DirectTlsListener

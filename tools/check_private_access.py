@@ -9,7 +9,7 @@ The check fails when a file's count grows (the new occurrences are listed),
 and also when one shrinks, asking for the baseline to be lowered (--update),
 so that what was paid off cannot come back unnoticed.  The files of
 mypgdriver/dbapi must have none at all, whatever the baseline says: the
-DB-API runs on the documented interface of mypgdriver/session_api.py.
+DB-API runs on the documented interface of mypgdriver/core/session_api.py.
 
 What counts (read from the AST of each .py file under mypgdriver/):
 
@@ -212,7 +212,7 @@ def check(found: dict[str, list[Occurrence]], baseline: dict[str, int]) -> list[
         before = baseline.get(path, 0)
         if path.startswith(MUST_BE_CLEAN) and now:
             problems.append(f'{path}: {now} private access(es), and {MUST_BE_CLEAN} must have '
-                            f'none (use mypgdriver.session_api or a public API):')
+                            f'none (use mypgdriver.core.session_api or a public API):')
             problems.extend(f'  {o.path}:{o.line}: {o.text}' for o in found[path])
         elif now > before:
             problems.append(f'{path}: {now} private accesses, the baseline allows {before}; '

@@ -115,7 +115,7 @@ _COMMON_NAMES: tuple[tuple[str, str, bool], ...] = (
     ('ServerVersion', 'mypgdriver.server_info', False),
     ('Attribute', 'mypgdriver.types', True),
     ('Type', 'mypgdriver.types', True),
-    ('CallRunner', 'mypgdriver.sync.runner', True),
+    ('CallRunner', 'mypgdriver.sync.driver.runner', True),
 )
 
 FACES: tuple[Face, ...] = (
@@ -254,7 +254,7 @@ FUNCTION_FACES: tuple[FunctionFace, ...] = (
         name='connect',
         doc='connect() of the sync API: the asyncio connector\'s own coroutine, driven by a '
             'SyncGlue.',
-        source='mypgdriver/connector.py',
+        source='mypgdriver/connecting/connector.py',
         # No event loop in the sync API (the glue is the connector's loop).
         dropped=('loop',),
         call='open_connection',
@@ -264,7 +264,7 @@ FUNCTION_FACES: tuple[FunctionFace, ...] = (
         result='connection_class(*{})',
         subclass_checks=(('connection_class', 'mypgdriver.sync.Connection'),),
         names=(('Connection', 'mypgdriver.sync.connection', False),
-               ('open_connection', 'mypgdriver.sync.glue', False),
+               ('open_connection', 'mypgdriver.sync.driver.glue', False),
                ('InterfaceError', 'mypgdriver.exceptions', False),
                ('Mapping', 'typing', False),
                ('SSLContext', 'ssl', False),

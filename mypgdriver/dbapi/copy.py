@@ -14,7 +14,7 @@ whole table in memory.  The connection is held by the block: other
 threads' calls on it wait until the block ends.
 
 This module drives the core's COPY steps one call at a time (the start,
-each block, the end) through :mod:`mypgdriver.session_api`
+each block, the end) through :mod:`mypgdriver.core.session_api`
 (StepwiseCopyIn and StepwiseCopyOut of mypgdriver/copy.py).
 """
 from __future__ import annotations
@@ -23,9 +23,9 @@ import re
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Union
 
+from mypgdriver.core.session_api import StepwiseCopyIn, StepwiseCopyOut
 from mypgdriver.dbapi.copytext import TextRows
 from mypgdriver.exceptions import pep249
-from mypgdriver.session_api import StepwiseCopyIn, StepwiseCopyOut
 
 if TYPE_CHECKING:
     from mypgdriver.dbapi.cursor import Cursor

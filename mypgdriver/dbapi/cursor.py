@@ -2,7 +2,7 @@
 
 A thin layer over the sync core: ``execute(query, params)`` converts the
 placeholders once per query text (:mod:`mypgdriver.paramstyle`) and runs the
-query through :mod:`mypgdriver.session_api` (the connection's
+query through :mod:`mypgdriver.core.session_api` (the connection's
 :class:`~mypgdriver.dbapi.link.ConnectionLink`): prepared and cached by the
 Session's statement cache, one Bind/Execute/Sync once cached.  The cursor's row factory travels down with
 the call (:mod:`mypgdriver.rows`): tuple rows (the default), ``dict_row`` and
@@ -28,6 +28,7 @@ from typing import (
 )
 
 from mypgdriver import exceptions
+from mypgdriver.core.session_api import Result
 from mypgdriver.exceptions import pep249
 from mypgdriver.exceptions._hints import append_hint
 from mypgdriver.paramstyle import PYFORMAT, convert, utility_statement_hint
@@ -41,7 +42,6 @@ from mypgdriver.rows import (
     scalar_row,
     tuple_row,
 )
-from mypgdriver.session_api import Result
 from mypgdriver.sql import first_keyword, skip_non_code
 
 if TYPE_CHECKING:

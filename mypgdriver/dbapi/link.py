@@ -3,7 +3,7 @@
 The cursors (cursor.py, server_cursor.py) and COPY (copy.py) run their
 statements through it: the lock that keeps a DB-API call whole among
 threads, the transaction settings and the implicit BEGIN of PEP 249, and the
-connection's :class:`~mypgdriver.session_api.StatementRunner` with the sync
+connection's :class:`~mypgdriver.core.session_api.StatementRunner` with the sync
 glue that drives its coroutines.  Nothing in mypgdriver/dbapi reaches into
 another module's private attributes (tools/check_private_access.py).
 """
@@ -13,8 +13,8 @@ import threading
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from mypgdriver import exceptions
+from mypgdriver.core.session_api import Result, StatementRunner
 from mypgdriver.protocol.statement import StrAsTextArguments, refused_argument
-from mypgdriver.session_api import Result, StatementRunner
 from mypgdriver.sync.connection import async_connection, call_runner
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ from mypgdriver.sql import quote_ident
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from mypgdriver.core.session_api import RowStream
     from mypgdriver.dbapi.connection import Connection
-    from mypgdriver.session_api import RowStream
 
 __all__ = ('ServerCursor',)
 

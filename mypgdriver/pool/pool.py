@@ -50,9 +50,11 @@ from typing import (
     overload,
 )
 
-from mypgdriver import connector, deadlines, exceptions, tracing
+from mypgdriver import exceptions, tracing
 from mypgdriver._typing import ArgumentRows, RecordT, RowT
+from mypgdriver.connecting import connector
 from mypgdriver.connection import Connection
+from mypgdriver.core import deadlines
 from mypgdriver.pool.proxy import PoolConnectionProxy
 from mypgdriver.pool.reset import (
     close_quietly,

@@ -21,8 +21,9 @@ import stringprep
 import unicodedata
 from collections.abc import Iterable
 
+from mypgdriver.connecting.tls_certificates import tls_server_end_point
+
 from ..exceptions import InterfaceError, InternalClientError, ProtocolError
-from ..tls_certificates import tls_server_end_point
 
 __all__ = [
     "SCRAM_SHA_256",

@@ -24,7 +24,8 @@ from mypgdriver.protocol.statement cimport (
     StatementState, ROW_RECORD, ROW_TUPLE, ROW_DICT, ROW_SCALAR, ROW_MAKER)
 from mypgdriver.protocol.buffer cimport READ_BUFFER_KEEP, ReadBuffer, WriteBuffer
 
-from mypgdriver import deadlines, exceptions, waits
+from mypgdriver import exceptions
+from mypgdriver.core import deadlines, waits
 
 cdef extern from *:
     """
@@ -91,7 +92,7 @@ WANT_ROWS = C_WANT_ROWS
 ROWS_PER_STATEMENT = 2
 WANT_STATUS = C_WANT_STATUS
 #: A bind/execute's whole result as one value: ``(rows, status tag, StatementState)``
-#: (mypgdriver.session_api: the DB-API's cursor needs all three of each run).
+#: (mypgdriver.core.session_api: the DB-API's cursor needs all three of each run).
 WANT_RESULT = C_WANT_RESULT
 
 

@@ -29,7 +29,7 @@ from mypgdriver.sync.transaction import Transaction
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection as AsyncConnection
     from mypgdriver.sync.connection import CoroutineRunner
-    from mypgdriver.sync.runner import CallRunner
+    from mypgdriver.sync.driver.runner import CallRunner
 
 
 class ConnectionMethods:

@@ -15,7 +15,7 @@ from mypgdriver.sync.cursor import CursorFactory
 
 if TYPE_CHECKING:
     from mypgdriver import prepared as async_prepared
-    from mypgdriver.sync.runner import CallRunner
+    from mypgdriver.sync.driver.runner import CallRunner
     from mypgdriver.types import Attribute, Type
 
 

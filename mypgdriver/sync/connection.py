@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterator, Optional, 
 
 from mypgdriver import exceptions
 from mypgdriver.connection import LoggedQuery
-from mypgdriver.deadlines import check_timeout
+from mypgdriver.core.deadlines import check_timeout
 from mypgdriver.sync._connection_methods import ConnectionMethods
 from mypgdriver.sync.callbacks import RelayTable, check_plain_callback
-from mypgdriver.sync.cancel import cancel_running_call, shut_down_under_running_call
 from mypgdriver.sync.copy_checks import CopyOutput, CopySource, ReadsBytes, WritesBytes
+from mypgdriver.sync.driver.cancel import cancel_running_call, shut_down_under_running_call
+from mypgdriver.sync.driver.runner import CallRunner
 from mypgdriver.sync.notifications import Notification, NotificationBacklog
-from mypgdriver.sync.runner import CallRunner
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection as AsyncConnection
-    from mypgdriver.sync.glue import SyncGlue
+    from mypgdriver.sync.driver.glue import SyncGlue
 
 __all__ = ('Connection', 'CopySource', 'CopyOutput', 'ReadsBytes', 'WritesBytes')
 

@@ -33,7 +33,7 @@ from mypgdriver.sync._cursor_methods import CursorMethods
 
 if TYPE_CHECKING:
     from mypgdriver import cursor as async_cursor
-    from mypgdriver.sync.runner import CallRunner
+    from mypgdriver.sync.driver.runner import CallRunner
 
 T = TypeVar('T')
 #: One call of the asyncio Cursor (``lambda c: c.fetch(n)``), run by a sync cursor.

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from mypgdriver.connection import Connection as AsyncConnection
-    from mypgdriver.sync.glue import SyncGlue
+    from mypgdriver.sync.driver.glue import SyncGlue
 
 #: How many notifications wait for notifies() at most (then the oldest go).
 NOTIFICATION_BACKLOG = 10_000

@@ -42,7 +42,7 @@ from typing import (
 )
 
 from mypgdriver import exceptions, tracing
-from mypgdriver.connector import resolve_json_option
+from mypgdriver.connecting.connector import resolve_json_option
 from mypgdriver.pool.pool import with_json
 from mypgdriver.pool.proxy import begin_checkout, end_checkout
 from mypgdriver.pool.reset import default_reset, end_open_transaction, in_unknown_state

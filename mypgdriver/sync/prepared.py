@@ -8,7 +8,7 @@ from mypgdriver.sync._prepared_methods import PreparedStatementMethods
 
 if TYPE_CHECKING:
     from mypgdriver import prepared as async_prepared
-    from mypgdriver.sync.runner import CallRunner
+    from mypgdriver.sync.driver.runner import CallRunner
 
 
 class PreparedStatement(PreparedStatementMethods[RowT]):

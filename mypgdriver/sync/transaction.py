@@ -4,11 +4,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mypgdriver.sync._transaction_methods import TransactionMethods
-from mypgdriver.sync.blocks import TransactionBlock
+from mypgdriver.sync.driver.blocks import TransactionBlock
 
 if TYPE_CHECKING:
     from mypgdriver import transaction as async_transaction
-    from mypgdriver.sync.runner import CallRunner
+    from mypgdriver.sync.driver.runner import CallRunner
 
 
 class Transaction(TransactionMethods, TransactionBlock):

@@ -82,10 +82,11 @@ cdef extern from *:
     """
     object mpg_coro_send(object coro, int *done)
 
-from mypgdriver import connector, exceptions
-from mypgdriver.waits import wait_done
-from mypgdriver.sync.sockets import connect_tcp, connect_unix, wrap_tls
-from mypgdriver.sync.transport import SocketTransport, TLSTransport
+from mypgdriver import exceptions
+from mypgdriver.connecting import connector
+from mypgdriver.core.waits import wait_done
+from mypgdriver.sync.driver.sockets import connect_tcp, connect_unix, wrap_tls
+from mypgdriver.sync.driver.transport import SocketTransport, TLSTransport
 
 __all__ = ('SyncGlue', 'open_connection')
 

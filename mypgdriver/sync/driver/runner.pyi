@@ -3,7 +3,7 @@ from typing import Any, Coroutine, Generator, Literal, Optional, TypeVar, Union
 
 from typing_extensions import disjoint_base
 
-from mypgdriver.sync.glue import SyncGlue
+from mypgdriver.sync.driver.glue import SyncGlue
 
 __all__ = ('CallRunner',)
 

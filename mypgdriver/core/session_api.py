@@ -8,7 +8,7 @@ kind: the asyncio face awaits it, the sync glue (``call_runner()`` of
 :mod:`mypgdriver.sync.connection`) drives it without an event loop.
 
 Promises shared by every method (they are the Session's, see
-mypgdriver/session.py):
+mypgdriver/core/session.py):
 
 * **order**: a call's messages go out in call order, after those of every
   call made before it on the connection, and before those of any made after;
@@ -48,8 +48,8 @@ from mypgdriver.rows import Column, description_of
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection
+    from mypgdriver.core.session import Session
     from mypgdriver.protocol.statement import StatementState
-    from mypgdriver.session import Session
 
 __all__ = ('Result', 'StatementRunner', 'RowStream', 'StepwiseCopyIn', 'StepwiseCopyOut')
 
@@ -225,9 +225,9 @@ class RowStream:
         if state.codecs_generation != session.codecs.generation:
             # A codec was set since the statement was prepared (as a
             # PreparedStatement's run does: the columns' codecs re-picked).
-            await session.refresh_codecs(state, session.time_left(deadline))
+            await session.refresh_codecs(state, deadline)
         rows, status, state = await session.run_state(
-            state, (), 0, session.time_left(deadline), WANT_RESULT, rows_as)
+            state, (), 0, deadline, WANT_RESULT, rows_as)
         return _result(rows, status, state)
 
     def close(self) -> None:

@@ -13,7 +13,7 @@ import inspect
 import math
 from typing import Any, Awaitable, Callable, Optional
 
-from mypgdriver import waits
+from mypgdriver.core import waits
 
 #: How long a call that timed out (or was cancelled) waits, after its
 #: deadline, for the server's answer to the CancelRequest sent for its

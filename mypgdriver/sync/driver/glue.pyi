@@ -6,7 +6,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Iterable, Optional, Type
 from typing_extensions import disjoint_base
 
 from mypgdriver.connection import Connection
-from mypgdriver.sync.transport import SocketTransport, TLSTransport
+from mypgdriver.sync.driver.transport import SocketTransport, TLSTransport
 
 _T = TypeVar('_T')
 

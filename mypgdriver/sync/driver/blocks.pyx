@@ -8,7 +8,7 @@ Python code runs: in a Python ``__enter__``, between the BEGIN's return and
 or in a Python ``__exit__`` before the ROLLBACK is sent.  These methods are
 compiled, so the signal cannot land inside them; one landing in the
 policy's Python code while they drive it closes the connection
-(mypgdriver/sync/glue.pyx), which ends the transaction on the server.
+(mypgdriver/sync/driver/glue.pyx), which ends the transaction on the server.
 """
 
 __all__ = ('TransactionBlock',)

@@ -2,7 +2,7 @@
 
 Non-blocking, waited for through the glue's ``wait_io`` so that its timers
 (the connector's deadline) and Ctrl-C interrupt them as they do an asyncio
-connect; the sockets block afterwards (mypgdriver/sync/transport.pyx).
+connect; the sockets block afterwards (mypgdriver/sync/driver/transport.pyx).
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ import secrets
 from typing import TYPE_CHECKING, Optional
 
 from mypgdriver import exceptions
-from mypgdriver.statement_cache import StatementCache
+from mypgdriver.core.statement_cache import StatementCache
 
 if TYPE_CHECKING:
     from mypgdriver.protocol.statement import StatementState

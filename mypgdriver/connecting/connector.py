@@ -14,9 +14,11 @@ import socket
 import ssl
 from typing import Any, Awaitable, Callable, Mapping, Optional, Sequence, Union
 
-from mypgdriver import deadlines, exceptions, tls, tracing, waits
-from mypgdriver.connect_params import ConnectParams, HostSpec, parse_connect_params
+from mypgdriver import exceptions, tracing
+from mypgdriver.connecting import tls
+from mypgdriver.connecting.connect_params import ConnectParams, HostSpec, parse_connect_params
 from mypgdriver.connection import Connection, ConnectionConfig
+from mypgdriver.core import deadlines, waits
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, Protocol, check_record_class
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows

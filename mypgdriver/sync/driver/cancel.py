@@ -28,12 +28,12 @@ from __future__ import annotations
 import socket
 from typing import TYPE_CHECKING, Any, cast
 
-from mypgdriver import connector
-from mypgdriver.sync.glue import SyncGlue
+from mypgdriver.connecting import connector
+from mypgdriver.sync.driver.glue import SyncGlue
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection as AsyncConnection
-    from mypgdriver.sync.runner import CallRunner
+    from mypgdriver.sync.driver.runner import CallRunner
 
 
 def cancel_running_call(aconn: AsyncConnection, runner: CallRunner) -> bool:

@@ -29,7 +29,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .exceptions import ClientConfigurationError
+from mypgdriver.exceptions import ClientConfigurationError
 
 __all__ = [
     "ConnectParams",

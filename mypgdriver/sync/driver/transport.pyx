@@ -40,7 +40,7 @@ the socket readable, or writable.  Decrypted bytes can wait in the SSL
 object (``pending()``) where ``poll`` does not see them: ``buffered()``
 tells the glue to read them before it polls.
 
-Connecting and the TLS handshake are in mypgdriver/sync/sockets.py.
+Connecting and the TLS handshake are in mypgdriver/sync/driver/sockets.py.
 
 A plain socket is read and written with ``recv()`` and ``send()`` called
 on its descriptor from here, not through the socket object's methods

@@ -3,16 +3,16 @@
 A Connection is the public face; the Session behind it decides whether an
 operation may run and how it ends.  Its jobs have owners of their own:
 
-* :class:`~mypgdriver.admission.Admission`: turns and call order (calls made
+* :class:`~mypgdriver.core.admission.Admission`: turns and call order (calls made
   concurrently are pipelined in call order), the line (a call that needs
   round trips before its own statement keeps its place), the connection
   held alone, the wait for the cleanup that runs before everyone;
-* :class:`~mypgdriver.statement_registry.StatementRegistry`: the statement
+* :class:`~mypgdriver.core.statement_registry.StatementRegistry`: the statement
   cache and every server-side statement's owner and Close;
-* :class:`~mypgdriver.block_owner.BlockOwner`: which Transaction owns the open
+* :class:`~mypgdriver.core.block_owner.BlockOwner`: which Transaction owns the open
   block, who may use the connection meanwhile, and the cleanup of a block
   whose statement was interrupted (started by settle_transaction());
-* :mod:`mypgdriver.deadlines`: a call's timeout, validated once, as one
+* :mod:`mypgdriver.core.deadlines`: a call's timeout, validated once, as one
   deadline.
 
 The Session itself keeps whether the connection (and a pool checkout's
@@ -28,7 +28,7 @@ Every public call follows one template (run(), for one operation):
 1. **check**: the connection is open (check_open()) or the handle's checkout
    is current (check_handle()); the transaction-block scope (in admission);
 2. **one deadline**: the timeout resolved once (resolve_timeout()) into one
-   :class:`~mypgdriver.deadlines.Deadline` (deadline()), handed down to
+   :class:`~mypgdriver.core.deadlines.Deadline` (deadline()), handed down to
    every later step, which asks it for the time left (``deadline.left()``);
 3. **turn**: admission (needs_sync()/sync(), held() for the connection
    alone, enter_line() to keep the place across round trips);
@@ -47,7 +47,7 @@ template written out inline, so that a cached statement costs a few
 attribute checks and one Bind/Execute/Sync; their slow halves go through
 the same steps.  Nothing here depends on how bytes move: the asyncio glue
 and mypgdriver.sync's blocking glue drive these same coroutines (see
-mypgdriver/waits.py and docs/dev/sync-design.md).
+mypgdriver/core/waits.py and docs/dev/sync-design.md).
 """
 from __future__ import annotations
 
@@ -60,12 +60,15 @@ import time
 import warnings
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, NamedTuple, Optional, Union
 
-from mypgdriver import deadlines, exceptions, tracing, waits
-from mypgdriver.admission import Admission
-from mypgdriver.block_owner import BlockOwner
+from mypgdriver import exceptions, tracing
 from mypgdriver.codecs import introspection
 from mypgdriver.codecs.registry import CodecRegistry
-from mypgdriver.deadlines import NO_DEADLINE, Deadline, check_timeout
+from mypgdriver.core import deadlines, waits
+from mypgdriver.core.admission import Admission
+from mypgdriver.core.block_owner import BlockOwner
+from mypgdriver.core.deadlines import NO_DEADLINE, Deadline, check_timeout
+from mypgdriver.core.statement_registry import STATEMENT_PREFIX, StatementRegistry
+from mypgdriver.core.waits import interruption_point
 from mypgdriver.exceptions._hints import append_hint, in_list_hint
 from mypgdriver.protocol.protocol import WANT_ROWS, check_record_class
 from mypgdriver.protocol.record import Record
@@ -76,9 +79,7 @@ from mypgdriver.protocol.statement import (
     resolve_statement_codecs,
 )
 from mypgdriver.sql import is_plain_read
-from mypgdriver.statement_registry import STATEMENT_PREFIX, StatementRegistry
 from mypgdriver.tracing import TELEMETRY
-from mypgdriver.waits import interruption_point
 
 if TYPE_CHECKING:
     from mypgdriver.prepared import PreparedStatement
@@ -321,7 +322,7 @@ class Session:
         return check_timeout(timeout)
 
     def deadline(self, timeout: Optional[float]) -> Deadline:
-        """The one deadline of a call with the (checked) `timeout`, starting now (see mypgdriver.deadlines)."""
+        """The one deadline of a call with the (checked) `timeout`, starting now (see mypgdriver.core.deadlines)."""
         return NO_DEADLINE if timeout is None else Deadline(self.loop, timeout)
 
     def deadline_of(self, timeout: Timeout) -> Deadline:

@@ -26,13 +26,13 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Optional
 
-from mypgdriver import waits
-from mypgdriver.deadlines import NO_DEADLINE, Deadline
+from mypgdriver.core import waits
+from mypgdriver.core.deadlines import NO_DEADLINE, Deadline
 
 if TYPE_CHECKING:
-    from mypgdriver.block_owner import BlockOwner
+    from mypgdriver.core.block_owner import BlockOwner
+    from mypgdriver.core.statement_registry import StatementRegistry
     from mypgdriver.protocol.statement import StatementState
-    from mypgdriver.statement_registry import StatementRegistry
 
 
 class Admission:

@@ -1,0 +1,4 @@
+"""Opening a connection, for every face: parameters, hosts, TLS, authentication, cancel.
+
+See docs/dev/architecture.rst.
+"""
