@@ -11,7 +11,7 @@ from mypgdriver.sync.poolcore import enter_checkout, exit_checkout
 
 if TYPE_CHECKING:
     from mypgdriver.sync.pool import Pool
-    from mypgdriver.sync.poolcore import PoolEntry
+    from mypgdriver.pool.core import PooledConnection as PoolEntry
 
 __all__ = ('PoolConnectionProxy',)
 
