@@ -262,9 +262,10 @@ cdef class PoolCore:
         """The error of an acquire that waited `timeout` seconds in vain, built as it leaves the line.
 
         It says what held the connections up at that moment; `caller` is
-        what the others waiting are ('task', 'thread').  Counted as a timeout.
+        what the others waiting are ('task', 'thread').  Not counted here:
+        the asyncio pool counts every TimeoutError of an acquire (also one
+        while opening a connection), the sync pool only those in line.
         """
-        self.counters.timeouts += 1
         return acquire_timed_out(
             timeout, in_use=len(self.all) - len(self.idle), opening=self.slots - len(self.all),
             max_size=self.max_size, others=len(self._line), caller=caller)

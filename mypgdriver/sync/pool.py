@@ -51,9 +51,9 @@ from typing import (
 from mypgdriver import exceptions, tracing
 from mypgdriver._typing import ArgumentRow, RecordT, RowT
 from mypgdriver.connector import resolve_json_option
+from mypgdriver.pool.core import Backoff
 from mypgdriver.pool.pool import with_json
 from mypgdriver.pool.proxy import begin_checkout, end_checkout
-from mypgdriver.pool.core import Backoff
 from mypgdriver.pool.reset import default_reset, end_open_transaction, in_unknown_state
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record

@@ -236,6 +236,7 @@ cdef class ThreadDriver:
         if item is None and error is None:
             core.forget(waiter)
             # What held the connections up as the waiter left the line.
+            core.counters.timeouts += 1
             timed_out = core.timeout_error(timeout, 'thread')
         self._unlock()
         if error is not None:
