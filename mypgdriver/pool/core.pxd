@@ -1,15 +1,6 @@
 # The pool core's declarations, cimported by the sync pool's thread driver
 # (mypgdriver/sync/poolcore.pyx) so that its bookkeeping steps are C calls.
 
-cdef class PooledConnection:
-    cdef readonly object con
-    cdef readonly object generation
-    cdef public object queries
-    cdef public double idle_since
-    cdef public object proxy
-    cdef public int shared_calls
-
-
 cdef class NewSlot:
     pass
 
@@ -34,6 +25,8 @@ cdef class PoolCore:
     cdef readonly object max_inactive
     cdef readonly bint closing
     cdef readonly bint closed
+    # closing or closed: one look for the asyncio driver's hot path.
+    cdef readonly bint shut
     cdef readonly object generation
     cdef readonly object counters
     cdef readonly set all
@@ -46,20 +39,20 @@ cdef class PoolCore:
     cpdef bint take_slot(self)
     cpdef reserve_slot(self)
     cpdef int reserve_refill(self, int most)
-    cpdef bint fresh(self, PooledConnection entry)
+    cpdef bint fresh(self, object entry)
     cpdef join_line(self, Waiter waiter)
     cpdef forget(self, Waiter waiter)
     cpdef resumed(self)
     cpdef int line_length(self)
     cpdef bint hand_over(self, object item) except -1
     cpdef fail_waiters(self, str message)
-    cpdef bint register(self, PooledConnection entry) except -1
-    cpdef int make_available(self, PooledConnection entry, double now) except -1
+    cpdef bint register(self, object entry) except -1
+    cpdef int make_available(self, object entry, double now) except -1
     cpdef bint slot_freed(self) except -1
     cpdef bint drained(self)
-    cpdef bint retire(self, PooledConnection entry) except -1
-    cpdef bint remove_idle(self, PooledConnection entry) except -1
-    cpdef int release_verdict(self, PooledConnection entry, bint unknown_state)
+    cpdef bint retire(self, object entry) except -1
+    cpdef bint remove_idle(self, object entry) except -1
+    cpdef int release_verdict(self, object entry, bint unknown_state)
     cpdef count_release(self, int verdict)
     cpdef count_acquire(self, double waited, bint queued)
     cpdef list take_expired(self, double now)

@@ -59,8 +59,17 @@ RETIRED = 3       # past max_queries or expired: close it gracefully
 RELEASED_CLOSING = 4
 
 
-cdef class PooledConnection:
-    """A connection owned by the pool, with what the pool tracks about it."""
+class PooledConnection:
+    """A connection owned by the pool, with what the pool tracks about it.
+
+    A Python class with __slots__, not a cdef class: the asyncio pool reads
+    and sets its attributes from Python at every checkout, and the
+    interpreter's specialized slot access is cheaper there than a cdef
+    class's descriptors (measured with bench/pool_callgrind.py).
+    """
+
+    __slots__ = ('con', 'generation', 'queries', 'idle_since', 'proxy', 'shared_calls',
+                 '__weakref__')
 
     def __init__(self, con, generation):
         self.con = con
@@ -148,6 +157,7 @@ cdef class PoolCore:
         self.max_inactive = max_inactive
         self.closing = False
         self.closed = False
+        self.shut = False
         self.generation = 0
         # Open connections (idle and in use), and the idle ones: the most
         # recently released at the right, the oldest at the left.
@@ -195,7 +205,7 @@ cdef class PoolCore:
     cpdef int reserve_refill(self, int most):
         """Take up to `most` slots to open connections in until min_size are: how many."""
         cdef int n
-        if self.closing or self.closed:
+        if self.shut:
             return 0
         n = min(self.min_size - self.slots, most)
         if n <= 0:
@@ -203,7 +213,7 @@ cdef class PoolCore:
         self.slots += n
         return n
 
-    cpdef bint fresh(self, PooledConnection entry):
+    cpdef bint fresh(self, object entry):
         """False if `entry` is from before :meth:`expire` (replace it)."""
         return entry.generation == self.generation
 
@@ -272,22 +282,22 @@ cdef class PoolCore:
 
     # --- connections coming and going ---
 
-    cpdef bint register(self, PooledConnection entry) except -1:
+    cpdef bint register(self, object entry) except -1:
         """Count a newly opened connection as the pool's, in its opener's slot.
 
         False if the pool is closing: the driver closes it (:meth:`retire`
         then :meth:`slot_freed`, as for any other).
         """
         self.all.add(entry)
-        return not (self.closing or self.closed)
+        return not (self.shut)
 
-    cpdef int make_available(self, PooledConnection entry, double now) except -1:
+    cpdef int make_available(self, object entry, double now) except -1:
         """A ready connection: hand it to the first waiter or make it idle (see GONE ... CLOSING)."""
         if entry not in self.all:
             return GONE
         if self.hand_over(entry):
             return HANDED
-        if self.closing or self.closed:
+        if self.shut:
             return CLOSING
         entry.idle_since = now
         self.idle.append(entry)
@@ -299,16 +309,16 @@ cdef class PoolCore:
         Once it is free, the driver looks at :meth:`drained` (close()
         waits for it) and :meth:`reserve_refill`.
         """
-        if not (self.closing or self.closed) and self.hand_over(_NEW_SLOT):
+        if not (self.shut) and self.hand_over(_NEW_SLOT):
             return True
         self.slots -= 1
         return False
 
     cpdef bint drained(self):
         """True once the pool is closing and no slot is left."""
-        return self.slots == 0 and (self.closing or self.closed)
+        return self.slots == 0 and (self.shut)
 
-    cpdef bint retire(self, PooledConnection entry) except -1:
+    cpdef bint retire(self, object entry) except -1:
         """Take a connection out of the pool (its slot stays with the caller); False if gone.
 
         False means terminate() took it, slot and all: the caller closes
@@ -320,7 +330,7 @@ cdef class PoolCore:
         self.counters.closed += 1
         return True
 
-    cpdef bint remove_idle(self, PooledConnection entry) except -1:
+    cpdef bint remove_idle(self, object entry) except -1:
         """Take an idle connection found dead out of the idle list; False if not idle."""
         if entry not in self.all:
             return False
@@ -332,7 +342,7 @@ cdef class PoolCore:
 
     # --- release ---
 
-    cpdef int release_verdict(self, PooledConnection entry, bint unknown_state):
+    cpdef int release_verdict(self, object entry, bint unknown_state):
         """What to do with a released connection, before any reset.
 
         RELEASED_CLOSING: close it (gracefully unless it is closed);
@@ -340,7 +350,7 @@ cdef class PoolCore:
         RETIRED: past max_queries or expired, close it gracefully;
         REUSABLE: reset it, then :meth:`count_release` with the outcome.
         """
-        if self.closing or self.closed:
+        if self.shut:
             return RELEASED_CLOSING
         if unknown_state:
             return BROKEN
@@ -371,7 +381,7 @@ cdef class PoolCore:
         idle = self.idle
         # The idle list is ordered by release time: the oldest are at the left.
         while idle and len(self.all) - len(expired) > self.min_size:
-            if (<PooledConnection>idle[0]).idle_since + lifetime > now:
+            if idle[0].idle_since + lifetime > now:
                 break
             expired.append(idle.popleft())
         return expired
@@ -380,8 +390,8 @@ cdef class PoolCore:
         """When the oldest idle connection outlives max_inactive (None: nothing to expire)."""
         lifetime = self.max_inactive
         if (lifetime and self.idle and len(self.all) > self.min_size
-                and not (self.closing or self.closed)):
-            return (<PooledConnection>self.idle[0]).idle_since + lifetime
+                and not (self.shut)):
+            return self.idle[0].idle_since + lifetime
         return None
 
     cpdef list take_idle(self):
@@ -404,6 +414,7 @@ cdef class PoolCore:
         :meth:`drained`.
         """
         self.closing = True
+        self.shut = True
         self.fail_waiters(message)
         return self.take_idle()
 
@@ -411,10 +422,12 @@ cdef class PoolCore:
         """close() is done (or gave up and terminated)."""
         self.closed = True
         self.closing = False
+        self.shut = True
 
     cpdef mark_closed(self):
         """The pool is closed (its start failed): nothing is handed out any more."""
         self.closed = True
+        self.shut = True
 
     cpdef list terminate(self, str message):
         """terminate(): every connection is returned (to terminate) with its slot given up.
@@ -423,6 +436,7 @@ cdef class PoolCore:
         pool's, so a release or replacement in flight finds them gone.
         """
         self.closed = True
+        self.shut = True
         self.fail_waiters(message)
         entries = list(self.all)
         self.all.clear()

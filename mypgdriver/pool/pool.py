@@ -221,20 +221,12 @@ class Pool:
         self._otel_pool_name: Optional[str] = None
 
     def __repr__(self) -> str:
-        state = ('closed' if self._closed else 'closing' if self._closing
+        state = ('closed' if self._core.closed else 'closing' if self._core.closing
                  else 'open' if self._initialized else 'new')
         return (f'<{type(self).__name__} {state} size={len(self._core.all)} '
                 f'idle={len(self._core.idle)} min={self._min_size} max={self._max_size}>')
 
-    # The core's state under the names the pool's code (and tests) know.
-    @property
-    def _closing(self) -> bool:
-        return self._core.closing
-
-    @property
-    def _closed(self) -> bool:
-        return self._core.closed
-
+    # The core's state under the names the tests know.
     @property
     def _slots(self) -> int:
         """Open + being opened + handed to a waiter to open."""
@@ -262,7 +254,7 @@ class Pool:
             return self
         if self._initializing:
             raise exceptions.InterfaceError('pool is being initialized in another task')
-        if self._closed:
+        if self._core.closed:
             raise exceptions.InterfaceError('pool is closed')
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
@@ -329,7 +321,7 @@ class Pool:
 
     def is_closing(self) -> bool:
         """True once :meth:`close` or :meth:`terminate` was called."""
-        return self._closing or self._closed
+        return self._core.shut
 
     def get_stats(self) -> PoolStats:
         """A snapshot of the pool's counters (a :class:`PoolStats`)."""
@@ -419,11 +411,11 @@ class Pool:
                 self._core, loop, deadline,
                 functools.partial(self._waiting_timed_out, cast(float, timeout)),
                 self._give_back)
-            if not (self._closing or self._closed):
+            if not self._core.shut:
                 return await self._ready(item, deadline, timeout)
             # Handed something just before close(): waiting acquires fail.
             self._give_back(item)
-            raise exceptions.InterfaceError('pool is closing' if self._closing else 'pool is closed')
+            raise exceptions.InterfaceError('pool is closing' if self._core.closing else 'pool is closed')
         return await self._ready(item, deadline, timeout)
 
     async def _ready(self, item: Handoff, deadline: Optional[float],
@@ -470,7 +462,7 @@ class Pool:
         """
         loop = self._loop
         assert loop is not None
-        if self._closing or self._closed:
+        if self._core.shut:
             self._slot_freed()
             raise exceptions.InterfaceError('pool is closing')
         retry_until = deadline
@@ -487,7 +479,7 @@ class Pool:
                                                    self._discard_late_entry)
                     break
                 except _TRANSIENT_CONNECT_ERRORS as e:
-                    if self._closing or self._closed:
+                    if self._core.shut:
                         raise
                     wait = min(backoff.delay, retry_until - loop.time())
                     if wait <= 0:
@@ -592,7 +584,7 @@ class Pool:
             raise error
         self._retire(old, graceful=False)
         logger.debug('pool: connection lost before its first query (%s), replacing', error)
-        if self._closing or self._closed:
+        if self._core.shut:
             self._slot_freed()
             proxy._detach()
             raise error
@@ -678,7 +670,7 @@ class Pool:
             self._discard(entry, graceful=False)
             return
         core.count_release(REUSABLE)
-        if self._closing or self._closed:
+        if self._core.shut:
             self._discard(entry, graceful=True)
             return
         self._make_available(entry)
@@ -714,7 +706,7 @@ class Pool:
             return  # handed to a waiter, or terminated meanwhile
         if self._lend_waiters:
             self._wake_lend_waiters(entry.con.get_pipeline_stats().limit)
-        if self._expiry_handle is None:
+        if self._expiry_handle is None and self._max_inactive:
             expiry = self._core.next_expiry()
             if expiry is not None:
                 self._expiry_handle = loop.call_at(expiry, self._expire_idle)
@@ -725,7 +717,7 @@ class Pool:
         if core.slot_freed():
             return
         self._wake_lend_waiters(1)
-        if core.closing or core.closed:
+        if core.shut:
             if core.drained() and self._drained is not None and not self._drained.done():
                 self._drained.set_result(None)
             return
@@ -771,7 +763,7 @@ class Pool:
     def _expire_idle(self) -> None:
         """Close connections above min_size idle for max_inactive_connection_lifetime."""
         self._expiry_handle = None
-        if self._closing or self._closed:
+        if self._core.shut:
             return
         loop = self._loop
         assert loop is not None
@@ -784,7 +776,7 @@ class Pool:
     def _check_idle(self) -> None:
         """Replace idle connections that were closed under us (then look again later)."""
         self._idle_check_handle = None
-        if self._closing or self._closed:
+        if self._core.shut:
             return
         dead = [entry for entry in self._core.idle if entry.con.is_closed()]
         for entry in dead:
@@ -795,8 +787,8 @@ class Pool:
         self._idle_check_handle = loop.call_later(_IDLE_CHECK_INTERVAL, self._check_idle)
 
     def _schedule_refill(self) -> None:
-        if (self._refill_task is None and self._initialized and not self._closing
-                and not self._closed and self._core.slots < self._min_size):
+        if (self._refill_task is None and self._initialized and not self._core.closing
+                and not self._core.closed and self._core.slots < self._min_size):
             loop = self._loop
             assert loop is not None
             self._refill_task = loop.create_task(self._refill())
@@ -846,7 +838,7 @@ class Pool:
         connections still out are terminated (and a warning is logged).  If
         ``close()`` itself is cancelled or fails, the pool is terminated.
         """
-        if self._closed:
+        if self._core.closed:
             return
         if not self._initialized:
             self._core.mark_closed()
@@ -888,7 +880,7 @@ class Pool:
 
     def terminate(self) -> None:
         """Close every connection at once, including those in use, and the pool."""
-        if self._closed:
+        if self._core.closed:
             return
         # Every connection and its slot leave the pool at once: a release
         # or a replacement in flight finds them gone.
@@ -918,10 +910,9 @@ class Pool:
         self._wake_lend_waiters(len(self._lend_waiters))
 
     def _check_open(self) -> None:
-        if self._closed:
-            raise exceptions.InterfaceError('pool is closed')
-        if self._closing:
-            raise exceptions.InterfaceError('pool is closing')
+        core = self._core
+        if core.shut:
+            raise exceptions.InterfaceError('pool is closed' if core.closed else 'pool is closing')
         if not self._initialized:
             if self._initializing:
                 raise exceptions.InterfaceError(

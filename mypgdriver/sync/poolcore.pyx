@@ -49,11 +49,11 @@ from cpython.pythread cimport (
     PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK, NOWAIT_LOCK,
 )
 
-from mypgdriver.pool.core cimport NewSlot, PoolCore, PooledConnection, Waiter
+from mypgdriver.pool.core cimport PoolCore, Waiter
 
 from mypgdriver import exceptions
 from mypgdriver.pool.core import (
-    BROKEN, CLOSING, HANDED, IDLE, RELEASED_CLOSING, RESET_FAILED, RETIRED, REUSABLE,
+    CLOSING, IDLE, RELEASED_CLOSING, RESET_FAILED, RETIRED, REUSABLE, PooledConnection,
 )
 from mypgdriver.pool.proxy import released_error
 
@@ -65,6 +65,8 @@ cdef object _allocate_lock = threading._allocate_lock
 
 #: The sync pool's name for the core's PooledConnection.
 PoolEntry = PooledConnection
+# As C statics: compared at every checkout, without a module dict look-up.
+cdef object _PooledConnection = PooledConnection
 
 
 cdef class _ThreadWaiter(Waiter):
@@ -187,7 +189,7 @@ cdef class ThreadDriver:
         cdef double start = _monotonic()
         cdef object item
         cdef _ThreadWaiter waiter = None
-        cdef PooledConnection entry
+        cdef object entry
         cdef PoolCore core = self.core
         self._lock()
         if core.closed or core.closing:
@@ -201,7 +203,7 @@ cdef class ThreadDriver:
         if waiter is not None:
             item = self._wait(waiter, timeout)
         # From the idle list at once: waited 0.0 (as in the asyncio pool).
-        found_idle = waiter is None and type(item) is PooledConnection
+        found_idle = waiter is None and type(item) is _PooledConnection
         entry = self._ready(item)
         proxy = self._begin_checkout(entry, timeout)
         waited = 0.0 if found_idle else _monotonic() - start
@@ -249,10 +251,10 @@ cdef class ThreadDriver:
             raise exceptions.InterfaceError('pool is closing')
         return item
 
-    cdef PooledConnection _ready(self, item):
+    cdef object _ready(self, item):
         """A connection ready to hand out from `item`: checked, or opened in the slot."""
-        cdef PooledConnection entry
-        if type(item) is PooledConnection:
+        cdef object entry
+        if type(item) is _PooledConnection:
             entry = item
             try:
                 alive = (self.core.fresh(entry)
@@ -277,7 +279,7 @@ cdef class ThreadDriver:
 
     def open_in_slot(self):
         """Open a connection in a slot the caller holds; the slot is given up if this fails."""
-        cdef PooledConnection entry
+        cdef object entry
         cdef bint open_
         self._lock()
         dsn, kwargs, generation = self.connect_dsn, self.connect_kwargs, self.core.generation
@@ -290,7 +292,7 @@ cdef class ThreadDriver:
             self._unlock()
             self._slot_freed()
             raise
-        entry = PooledConnection(con, generation)
+        entry = _PooledConnection(con, generation)
         self._lock()
         self.core.counters.opened += 1
         open_ = self.core.register(entry)
@@ -300,7 +302,7 @@ cdef class ThreadDriver:
         self._discard(entry, True)
         raise exceptions.InterfaceError('pool is closing')
 
-    cdef object _begin_checkout(self, PooledConnection entry, timeout):
+    cdef object _begin_checkout(self, object entry, timeout):
         """Hand `entry` out as a new proxy (the pool's `_begin_checkout` hook runs `setup`)."""
         cls = self._proxy_class
         proxy = cls.__new__(cls)
@@ -312,7 +314,7 @@ cdef class ThreadDriver:
         self._start_checkout(entry, proxy)
         return proxy
 
-    cdef void _start_checkout(self, PooledConnection entry, proxy) except *:
+    cdef void _start_checkout(self, object entry, proxy) except *:
         entry.proxy = proxy
         try:
             self._pool._begin_checkout(entry.con, proxy)
@@ -327,8 +329,8 @@ cdef class ThreadDriver:
 
     def replace_lost_connection(self, proxy, error):
         """Give `proxy` a new connection after its first call found the old one dead."""
-        cdef PooledConnection old = proxy._entry
-        cdef PooledConnection entry
+        cdef object old = proxy._entry
+        cdef object entry
         old.proxy = None
         if not self._retire(old):
             proxy._con = None  # terminate() took the connection and its slot
@@ -359,7 +361,7 @@ cdef class ThreadDriver:
 
     def release(self, connection, timeout):
         """End the checkout of `connection` (a proxy) and reset or replace it (see Pool.release)."""
-        cdef PooledConnection entry
+        cdef object entry
         cdef int verdict
         if type(connection) is not self._proxy_class or connection._pool is not self._pool:
             raise exceptions.InterfaceError(
@@ -406,7 +408,7 @@ cdef class ThreadDriver:
         self.core.reserve_slot()
         self._unlock()
 
-    def make_available(self, PooledConnection entry):
+    def make_available(self, object entry):
         """Hand a ready connection to the first waiter, or put it in the idle list."""
         self._lock()
         outcome = self.core.make_available(entry, _monotonic())
@@ -417,7 +419,7 @@ cdef class ThreadDriver:
             self._discard(entry, True)
 
     cdef void _give_back(self, item) except *:
-        if type(item) is PooledConnection:
+        if type(item) is _PooledConnection:
             self.make_available(item)
         else:
             self._slot_freed()
@@ -446,7 +448,7 @@ cdef class ThreadDriver:
         """In the background thread: sleep up to `timeout` seconds, or until kicked."""
         self._wake.acquire(True, max(timeout, 0.0))
 
-    cdef bint _retire(self, PooledConnection entry) except -1:
+    cdef bint _retire(self, object entry) except -1:
         """Take a connection out of the pool (its slot stays with the caller); False if gone."""
         self._lock()
         gone = not self.core.retire(entry)
@@ -465,7 +467,7 @@ cdef class ThreadDriver:
                     pass
             raise
 
-    cdef void _discard(self, PooledConnection entry, bint graceful) except *:
+    cdef void _discard(self, object entry, bint graceful) except *:
         """Close a connection and give up its slot (once: nothing if the pool lost it)."""
         if self._retire(entry):
             try:
@@ -552,7 +554,7 @@ cdef class ThreadDriver:
 
     def terminate(self):
         """Close every connection at once, including those in use (see Pool.terminate)."""
-        cdef PooledConnection entry
+        cdef object entry
         self._lock()
         if self.core.closed:
             self._unlock()
