@@ -381,9 +381,8 @@ cdef class ThreadDriver:
             return
         try:
             unknown = self._pool._end_checkout(con)
-            self._lock()
+            # (reads only, no Python code: no lock needed)
             verdict = self.core.release_verdict(entry, unknown)
-            self._unlock()
             if verdict == REUSABLE:
                 verdict = self._pool._reset_connection(con, timeout)
         except BaseException:
@@ -392,13 +391,13 @@ cdef class ThreadDriver:
             self._unlock()
             self._discard(entry, False)
             raise
+        if verdict == REUSABLE:
+            self._available(entry, True)
+            return
         self._lock()
         self.core.count_release(verdict)
         self._unlock()
-        if verdict == REUSABLE:
-            self.make_available(entry)
-        else:
-            self._discard(entry, verdict == RETIRED or verdict == RELEASED_CLOSING)
+        self._discard(entry, verdict == RETIRED or verdict == RELEASED_CLOSING)
 
     # --- slots and idle connections ---
 
@@ -410,17 +409,26 @@ cdef class ThreadDriver:
 
     def make_available(self, object entry):
         """Hand a ready connection to the first waiter, or put it in the idle list."""
+        self._available(entry, False)
+
+    cdef void _available(self, object entry, bint reset_done) except *:
+        # One locked step: the reset counted (`reset_done`) and the connection handed on.
+        cdef double now = _monotonic()
         self._lock()
-        outcome = self.core.make_available(entry, _monotonic())
-        if outcome == IDLE:
-            self._kick()
-        self._unlock()
+        try:
+            if reset_done:
+                self.core.count_release(REUSABLE)
+            outcome = self.core.make_available(entry, now)
+            if outcome == IDLE:
+                self._kick()
+        finally:
+            self._unlock()
         if outcome == CLOSING:
             self._discard(entry, True)
 
     cdef void _give_back(self, item) except *:
         if type(item) is _PooledConnection:
-            self.make_available(item)
+            self._available(item, False)
         else:
             self._slot_freed()
 
