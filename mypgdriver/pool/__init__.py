@@ -4,8 +4,11 @@ One job per module:
 
 * ``pool``: :class:`Pool`, :func:`create_pool` and :class:`PoolAcquireContext`
   (acquire, release, refill, expiry, close, and the shortcut methods);
-* ``slots``: what a slot holds and the first-come-first-served line of
-  waiting acquires;
+* ``core``: the pool core shared with mypgdriver.sync's pool (slots, idle
+  list, the first-come-first-served line, lifetimes, what a release does),
+  without I/O; ``pool`` is its asyncio driver;
+* ``slots``: how an asyncio acquire waits in the core's line (a future);
+* ``timeouts``: the message of an acquire that timed out in line;
 * ``proxy``: :class:`PoolConnectionProxy`, the connection an acquire hands
   out, and its one retry of a first call on a connection lost while idle;
 * ``reset``: what a released connection goes through before reuse;

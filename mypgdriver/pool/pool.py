@@ -6,9 +6,15 @@ How the pool keeps its promises:
   slot is taken before a connection is opened and given up when it is closed;
   a freed slot goes straight to the first waiter, who opens a connection in
   it, so there is never a moment when a slot is free while someone waits.
-* **Waiters are served in order** (a :class:`~mypgdriver.pool.slots.WaitQueue`):
-  a released connection (or a freed slot) is handed to exactly one of them,
-  so nobody is woken only to find nothing there.
+* **Waiters are served in order**: a released connection (or a freed
+  slot) is handed to exactly one of them, so nobody is woken only to find
+  nothing there.
+* **One core for both pools.**  The slots, the idle list, the line of
+  waiters, lifetimes and what becomes of a released connection are decided
+  by :class:`~mypgdriver.pool.core.PoolCore`, which does no I/O; this
+  module is its asyncio driver (it opens, resets and closes connections,
+  waits with futures, and runs the background tasks), and mypgdriver.sync's
+  pool is its thread driver.
 * **Nothing broken is handed out.**  A connection is reset on release (the
   ``reset`` callback, else :meth:`Connection.reset`).  One that was released
   while an operation was running on it, whose protocol is still busy or
@@ -55,6 +61,16 @@ from mypgdriver._typing import ArgumentRows, RecordT, RowT
 from mypgdriver.connecting import connector
 from mypgdriver.connection import Connection
 from mypgdriver.core import deadlines
+from mypgdriver.pool.core import (
+    CLOSING,
+    IDLE,
+    RELEASED_CLOSING,
+    RESET_FAILED,
+    RETIRED,
+    REUSABLE,
+    Backoff,
+    PoolCore,
+)
 from mypgdriver.pool.proxy import PoolConnectionProxy
 from mypgdriver.pool.reset import (
     close_quietly,
@@ -63,13 +79,7 @@ from mypgdriver.pool.reset import (
     in_unknown_state,
 )
 from mypgdriver.pool.shortcuts import may_share, overridden_shortcuts, shared_load
-from mypgdriver.pool.slots import (
-    NEW_SLOT,
-    Handoff,
-    PooledConnection,
-    WaitQueue,
-    acquire_timed_out,
-)
+from mypgdriver.pool.slots import NEW_SLOT, Handoff, PooledConnection, wait_in_line
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
@@ -193,32 +203,41 @@ class Pool:
 
         self._initialized = False
         self._initializing = False
-        self._closing = False
-        self._closed = False
-        self._generation = 0
 
-        self._all: Set[PooledConnection] = set()
+        self._counters = PoolCounters()
+        # Slots, connections, the idle list and the line of waiting acquires,
+        # and every decision about them (mypgdriver/pool/core.pyx).
+        self._core = PoolCore(self._counters, min_size=min_size, max_size=max_size,
+                              max_queries=max_queries,
+                              max_inactive=max_inactive_connection_lifetime)
         # Connections lent to shortcut calls, which pipeline onto them.
         self._sharing: List[PooledConnection] = []
         # Shortcut calls waiting until a connection can be lent or shared.
         self._lend_waiters: Deque[asyncio.Future] = collections.deque()
-        self._idle: Deque[PooledConnection] = collections.deque()  # most recent at the right
-        self._waiters = WaitQueue()
-        self._slots = 0  # open + being opened + handed to a waiter to open
         self._refill_task: Optional[asyncio.Task] = None
         self._expiry_handle: Optional[asyncio.TimerHandle] = None
         self._idle_check_handle: Optional[asyncio.TimerHandle] = None
         self._drained: Optional[asyncio.Future] = None  # set when _slots drops to 0 on close
         self._close_tasks: Set[asyncio.Task] = set()
-        self._counters = PoolCounters()
         # db.client.connection.pool.name (tracing.name_pool(), once tracing is live).
         self._otel_pool_name: Optional[str] = None
 
     def __repr__(self) -> str:
-        state = ('closed' if self._closed else 'closing' if self._closing
+        state = ('closed' if self._core.closed else 'closing' if self._core.closing
                  else 'open' if self._initialized else 'new')
-        return (f'<{type(self).__name__} {state} size={len(self._all)} idle={len(self._idle)} '
-                f'min={self._min_size} max={self._max_size}>')
+        return (f'<{type(self).__name__} {state} size={len(self._core.all)} '
+                f'idle={len(self._core.idle)} min={self._min_size} max={self._max_size}>')
+
+    # The core's state under the names the tests know.
+    @property
+    def _slots(self) -> int:
+        """Open + being opened + handed to a waiter to open."""
+        return self._core.slots
+
+    @property
+    def _waiters(self) -> PoolCore:
+        """The line of waiting acquires (its len() is how many wait)."""
+        return self._core
 
     # --- start-up ---
 
@@ -237,7 +256,7 @@ class Pool:
             return self
         if self._initializing:
             raise exceptions.InterfaceError('pool is being initialized in another task')
-        if self._closed:
+        if self._core.closed:
             raise exceptions.InterfaceError('pool is closed')
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
@@ -245,8 +264,8 @@ class Pool:
         try:
             await self._open_initial_connections()
         except BaseException:
-            self._closed = True
-            for entry in list(self._all):
+            self._core.mark_closed()
+            for entry in list(self._core.all):
                 self._retire(entry, graceful=False)
             raise
         finally:
@@ -264,7 +283,8 @@ class Pool:
         # No retries here: a pool that cannot connect at start-up is most
         # likely misconfigured, and saying so at once is kinder.
         count = self._init_size
-        self._slots += count
+        for _ in range(count):
+            self._core.reserve_slot()
         results = await asyncio.gather(
             *(self._open_entry() for _ in range(count)), return_exceptions=True)
         error: Optional[BaseException] = None
@@ -273,7 +293,7 @@ class Pool:
                 self._register(result)
                 self._make_available(result)
             else:
-                self._slots -= 1
+                self._core.slot_freed()  # (nobody waits yet)
                 if error is None:
                     error = result
         if error is not None:
@@ -283,7 +303,7 @@ class Pool:
 
     def get_size(self) -> int:
         """The number of open connections, idle and in use."""
-        return len(self._all)
+        return len(self._core.all)
 
     def get_init_size(self) -> int:
         """The number of connections opened when the pool starts."""
@@ -299,24 +319,17 @@ class Pool:
 
     def get_idle_size(self) -> int:
         """The number of open connections nobody holds."""
-        return len(self._idle)
+        return len(self._core.idle)
 
     def is_closing(self) -> bool:
         """True once :meth:`close` or :meth:`terminate` was called."""
-        return self._closing or self._closed
+        return self._core.shut
 
     def get_stats(self) -> PoolStats:
         """A snapshot of the pool's counters (a :class:`PoolStats`)."""
-        return self._counters.snapshot(
-            size=len(self._all),
-            idle=len(self._idle),
-            min_size=self._min_size,
-            max_size=self._max_size,
-            waiters=self._waiters.waiting,
-            pipeline_depths=tuple(
-                (stats.in_flight, stats.max_in_flight)
-                for stats in (entry.con.get_pipeline_stats() for entry in self._all)),
-        )
+        return self._core.snapshot(tuple(
+            (stats.in_flight, stats.max_in_flight)
+            for stats in (entry.con.get_pipeline_stats() for entry in self._core.all)))
 
     # --- configuration ---
 
@@ -336,9 +349,8 @@ class Pool:
         Idle connections are closed now (and refilled in the background up
         to ``min_size``); connections in use are closed when released.
         """
-        self._generation += 1
-        while self._idle:
-            self._discard(self._idle.pop(), graceful=True)
+        for entry in self._core.expire():
+            self._discard(entry, graceful=True)
 
     # --- acquire ---
 
@@ -364,17 +376,19 @@ class Pool:
         self._check_open()
         loop = self._loop
         assert loop is not None
+        core = self._core
         try:
-            idle = self._idle
-            if (idle and not self._waiters and idle[-1].generation == self._generation
-                    and not idle[-1].con.is_closed()):
-                entry = idle.pop()
+            item = core.take()
+            if (type(item) is PooledConnection and item.generation == core.generation
+                    and not item.con.is_closed()):
+                entry = item
                 waited = 0.0
+                queued = False
             else:
                 start = loop.time()
-                entry = await self._obtain(timeout)
+                entry = await self._obtain(item, timeout)
                 waited = loop.time() - start
-                self._counters.waited += 1
+                queued = True
             proxy = PoolConnectionProxy(self, entry, timeout)
             entry.proxy = proxy
             entry.con._session.begin_checkout(proxy)
@@ -383,36 +397,36 @@ class Pool:
         except asyncio.TimeoutError:
             self._counters.timeouts += 1
             raise
-        self._counters.count_acquire(waited)
+        core.count_acquire(waited, queued)
         return proxy
 
-    async def _obtain(self, timeout: Optional[float]) -> PooledConnection:
-        """An open, fresh connection: idle, new in a free slot, or after waiting."""
+    async def _obtain(self, item: Optional[Handoff],
+                      timeout: Optional[float]) -> PooledConnection:
+        """An open, fresh connection from what the core's take() gave (None: wait in line)."""
         loop = self._loop
         assert loop is not None
         deadline = deadlines.deadline(loop, timeout)
-        if not self._waiters:
-            if self._idle:
-                entry = self._idle.pop()
-                if entry.generation == self._generation and not entry.con.is_closed():
-                    return entry
-                return await self._replace_in_slot(entry, deadline, timeout)
-            if self._slots < self._max_size:
-                self._slots += 1
-                return await self._open_in_slot(deadline, timeout)
-        # The waiter times out only at a deadline, which exists only when
-        # there is a timeout: the error is never built with None.
-        item = await self._waiters.wait(
-            loop, deadline, functools.partial(self._waiting_timed_out, cast(float, timeout)),
-            self._give_back)
-        if self._closing or self._closed:
+        if item is None:
+            # The waiter times out only at a deadline, which exists only when
+            # there is a timeout: the error is never built with None.
+            item = await wait_in_line(
+                self._core, loop, deadline,
+                functools.partial(self._waiting_timed_out, cast(float, timeout)),
+                self._give_back)
+            if not self._core.shut:
+                return await self._ready(item, deadline, timeout)
             # Handed something just before close(): waiting acquires fail.
             self._give_back(item)
-            raise exceptions.InterfaceError('pool is closing' if self._closing else 'pool is closed')
+            raise exceptions.InterfaceError('pool is closing' if self._core.closing else 'pool is closed')
+        return await self._ready(item, deadline, timeout)
+
+    async def _ready(self, item: Handoff, deadline: Optional[float],
+                     timeout: Optional[float]) -> PooledConnection:
+        """A connection ready to hand out from `item`: checked, or opened in the slot."""
         if item is NEW_SLOT:
             return await self._open_in_slot(deadline, timeout)
         assert isinstance(item, PooledConnection)
-        if item.generation == self._generation and not item.con.is_closed():
+        if self._core.fresh(item) and not item.con.is_closed():
             return item
         return await self._replace_in_slot(item, deadline, timeout)
 
@@ -422,10 +436,7 @@ class Pool:
         Built as it times out (and has left the line), so that it says what
         held the connections up at that moment.
         """
-        return acquire_timed_out(
-            timeout, in_use=len(self._all) - len(self._idle),
-            opening=self._slots - len(self._all), max_size=self._max_size,
-            others=len(self._waiters), caller='task')
+        return self._core.timeout_error(timeout, 'task')
 
     def _give_back(self, item: Handoff) -> None:
         if item is NEW_SLOT:
@@ -437,7 +448,7 @@ class Pool:
     async def _replace_in_slot(self, entry: PooledConnection, deadline: Optional[float],
                                timeout: Optional[float]) -> PooledConnection:
         """Close a stale or dead connection and open a new one in its slot."""
-        if entry not in self._all:
+        if entry not in self._core.all:
             # Terminated (slot and all) while being handed to us.
             raise exceptions.InterfaceError('pool is closed')
         self._retire(entry, graceful=not entry.con.is_closed())
@@ -453,13 +464,13 @@ class Pool:
         """
         loop = self._loop
         assert loop is not None
-        if self._closing or self._closed:
+        if self._core.shut:
             self._slot_freed()
             raise exceptions.InterfaceError('pool is closing')
         retry_until = deadline
         if retry_until is None:
             retry_until = loop.time() + self._connect_retry_timeout
-        delay = _RETRY_DELAY_FIRST
+        backoff = Backoff(_RETRY_DELAY_FIRST, _RETRY_DELAY_MAX)
         failure: Optional[BaseException] = None  # of the last attempt that failed by itself
         try:
             while True:
@@ -470,9 +481,9 @@ class Pool:
                                                    self._discard_late_entry)
                     break
                 except _TRANSIENT_CONNECT_ERRORS as e:
-                    if self._closing or self._closed:
+                    if self._core.shut:
                         raise
-                    wait = min(delay, retry_until - loop.time())
+                    wait = min(backoff.delay, retry_until - loop.time())
                     if wait <= 0:
                         if deadline is not None:
                             # The deadline's own TimeoutError (raised by
@@ -488,12 +499,11 @@ class Pool:
                     failure = e
                     logger.debug('pool: cannot open a connection (%s), retrying', e)
                     await asyncio.sleep(wait)
-                    delay = min(delay * 2, _RETRY_DELAY_MAX)
+                    backoff.next()
         except BaseException:
             self._slot_freed()
             raise
-        self._register(entry)
-        if self._closing or self._closed:
+        if not self._register(entry):
             self._discard(entry, graceful=True)
             raise exceptions.InterfaceError('pool is closing')
         return entry
@@ -503,7 +513,7 @@ class Pool:
 
         The caller registers the result with :meth:`_register`.
         """
-        generation = self._generation
+        generation = self._core.generation
         connect = self._connect_fn if self._connect_fn is not None else connector.connect
         try:
             con = await connect(self._connect_dsn, loop=self._loop,
@@ -537,17 +547,19 @@ class Pool:
         self._counters.opened += 1
         return PooledConnection(con, generation)
 
-    def _register(self, entry: PooledConnection) -> None:
+    def _register(self, entry: PooledConnection) -> bool:
         """Count a newly opened connection as the pool's, in the slot of its opener.
 
         Done by the holder of the slot once it has the connection in hand
-        (never inside a task that may be abandoned), so that every member of
-        ``_all`` owns exactly one slot.
+        (never inside a task that may be abandoned), so that every
+        connection of the core owns exactly one slot.  False if the pool is
+        closing (the caller discards it).
         """
-        self._all.add(entry)
+        still_open = self._core.register(entry)
         add_listener = getattr(entry.con, 'add_termination_listener', None)
         if add_listener is not None:
             add_listener(functools.partial(self._on_connection_terminated, entry))
+        return still_open
 
     async def _run_setup(self, entry: PooledConnection, proxy: PoolConnectionProxy) -> None:
         assert self._setup is not None
@@ -569,12 +581,12 @@ class Pool:
         """Give `proxy` a new connection after its first call found the old one dead."""
         old = proxy._entry
         old.proxy = None
-        if old not in self._all:
+        if old not in self._core.all:
             proxy._detach()  # terminate() took the connection and its slot
             raise error
         self._retire(old, graceful=False)
         logger.debug('pool: connection lost before its first query (%s), replacing', error)
-        if self._closing or self._closed:
+        if self._core.shut:
             self._slot_freed()
             proxy._detach()
             raise error
@@ -624,15 +636,14 @@ class Pool:
     async def _release_entry(self, entry: PooledConnection, was_active: int,
                              timeout: Optional[float]) -> None:
         con = entry.con
-        if self._closing or self._closed:
-            self._discard(entry, graceful=not con.is_closed())
-            return
-        if was_active or in_unknown_state(con):
-            self._counters.broken += 1
-            self._discard(entry, graceful=False)
-            return
-        if entry.queries >= self._max_queries or entry.generation != self._generation:
-            self._discard(entry, graceful=True)
+        core = self._core
+        verdict = core.release_verdict(entry, bool(was_active) or in_unknown_state(con))
+        if verdict != REUSABLE:
+            if verdict == RELEASED_CLOSING:
+                self._discard(entry, graceful=not con.is_closed())
+            else:
+                core.count_release(verdict)
+                self._discard(entry, graceful=verdict == RETIRED)
             return
         if con.is_in_transaction():
             self._report_open_transaction(con)
@@ -645,11 +656,11 @@ class Pool:
                 await deadlines.within(loop, self._custom_reset(con), timeout)
         except asyncio.CancelledError:
             # The reset query was abandoned half-way: the session state is unknown.
-            self._counters.reset_failures += 1
+            core.count_release(RESET_FAILED)
             self._discard(entry, graceful=False)
             raise
         except Exception as e:
-            self._counters.reset_failures += 1
+            core.count_release(RESET_FAILED)
             # A connection lost during the reset is routine (server restart);
             # anything else is worth a word, e.g. a failing reset callback.
             log = logger.debug if con.is_closed() else logger.warning
@@ -657,11 +668,11 @@ class Pool:
             self._discard(entry, graceful=False)
             return
         if in_unknown_state(con) or con.is_in_transaction():
-            self._counters.reset_failures += 1
+            core.count_release(RESET_FAILED)
             self._discard(entry, graceful=False)
             return
-        self._counters.resets += 1
-        if self._closing or self._closed:
+        core.count_release(REUSABLE)
+        if self._core.shut:
             self._discard(entry, graceful=True)
             return
         self._make_available(entry)
@@ -687,30 +698,29 @@ class Pool:
 
     def _make_available(self, entry: PooledConnection) -> None:
         """Hand a ready connection to the first waiter, or put it in the idle list."""
-        if self._waiters.hand_over(entry):
-            return
-        if self._closing or self._closed:
-            self._discard(entry, graceful=True)
-            return
         loop = self._loop
         assert loop is not None
-        entry.idle_since = loop.time()
-        self._idle.append(entry)
+        outcome = self._core.make_available(entry, loop.time())
+        if outcome == CLOSING:
+            self._discard(entry, graceful=True)
+            return
+        if outcome != IDLE:
+            return  # handed to a waiter, or terminated meanwhile
         if self._lend_waiters:
             self._wake_lend_waiters(entry.con.get_pipeline_stats().limit)
-        if (self._max_inactive and self._expiry_handle is None
-                and len(self._all) > self._min_size):
-            self._expiry_handle = loop.call_at(
-                self._idle[0].idle_since + self._max_inactive, self._expire_idle)
+        if self._expiry_handle is None and self._max_inactive:
+            expiry = self._core.next_expiry()
+            if expiry is not None:
+                self._expiry_handle = loop.call_at(expiry, self._expire_idle)
 
     def _slot_freed(self) -> None:
         """A slot was given up: pass it to the first waiter, or count it free."""
-        if self._waiters.hand_over(NEW_SLOT):
+        core = self._core
+        if core.slot_freed():
             return
-        self._slots -= 1
         self._wake_lend_waiters(1)
-        if self._closing or self._closed:
-            if self._slots == 0 and self._drained is not None and not self._drained.done():
+        if core.shut:
+            if core.drained() and self._drained is not None and not self._drained.done():
                 self._drained.set_result(None)
             return
         self._schedule_refill()
@@ -722,16 +732,14 @@ class Pool:
         closed it (and freed its slot) while it was being reset or handed
         over, and a slot must be freed exactly once.
         """
-        if entry in self._all:
+        if entry in self._core.all:
             self._retire(entry, graceful=graceful)
             self._slot_freed()
 
     def _retire(self, entry: PooledConnection, *, graceful: bool) -> None:
         """Close a connection the pool owns; its slot stays with the caller."""
-        if entry not in self._all:
+        if not self._core.retire(entry):
             return
-        self._all.discard(entry)
-        self._counters.closed += 1
         con = entry.con
         if graceful and not con.is_closed():
             loop = self._loop
@@ -751,67 +759,61 @@ class Pool:
     def _on_connection_terminated(self, entry: PooledConnection, *args: Any) -> None:
         # An idle connection the server dropped: replace it now rather than
         # at the next acquire.  Connections in use are dealt with on release.
-        if entry in self._all and entry in self._idle:
-            self._idle.remove(entry)
+        if self._core.remove_idle(entry):
             self._discard(entry, graceful=False)
 
     def _expire_idle(self) -> None:
         """Close connections above min_size idle for max_inactive_connection_lifetime."""
         self._expiry_handle = None
-        if self._closing or self._closed:
+        if self._core.shut:
             return
         loop = self._loop
         assert loop is not None
-        now = loop.time()
-        idle = self._idle
-        # The idle list is ordered by release time: the oldest are at the left.
-        while idle and len(self._all) > self._min_size:
-            if idle[0].idle_since + self._max_inactive > now:
-                break
-            self._discard(idle.popleft(), graceful=True)
-        if idle and len(self._all) > self._min_size:
-            self._expiry_handle = loop.call_at(
-                idle[0].idle_since + self._max_inactive, self._expire_idle)
+        for entry in self._core.take_expired(loop.time()):
+            self._discard(entry, graceful=True)
+        expiry = self._core.next_expiry()
+        if expiry is not None:
+            self._expiry_handle = loop.call_at(expiry, self._expire_idle)
 
     def _check_idle(self) -> None:
         """Replace idle connections that were closed under us (then look again later)."""
         self._idle_check_handle = None
-        if self._closing or self._closed:
+        if self._core.shut:
             return
-        dead = [entry for entry in self._idle if entry.con.is_closed()]
+        dead = [entry for entry in self._core.idle if entry.con.is_closed()]
         for entry in dead:
-            self._idle.remove(entry)
-            self._discard(entry, graceful=False)
+            if self._core.remove_idle(entry):
+                self._discard(entry, graceful=False)
         loop = self._loop
         assert loop is not None
         self._idle_check_handle = loop.call_later(_IDLE_CHECK_INTERVAL, self._check_idle)
 
     def _schedule_refill(self) -> None:
-        if (self._refill_task is None and self._initialized and not self._closing
-                and not self._closed and self._slots < self._min_size):
+        if (self._refill_task is None and self._initialized and not self._core.closing
+                and not self._core.closed and self._core.slots < self._min_size):
             loop = self._loop
             assert loop is not None
             self._refill_task = loop.create_task(self._refill())
 
     async def _refill(self) -> None:
         """Open connections in the background until min_size are open or opening."""
-        delay = _RETRY_DELAY_FIRST
+        backoff = Backoff(_RETRY_DELAY_FIRST, _RETRY_DELAY_MAX)
         try:
-            while not (self._closing or self._closed) and self._slots < self._min_size:
-                count = self._min_size - self._slots
-                self._slots += count
+            while True:
+                count = self._core.reserve_refill(self._min_size)
+                if not count:
+                    break
                 results = await asyncio.gather(
                     *(self._refill_one() for _ in range(count)), return_exceptions=True)
                 errors = [r for r in results if isinstance(r, BaseException)]
                 if errors:
-                    if delay == _RETRY_DELAY_FIRST:  # once per outage, not per attempt
+                    if backoff.first_failure:  # once per outage, not per attempt
                         logger.warning('pool: cannot open connections to keep min_size=%d '
                                        '(%r); retrying in the background',
                                        self._min_size, errors[0])
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, _RETRY_DELAY_MAX)
+                    await asyncio.sleep(backoff.next())
                 else:
-                    delay = _RETRY_DELAY_FIRST
+                    backoff.reset()
         finally:
             self._refill_task = None
 
@@ -821,7 +823,9 @@ class Pool:
         except BaseException:
             self._slot_freed()
             raise
-        self._register(entry)
+        if not self._register(entry):
+            self._discard(entry, graceful=True)
+            return
         self._make_available(entry)
 
     # --- closing ---
@@ -836,21 +840,21 @@ class Pool:
         connections still out are terminated (and a warning is logged).  If
         ``close()`` itself is cancelled or fails, the pool is terminated.
         """
-        if self._closed:
+        if self._core.closed:
             return
         if not self._initialized:
-            self._closed = True
+            self._core.mark_closed()
             return
         loop = self._loop
         assert loop is not None
-        self._closing = True
+        idle = self._core.begin_close('pool is closing')
         self._stop_background()
-        self._fail_waiters('pool is closing')
+        self._wake_all_lend_waiters()
         warning = None
         try:
-            while self._idle:
-                self._discard(self._idle.pop(), graceful=True)
-            if self._slots:
+            for entry in idle:
+                self._discard(entry, graceful=True)
+            if self._core.slots:
                 self._drained = loop.create_future()
                 warning = loop.call_later(
                     _LONG_CLOSE_WARNING if timeout is None else timeout + _LONG_CLOSE_WARNING,
@@ -858,7 +862,8 @@ class Pool:
                 done, _ = await asyncio.wait([self._drained], timeout=timeout)
                 if not done:
                     logger.warning('pool: close() timed out after %.1fs with %d connection(s) '
-                                   'still in use; terminating them', timeout, len(self._all))
+                                   'still in use; terminating them', timeout,
+                                   len(self._core.all))
                     self.terminate()
             if self._close_tasks:
                 await asyncio.gather(*list(self._close_tasks), return_exceptions=True)
@@ -868,27 +873,27 @@ class Pool:
         finally:
             if warning is not None:
                 warning.cancel()
-            self._closed = True
-            self._closing = False
+            self._core.finish_close()
 
     def _warn_long_close(self) -> None:
         logger.warning('pool: close() is taking long: %d connection(s) not released yet; '
                        'pass close(timeout=...) to terminate them after a while',
-                       len(self._all) - len(self._idle))
+                       len(self._core.all) - len(self._core.idle))
 
     def terminate(self) -> None:
         """Close every connection at once, including those in use, and the pool."""
-        if self._closed:
+        if self._core.closed:
             return
-        self._closed = True
+        # Every connection and its slot leave the pool at once: a release
+        # or a replacement in flight finds them gone.
+        entries = self._core.terminate('pool is closed')
         self._stop_background()
-        self._fail_waiters('pool is closed')
-        self._idle.clear()
-        for entry in list(self._all):
+        self._wake_all_lend_waiters()
+        for entry in entries:
             if entry.proxy is not None:
                 entry.proxy._detach()
                 entry.proxy = None
-            self._discard(entry, graceful=False)
+            entry.con.terminate()
         if self._drained is not None and not self._drained.done():
             # close() waiting for releases: there is nothing left to wait for.
             self._drained.set_result(None)
@@ -902,16 +907,14 @@ class Pool:
                 handle.cancel()
         self._expiry_handle = self._idle_check_handle = None
 
-    def _fail_waiters(self, message: str) -> None:
-        self._waiters.fail_all(message)
+    def _wake_all_lend_waiters(self) -> None:
         # Shortcut calls waiting to borrow a connection find the pool closing.
         self._wake_lend_waiters(len(self._lend_waiters))
 
     def _check_open(self) -> None:
-        if self._closed:
-            raise exceptions.InterfaceError('pool is closed')
-        if self._closing:
-            raise exceptions.InterfaceError('pool is closing')
+        core = self._core
+        if core.shut:
+            raise exceptions.InterfaceError('pool is closed' if core.closed else 'pool is closing')
         if not self._initialized:
             if self._initializing:
                 raise exceptions.InterfaceError(
@@ -1029,20 +1032,20 @@ class Pool:
         connection that never drains.
         """
         self._check_open()
-        if self._waiters or not may_share(query):
+        core = self._core
+        if core.line_length() or not may_share(query):
             return None
-        idle = self._idle
+        idle = core.idle
         if idle:
             entry = idle[-1]
-            if entry.generation != self._generation or entry.con.is_closed():
+            if entry.generation != core.generation or entry.con.is_closed():
                 return None
             idle.pop()
-            self._counters.acquires += 1
-            self._counters.histogram[0] += 1
+            core.count_acquire(0.0, False)
             entry.shared_calls = 1
             self._sharing.append(entry)
             return entry
-        if self._slots < self._max_size or not self._sharing:
+        if core.slots < self._max_size or not self._sharing:
             return None
         best = min(self._sharing, key=shared_load)
         stats = best.con.get_pipeline_stats()
@@ -1062,9 +1065,8 @@ class Pool:
             entry = self._lend(query)
             if entry is not None:
                 return entry
-            if not self._waiters and self._slots < self._max_size:
+            if self._core.take_slot():
                 # Room for one more connection: open it for this call.
-                self._slots += 1
                 entry = await self._open_in_slot()
                 self._counters.acquires += 1
                 entry.shared_calls = 1

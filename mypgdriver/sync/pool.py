@@ -1,10 +1,12 @@
 """The pool of mypgdriver.sync: create_pool() and a thread-safe Pool.
 
-The asyncio pool's promises, kept with threads instead of tasks, and with
-its own policy where it needs no event loop: the reset of a released
-connection (pool/reset.py), the end of a checkout (pool/proxy.py), the
-acquire timeout's message (pool/slots.py), the counters and PoolStats
-(pool/stats.py).
+The asyncio pool's promises, kept with threads instead of tasks: both
+pools share one core (mypgdriver/pool/core.pyx: slots, the idle list, the
+waiting line, lifetimes, what a release does, the counters), the reset of
+a released connection (pool/reset.py) and the end of a checkout
+(pool/proxy.py).  This module is the sync pool's own part: how to open,
+check, reset and close a connection (the hooks of its thread driver,
+poolcore.pyx), the background thread, and the public API.
 
 * **Slots.**  At most ``max_size`` connections exist or are being opened:
   a slot is taken (under the pool's lock) before a connection is opened
@@ -23,8 +25,9 @@ acquire timeout's message (pool/slots.py), the counters and PoolStats
   for it: an acquire that finds no idle connection and a free slot opens
   one itself.
 * **Ctrl-C.**  The slots, the idle list and the line of waiting acquires
-  are kept by a compiled core (poolcore.pyx), which a KeyboardInterrupt
-  cannot cut in the middle of a step; the Python code here (opening,
+  are kept by the compiled core, driven under a lock by a compiled driver
+  (poolcore.pyx), which a KeyboardInterrupt cannot cut in the middle of a
+  step; the Python code here (opening,
   checking, resetting, closing a connection) runs as its hooks, and the
   core puts back or closes what a step held when a hook raises.
 """
@@ -43,6 +46,7 @@ from typing import (
 
 from mypgdriver import exceptions, tracing
 from mypgdriver.connecting.connector import resolve_json_option
+from mypgdriver.pool.core import Backoff
 from mypgdriver.pool.pool import with_json
 from mypgdriver.pool.proxy import begin_checkout, end_checkout
 from mypgdriver.pool.reset import default_reset, end_open_transaction, in_unknown_state
@@ -58,14 +62,7 @@ from mypgdriver.sync.connection import (
     read_pending_input,
     run_async,
 )
-from mypgdriver.sync.poolcore import (
-    BROKEN,
-    RESET_FAILED,
-    RETIRED,
-    REUSABLE,
-    PoolCore,
-    PoolEntry,
-)
+from mypgdriver.sync.poolcore import RESET_FAILED, REUSABLE, ThreadDriver
 from mypgdriver.sync.pooled import PoolConnectionProxy
 from mypgdriver.tracing import TELEMETRY
 from mypgdriver.types import JsonCodec
@@ -156,8 +153,9 @@ class Pool(PoolShortcuts):
         self._json = resolve_json_option(json)
 
         self._counters = PoolCounters()
-        # The slots, idle connections and waiting acquires (compiled: Ctrl-C safe).
-        self._core = PoolCore(self, PoolConnectionProxy, self._counters, min_size=min_size,
+        # The pool core (slots, idle connections, waiting acquires) under its
+        # lock, driven with threads (compiled: Ctrl-C safe).
+        self._core = ThreadDriver(self, PoolConnectionProxy, self._counters, min_size=min_size,
                               max_size=max_size, max_queries=max_queries,
                               max_inactive=max_inactive_connection_lifetime,
                               connect_dsn=dsn, connect_kwargs=connect_kwargs)
@@ -268,7 +266,7 @@ class Pool(PoolShortcuts):
                 tracing.name_pool(self, core.connect_dsn, core.connect_kwargs))
         return self._core.acquire(timeout)
 
-    # --- hooks of the core (poolcore.pyx): the Python steps of a checkout ---
+    # --- hooks of the thread driver (poolcore.pyx): the Python steps of a checkout ---
 
     def _idle_connection_alive(self, con: Connection) -> bool:
         """Read what the server sent to an idle connection meanwhile; False if it is closed."""
@@ -333,15 +331,14 @@ class Pool(PoolShortcuts):
         """
         self._core.release(connection, timeout)
 
-    def _reset_released(self, entry: PoolEntry, timeout: Optional[float]) -> int:
-        """The hook of release(): end the checkout, reset the connection; may it be reused?"""
-        con = entry.con
+    def _end_checkout(self, con: Connection) -> bool:
+        """The hook of release(): end the checkout; True if the connection's state is unknown."""
         run_async(con, _checkout_ended(con))
+        return in_unknown_state(async_connection(con))
+
+    def _reset_connection(self, con: Connection, timeout: Optional[float]) -> int:
+        """The hook of release() for a connection the core would reuse: reset it (REUSABLE or not)."""
         aconn = async_connection(con)
-        if in_unknown_state(aconn):
-            return BROKEN
-        if entry.queries >= self._max_queries or entry.generation != self._core.generation:
-            return RETIRED
         if con.is_in_transaction():
             logger.warning('pool: a connection was released inside an open transaction, '
                            'which is rolled back: %r', con)
@@ -383,7 +380,7 @@ class Pool(PoolShortcuts):
     def _maintain(self) -> None:
         """Keep min_size connections open; close those idle past the lifetime."""
         core = self._core
-        delay = _RETRY_DELAY_FIRST
+        backoff = Backoff(_RETRY_DELAY_FIRST, _RETRY_DELAY_MAX)
         while True:
             work = core.maintenance()
             if work is None:
@@ -398,13 +395,12 @@ class Pool(PoolShortcuts):
                 try:
                     entry = core.open_in_slot()
                 except Exception as e:
-                    if delay == _RETRY_DELAY_FIRST:  # once per outage, not per attempt
+                    if backoff.first_failure:  # once per outage, not per attempt
                         logger.warning('pool: cannot open connections to keep min_size=%d '
                                        '(%r); retrying in the background', self._min_size, e)
-                    core.sleep(delay)
-                    delay = min(delay * 2, _RETRY_DELAY_MAX)
+                    core.sleep(backoff.next())
                     continue
-                delay = _RETRY_DELAY_FIRST
+                backoff.reset()
                 core.make_available(entry)
 
     # --- closing ---

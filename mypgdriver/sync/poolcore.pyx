@@ -1,5 +1,11 @@
 # cython: language_level=3
-"""The sync pool's core: its slots, idle list and waiting line, and every step that changes them.
+"""The sync pool's thread driver: the pool core (mypgdriver/pool/core.pyx) run under a lock.
+
+The core decides (slots, idle list, the line of waiting acquires,
+lifetimes, what a release does); this driver acts: it holds the pool's
+lock around each of the core's steps, makes waiting acquires block on a
+lock of their own, and calls the Pool's hooks (pool.py) that open, check,
+reset and close connections.
 
 Compiled for Ctrl-C (issue 24), as the glue is.  Python raises
 KeyboardInterrupt where Python code runs or where a blocking system call
@@ -35,8 +41,6 @@ The one window left is outside the pool: between acquire() returning and
 the caller storing the connection (or entering the ``with`` block), a
 signal can land, as for any call that returns a resource in Python.
 """
-import bisect
-import collections
 import threading
 import time
 
@@ -45,53 +49,27 @@ from cpython.pythread cimport (
     PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK, NOWAIT_LOCK,
 )
 
-from mypgdriver import exceptions
-from mypgdriver.pool.proxy import released_error
-from mypgdriver.pool.slots import acquire_timed_out
-from mypgdriver.pool.stats import WAIT_HISTOGRAM_BOUNDS
+from mypgdriver.pool.core cimport PoolCore, Waiter
 
-__all__ = ('PoolCore', 'PoolEntry', 'REUSABLE', 'BROKEN', 'RESET_FAILED', 'RETIRED',
-           'enter_checkout', 'exit_checkout')
+from mypgdriver import exceptions
+from mypgdriver.pool.core import (
+    CLOSING, IDLE, RELEASED_CLOSING, RESET_FAILED, RETIRED, REUSABLE, PooledConnection,
+)
+from mypgdriver.pool.proxy import released_error
+
+__all__ = ('ThreadDriver', 'PoolEntry', 'REUSABLE', 'RESET_FAILED', 'enter_checkout',
+           'exit_checkout')
 
 cdef object _monotonic = time.monotonic
-cdef object _deque = collections.deque
 cdef object _allocate_lock = threading._allocate_lock
-cdef object _bisect_left = bisect.bisect_left
-cdef object _BOUNDS = WAIT_HISTOGRAM_BOUNDS
 
-#: What the pool's ``_reset_released`` hook says of a released connection.
-REUSABLE = 0      # reset: back to the idle list
-BROKEN = 1        # closed, busy or left mid-operation: terminated
-RESET_FAILED = 2  # the reset failed or left a transaction open: terminated
-RETIRED = 3       # past max_queries or expired: closed gracefully
+#: The sync pool's name for the core's PooledConnection.
+PoolEntry = PooledConnection
+# As C statics: compared at every checkout, without a module dict look-up.
+cdef object _PooledConnection = PooledConnection
 
 
-cdef class PoolEntry:
-    """A connection owned by the pool, with what the pool tracks about it."""
-
-    cdef readonly object con
-    cdef readonly object generation
-    cdef public object queries
-    cdef public double idle_since
-    # The proxy of the checkout in progress (None while idle).
-    cdef public object proxy
-
-    def __init__(self, con, generation):
-        self.con = con
-        self.generation = generation
-        self.queries = 0
-        self.idle_since = 0.0
-        self.proxy = None
-
-
-cdef class _NewSlot:
-    """Handed to a waiter instead of a connection: open one in this slot."""
-
-
-cdef _NewSlot _NEW_SLOT = _NewSlot()
-
-
-cdef class _Waiter:
+cdef class _ThreadWaiter(Waiter):
     """An acquire waiting in line: handed an item, or a message to fail with, by another thread."""
 
     # Locked while the waiter waits; the thread that serves it releases it.
@@ -105,9 +83,18 @@ cdef class _Waiter:
         self.item = None
         self.error = None
 
+    cpdef bint deliver(self, object item) except -1:
+        self.item = item
+        self.lock.release()
+        return True
 
-cdef class PoolCore:
-    """The sync Pool's slots, idle connections and waiting line (see the module's docstring).
+    cpdef fail(self, str message):
+        self.error = message
+        self.lock.release()
+
+
+cdef class ThreadDriver:
+    """The sync Pool's core under its lock, and the steps that call the Pool's hooks.
 
     `pool` is the :class:`mypgdriver.sync.Pool` whose hooks open, check,
     reset and close connections; `proxy_class` is what acquire() hands out.
@@ -116,24 +103,10 @@ cdef class PoolCore:
     cdef PyThread_type_lock _mutex
     cdef object _pool
     cdef object _proxy_class
-    cdef readonly int min_size
-    cdef readonly int max_size
-    cdef readonly object max_queries
-    cdef readonly object max_inactive
-    cdef readonly bint closing
-    cdef readonly bint closed
-    cdef readonly object generation
+    #: The decisions (mypgdriver/pool/core.pyx), taken under the lock.
+    cdef readonly PoolCore core
     cdef readonly object connect_dsn
     cdef readonly object connect_kwargs
-    cdef readonly object counters
-    # Open connections (idle and in use), and the idle ones (most recent at the right).
-    cdef set _all
-    cdef object _idle
-    cdef object _waiters
-    # Acquires waiting now (including one handed something that has not resumed).
-    cdef readonly int waiting
-    # Open + being opened + handed to a waiter to open.
-    cdef readonly int slots
     # Released when the last slot is given up after close() began.
     cdef object _drained
     # Released to wake the background thread (it acquires it to sleep).
@@ -154,21 +127,10 @@ cdef class PoolCore:
                  max_queries, max_inactive, connect_dsn, connect_kwargs):
         self._pool = pool
         self._proxy_class = proxy_class
-        self.counters = counters
-        self.min_size = min_size
-        self.max_size = max_size
-        self.max_queries = max_queries
-        self.max_inactive = max_inactive
-        self.closing = False
-        self.closed = False
-        self.generation = 0
+        self.core = PoolCore(counters, min_size=min_size, max_size=max_size,
+                             max_queries=max_queries, max_inactive=max_inactive)
         self.connect_dsn = connect_dsn
         self.connect_kwargs = connect_kwargs
-        self._all = set()
-        self._idle = _deque()
-        self._waiters = _deque()
-        self.waiting = 0
-        self.slots = 0
         self._drained = _allocate_lock()
         self._drained.acquire()
         self._wake = _allocate_lock()
@@ -187,10 +149,22 @@ cdef class PoolCore:
 
     # --- information ---
 
+    @property
+    def closing(self):
+        return self.core.closing
+
+    @property
+    def closed(self):
+        return self.core.closed
+
+    @property
+    def generation(self):
+        return self.core.generation
+
     def sizes(self):
         """(open connections, idle ones) at one instant."""
         self._lock()
-        n, idle = len(self._all), len(self._idle)
+        n, idle = len(self.core.all), len(self.core.idle)
         self._unlock()
         return n, idle
 
@@ -198,10 +172,7 @@ cdef class PoolCore:
         """(the open connections, a PoolStats without pipeline_depths), at one instant."""
         self._lock()
         try:
-            entries = list(self._all)
-            return entries, self.counters.snapshot(
-                size=len(entries), idle=len(self._idle), min_size=self.min_size,
-                max_size=self.max_size, waiters=self.waiting, pipeline_depths=())
+            return list(self.core.all), self.core.snapshot()
         finally:
             self._unlock()
 
@@ -217,91 +188,76 @@ cdef class PoolCore:
         """A proxy of a checked, checked-out connection (see Pool.acquire)."""
         cdef double start = _monotonic()
         cdef object item
-        cdef _Waiter waiter = None
-        cdef PoolEntry entry
+        cdef _ThreadWaiter waiter = None
+        cdef object entry
+        cdef PoolCore core = self.core
         self._lock()
-        if self.closed or self.closing:
+        if core.closed or core.closing:
             self._unlock()
-            raise exceptions.InterfaceError('pool is closed' if self.closed else 'pool is closing')
-        item = self._take()
+            raise exceptions.InterfaceError('pool is closed' if core.closed else 'pool is closing')
+        item = core.take()
         if item is None:
-            waiter = _Waiter()
-            self._waiters.append(waiter)
-            self.waiting += 1
+            waiter = _ThreadWaiter()
+            core.join_line(waiter)
         self._unlock()
         if waiter is not None:
             item = self._wait(waiter, timeout)
         # From the idle list at once: waited 0.0 (as in the asyncio pool).
-        found_idle = waiter is None and type(item) is PoolEntry
+        found_idle = waiter is None and type(item) is _PooledConnection
         entry = self._ready(item)
         proxy = self._begin_checkout(entry, timeout)
         waited = 0.0 if found_idle else _monotonic() - start
         self._lock()
-        if not found_idle:
-            self.counters.waited += 1
-        _count_acquire(self.counters, waited)
+        core.count_acquire(waited, not found_idle)
         self._unlock()
         return proxy
 
-    cdef object _take(self):
-        """Under the lock: an idle connection, or a free slot (taken), or None (wait)."""
-        if self._waiters:
-            return None
-        if self._idle:
-            return self._idle.pop()
-        if self.slots < self.max_size:
-            self.slots += 1
-            return _NEW_SLOT
-        return None
-
-    cdef object _wait(self, _Waiter waiter, timeout):
+    cdef object _wait(self, _ThreadWaiter waiter, timeout):
         """Wait in line until handed a connection or a slot, or raise."""
+        cdef PoolCore core = self.core
         try:
             if self.wait_hook is not None:
                 self.wait_hook()
             waiter.lock.acquire(True, -1 if timeout is None else max(timeout, 0.0))
         except BaseException:
             self._lock()
-            self.waiting -= 1
+            core.resumed()
             item = waiter.item
             if item is None:
-                _forget(self._waiters, waiter)
+                core.forget(waiter)
             self._unlock()
             if item is not None:
                 self._give_back(item)  # handed something as we were interrupted
             raise
         self._lock()
-        self.waiting -= 1
+        core.resumed()
         item = waiter.item
         error = waiter.error
-        closing = self.closing or self.closed
-        in_use = opening = others = 0
+        closing = core.closing or core.closed
+        timed_out = None
         if item is None and error is None:
-            _forget(self._waiters, waiter)
-            self.counters.timeouts += 1
+            core.forget(waiter)
             # What held the connections up as the waiter left the line.
-            in_use = len(self._all) - len(self._idle)
-            opening = self.slots - len(self._all)
-            others = len(self._waiters)
+            core.counters.timeouts += 1
+            timed_out = core.timeout_error(timeout, 'thread')
         self._unlock()
         if error is not None:
             raise exceptions.InterfaceError(error)
-        if item is None:
-            raise acquire_timed_out(timeout, in_use=in_use, opening=opening,
-                                    max_size=self.max_size, others=others, caller='thread')
+        if timed_out is not None:
+            raise timed_out
         if closing:
             # Handed something just before close(): waiting acquires fail.
             self._give_back(item)
             raise exceptions.InterfaceError('pool is closing')
         return item
 
-    cdef PoolEntry _ready(self, item):
+    cdef object _ready(self, item):
         """A connection ready to hand out from `item`: checked, or opened in the slot."""
-        cdef PoolEntry entry
-        if type(item) is PoolEntry:
+        cdef object entry
+        if type(item) is _PooledConnection:
             entry = item
             try:
-                alive = (entry.generation == self.generation
+                alive = (self.core.fresh(entry)
                          and self._pool._idle_connection_alive(entry.con))
             except BaseException:
                 self._discard(entry, False)
@@ -316,40 +272,37 @@ cdef class PoolCore:
             except BaseException:
                 self._slot_freed()
                 raise
-        if self.closing or self.closed:
+        if self.core.closing or self.core.closed:
             self._slot_freed()
             raise exceptions.InterfaceError('pool is closing')
         return self.open_in_slot()
 
     def open_in_slot(self):
         """Open a connection in a slot the caller holds; the slot is given up if this fails."""
-        cdef PoolEntry entry
+        cdef object entry
+        cdef bint open_
         self._lock()
-        dsn, kwargs, generation = self.connect_dsn, self.connect_kwargs, self.generation
+        dsn, kwargs, generation = self.connect_dsn, self.connect_kwargs, self.core.generation
         self._unlock()
         try:
             con = self._pool._open_connection(dsn, kwargs)
         except BaseException:
             self._lock()
-            self.counters.failed += 1
+            self.core.counters.failed += 1
             self._unlock()
             self._slot_freed()
             raise
-        entry = PoolEntry(con, generation)
+        entry = _PooledConnection(con, generation)
         self._lock()
-        self.counters.opened += 1
-        if not (self.closing or self.closed):
-            self._all.add(entry)
-            self._unlock()
-            return entry
+        self.core.counters.opened += 1
+        open_ = self.core.register(entry)
         self._unlock()
-        try:
-            self._close(con, True)
-        finally:
-            self._slot_freed()
+        if open_:
+            return entry
+        self._discard(entry, True)
         raise exceptions.InterfaceError('pool is closing')
 
-    cdef object _begin_checkout(self, PoolEntry entry, timeout):
+    cdef object _begin_checkout(self, object entry, timeout):
         """Hand `entry` out as a new proxy (the pool's `_begin_checkout` hook runs `setup`)."""
         cls = self._proxy_class
         proxy = cls.__new__(cls)
@@ -361,7 +314,7 @@ cdef class PoolCore:
         self._start_checkout(entry, proxy)
         return proxy
 
-    cdef void _start_checkout(self, PoolEntry entry, proxy) except *:
+    cdef void _start_checkout(self, object entry, proxy) except *:
         entry.proxy = proxy
         try:
             self._pool._begin_checkout(entry.con, proxy)
@@ -376,8 +329,8 @@ cdef class PoolCore:
 
     def replace_lost_connection(self, proxy, error):
         """Give `proxy` a new connection after its first call found the old one dead."""
-        cdef PoolEntry old = proxy._entry
-        cdef PoolEntry entry
+        cdef object old = proxy._entry
+        cdef object entry
         old.proxy = None
         if not self._retire(old):
             proxy._con = None  # terminate() took the connection and its slot
@@ -388,7 +341,7 @@ cdef class PoolCore:
             proxy._con = None
             self._slot_freed()
             raise
-        if self.closing or self.closed:
+        if self.core.closing or self.core.closed:
             proxy._con = None
             self._slot_freed()
             raise error
@@ -408,7 +361,8 @@ cdef class PoolCore:
 
     def release(self, connection, timeout):
         """End the checkout of `connection` (a proxy) and reset or replace it (see Pool.release)."""
-        cdef PoolEntry entry
+        cdef object entry
+        cdef int verdict
         if type(connection) is not self._proxy_class or connection._pool is not self._pool:
             raise exceptions.InterfaceError(
                 f'Pool.release() received invalid connection: {connection!r} is not a '
@@ -422,85 +376,75 @@ cdef class PoolCore:
         # The checkout ends here: the proxy is refused from now on.
         connection._con = None
         entry.proxy = None
-        if self.closing or self.closed:
+        if self.core.closing or self.core.closed:
             self._discard(entry, True)
             return
         try:
-            verdict = self._pool._reset_released(entry, timeout)
+            unknown = self._pool._end_checkout(con)
+            # (reads only, no Python code: no lock needed)
+            verdict = self.core.release_verdict(entry, unknown)
+            if verdict == REUSABLE:
+                verdict = self._pool._reset_connection(con, timeout)
         except BaseException:
             self._lock()
-            self.counters.reset_failures += 1
+            self.core.count_release(RESET_FAILED)
             self._unlock()
             self._discard(entry, False)
             raise
         if verdict == REUSABLE:
-            self._lock()
-            self.counters.resets += 1
-            self._unlock()
-            self.make_available(entry)
+            self._available(entry, True)
             return
         self._lock()
-        if verdict == BROKEN:
-            self.counters.broken += 1
-        elif verdict == RESET_FAILED:
-            self.counters.reset_failures += 1
+        self.core.count_release(verdict)
         self._unlock()
-        self._discard(entry, verdict == RETIRED)
+        self._discard(entry, verdict == RETIRED or verdict == RELEASED_CLOSING)
 
     # --- slots and idle connections ---
 
     def reserve_slot(self):
         """Take a slot to open a connection in (create_pool's first min_size connections)."""
         self._lock()
-        self.slots += 1
+        self.core.reserve_slot()
         self._unlock()
 
-    def make_available(self, PoolEntry entry):
+    def make_available(self, object entry):
         """Hand a ready connection to the first waiter, or put it in the idle list."""
-        self._lock()
-        if entry not in self._all:
-            self._unlock()
-            return  # terminated meanwhile
-        if not (self.closing or self.closed):
-            if not self._hand_over(entry):
-                entry.idle_since = _monotonic()
-                self._idle.append(entry)
-                self._kick()
-            self._unlock()
-            return
-        self._unlock()
-        self._discard(entry, True)
+        self._available(entry, False)
 
-    cdef bint _hand_over(self, item):
-        """Under the lock: give `item` to the first waiter; False if nobody waits."""
-        cdef _Waiter waiter
-        if self._waiters:
-            waiter = self._waiters.popleft()
-            waiter.item = item
-            waiter.lock.release()
-            return True
-        return False
+    cdef void _available(self, object entry, bint reset_done) except *:
+        # One locked step: the reset counted (`reset_done`) and the connection handed on.
+        cdef double now = _monotonic()
+        self._lock()
+        try:
+            if reset_done:
+                self.core.count_release(REUSABLE)
+            outcome = self.core.make_available(entry, now)
+            if outcome == IDLE:
+                self._kick()
+        finally:
+            self._unlock()
+        if outcome == CLOSING:
+            self._discard(entry, True)
 
     cdef void _give_back(self, item) except *:
-        if type(item) is PoolEntry:
-            self.make_available(item)
+        if type(item) is _PooledConnection:
+            self._available(item, False)
         else:
             self._slot_freed()
 
-    cdef void _slot_freed(self):
+    cdef void _slot_freed(self) except *:
         """A slot was given up: pass it to the first waiter, or count it free."""
         self._lock()
-        if not (self.closing or self.closed) and self._hand_over(_NEW_SLOT):
+        try:
+            if not self.core.slot_freed():
+                self._kick()
+                self._note_drained()
+        finally:
             self._unlock()
-            return
-        self.slots -= 1
-        self._kick()
-        self._note_drained()
-        self._unlock()
 
     cdef void _note_drained(self):
         """Under the lock: wake close() once no slot is left."""
-        if self.slots == 0 and (self.closing or self.closed) and self._drained.locked():
+        if self.core.drained() and self._drained.locked():
             self._drained.release()
 
     cdef void _kick(self):
@@ -512,16 +456,12 @@ cdef class PoolCore:
         """In the background thread: sleep up to `timeout` seconds, or until kicked."""
         self._wake.acquire(True, max(timeout, 0.0))
 
-    cdef bint _retire(self, PoolEntry entry):
+    cdef bint _retire(self, object entry) except -1:
         """Take a connection out of the pool (its slot stays with the caller); False if gone."""
         self._lock()
-        if entry not in self._all:
-            self._unlock()
-            return False
-        self._all.discard(entry)
-        self.counters.closed += 1
+        gone = not self.core.retire(entry)
         self._unlock()
-        return True
+        return not gone
 
     cdef void _close(self, con, bint graceful) except *:
         """Close `con` through the pool's hook; terminate it if that is interrupted."""
@@ -535,7 +475,7 @@ cdef class PoolCore:
                     pass
             raise
 
-    cdef void _discard(self, PoolEntry entry, bint graceful) except *:
+    cdef void _discard(self, object entry, bint graceful) except *:
         """Close a connection and give up its slot (once: nothing if the pool lost it)."""
         if self._retire(entry):
             try:
@@ -564,37 +504,21 @@ cdef class PoolCore:
         of the idle list; the refill's slot is taken.
         """
         self._lock()
-        if self.closing or self.closed:
+        if self.core.closing or self.core.closed:
             self._unlock()
             return None
-        expired = self._take_expired()
-        refill = not expired and self.slots < self.min_size
-        if refill:
-            self.slots += 1
+        expired = self.core.take_expired(_monotonic())
+        refill = not expired and self.core.reserve_refill(1) == 1
         self._unlock()
         return expired, refill
-
-    cdef list _take_expired(self):
-        cdef list expired = []
-        lifetime = self.max_inactive
-        if not lifetime:
-            return expired
-        now = _monotonic()
-        idle = self._idle
-        # The idle list is ordered by release time: the oldest are at the left.
-        while idle and len(self._all) - len(expired) > self.min_size:
-            if (<PoolEntry>idle[0]).idle_since + lifetime > now:
-                break
-            expired.append(idle.popleft())
-        return expired
 
     def next_wake(self, double interval):
         """Seconds until the background thread has something to look at (at most `interval`)."""
         cdef double wake = interval
-        lifetime = self.max_inactive
         self._lock()
-        if lifetime and self._idle and len(self._all) > self.min_size:
-            wake = min(wake, (<PoolEntry>self._idle[0]).idle_since + lifetime - _monotonic())
+        expiry = self.core.next_expiry()
+        if expiry is not None:
+            wake = min(wake, expiry - _monotonic())
         self._unlock()
         return max(wake, 0.0)
 
@@ -603,22 +527,17 @@ cdef class PoolCore:
     def expire_connections(self):
         """Replace every connection: the idle ones are closed now, those in use on release."""
         self._lock()
-        self.generation += 1
-        stale = list(self._idle)
-        self._idle.clear()
+        stale = self.core.expire()
         self._unlock()
         self.discard_all(stale, True)
 
     def close(self, timeout):
         """Close gracefully (see Pool.close); False if it was closed or closing already."""
         self._lock()
-        if self.closed or self.closing:
+        if self.core.closed or self.core.closing:
             self._unlock()
             return False
-        self.closing = True
-        self._fail_waiters('pool is closing')
-        idle = list(self._idle)
-        self._idle.clear()
+        idle = self.core.begin_close('pool is closing')
         self._note_drained()
         self._kick()
         self._unlock()
@@ -628,7 +547,7 @@ cdef class PoolCore:
                 self.wait_hook()
             if not self._drained.acquire(True, -1 if timeout is None else max(timeout, 0.0)):
                 self._lock()
-                in_use = len(self._all)
+                in_use = len(self.core.all)
                 self._unlock()
                 self._pool._log_close_timeout(timeout, in_use)
                 self.terminate()
@@ -637,68 +556,34 @@ cdef class PoolCore:
             raise
         finally:
             self._lock()
-            self.closed = True
-            self.closing = False
+            self.core.finish_close()
             self._unlock()
         return True
 
     def terminate(self):
         """Close every connection at once, including those in use (see Pool.terminate)."""
+        cdef object entry
         self._lock()
-        if self.closed:
+        if self.core.closed:
             self._unlock()
             return
-        self.closed = True
-        self._fail_waiters('pool is closed')
-        entries = list(self._all)
-        self._all.clear()
-        self._idle.clear()
-        self.counters.closed += len(entries)
-        self.slots -= len(entries)
+        entries = self.core.terminate('pool is closed')
         self._note_drained()
         self._kick()
         self._unlock()
         error = None
         for entry in entries:
-            proxy = (<PoolEntry>entry).proxy
+            proxy = entry.proxy
             if proxy is not None:
                 proxy._con = None
-                (<PoolEntry>entry).proxy = None
+                entry.proxy = None
             try:
-                self._pool._terminate_connection((<PoolEntry>entry).con, proxy is not None)
+                self._pool._terminate_connection(entry.con, proxy is not None)
             except BaseException as e:
                 if error is None:
                     error = e
         if error is not None:
             raise error
-
-    cdef void _fail_waiters(self, str message):
-        """Under the lock: every waiting acquire raises InterfaceError(`message`)."""
-        cdef _Waiter waiter
-        waiters, self._waiters = self._waiters, type(self._waiters)()
-        for waiter in waiters:
-            waiter.error = message
-            waiter.lock.release()
-
-
-cdef inline void _forget(waiters, _Waiter waiter):
-    try:
-        waiters.remove(waiter)
-    except ValueError:
-        pass
-
-
-cdef void _count_acquire(counters, double waited):
-    # PoolCounters.count_acquire, here as C code (a Python call would be an
-    # interruption point after the checkout was made).
-    counters.acquires += 1
-    if waited:
-        counters.wait_total += waited
-        if waited > counters.wait_max:
-            counters.wait_max = waited
-        counters.histogram[_bisect_left(_BOUNDS, waited)] += 1
-    else:
-        counters.histogram[0] += 1
 
 
 # --- the proxy's `with` block, compiled: entering it and leaving it cannot be interrupted ---

@@ -10,8 +10,8 @@ from mypgdriver.sync.connection import Connection
 from mypgdriver.sync.poolcore import enter_checkout, exit_checkout
 
 if TYPE_CHECKING:
+    from mypgdriver.pool.core import PooledConnection as PoolEntry
     from mypgdriver.sync.pool import Pool
-    from mypgdriver.sync.poolcore import PoolEntry
 
 __all__ = ('PoolConnectionProxy',)
 
