@@ -97,6 +97,20 @@ def wait_settled(sync_observer: mypgdriver.sync.Connection, pid: int) -> None:
         time.sleep(0.005)
 
 
+def wait_exited(sync_observer: mypgdriver.sync.Connection, pid: int) -> None:
+    """Until backend `pid` has exited: what it received before its connection was cut has run.
+
+    A backend whose connection the proxy cut may still hold the client's last
+    messages unread (the proxy forwarded them just before the cut): it sits
+    "idle" until it reads them, runs them, and only then sees the end of the
+    stream.  Its exit is the one sign that nothing of it is still to run.
+    """
+    deadline = time.monotonic() + 10
+    while sync_observer.fetchval('SELECT count(*) FROM pg_stat_activity WHERE pid = $1', pid):
+        assert time.monotonic() < deadline, 'the cut backend never exited'
+        time.sleep(0.005)
+
+
 def terminate_and_wait(sync_observer: mypgdriver.sync.Connection, pid: int) -> None:
     """Terminate backend `pid` and wait until it has exited (its goodbye is sent)."""
     assert sync_observer.fetchval('SELECT pg_terminate_backend($1, 10000)', pid) is True
@@ -246,6 +260,8 @@ def test_sync_pool_first_call_cut_anywhere_runs_at_most_once(
                         outcomes.add('returned')
                     except LOST:
                         outcomes.add('lost')
+                        # Cut: its backend may still run what it was sent.
+                        wait_exited(sync_observer, pid)
                     # (a replacement's backend, if the call was made again)
                     pids = {pid, conn.get_server_pid()}
                 for each in pids:
@@ -275,6 +291,8 @@ async def test_pool_first_call_cut_anywhere_runs_at_most_once(
                         outcomes.add('returned')
                     except LOST:
                         outcomes.add('lost')
+                        # Cut: its backend may still run what it was sent.
+                        wait_exited(sync_observer, pid)
                     pids = {pid, con.get_server_pid()}
                 for each in pids:
                     wait_settled(sync_observer, each)
