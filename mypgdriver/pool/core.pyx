@@ -37,6 +37,7 @@ from mypgdriver.pool.stats import WAIT_HISTOGRAM_BOUNDS
 from mypgdriver.pool.timeouts import acquire_timed_out
 
 __all__ = ('PoolCore', 'PooledConnection', 'NewSlot', 'NEW_SLOT', 'Waiter', 'Backoff',
+           'RETRY_DELAY_FIRST', 'RETRY_DELAY_MAX',
            'GONE', 'HANDED', 'IDLE', 'CLOSING', 'REUSABLE', 'BROKEN', 'RESET_FAILED',
            'RETIRED', 'RELEASED_CLOSING')
 
@@ -112,15 +113,22 @@ cdef class Waiter:
         raise NotImplementedError
 
 
+#: Backoff's defaults, for both pools: the first delay bridges a server
+#: restart quickly, the cap makes a long outage cost one attempt a second
+#: per slot.
+RETRY_DELAY_FIRST = 0.05
+RETRY_DELAY_MAX = 1.0
+
+
 cdef class Backoff:
     """The delays between attempts to open a connection while the server is away.
 
     Short at first so that a restart is bridged quickly, doubled after each
     failure and capped so that a long outage costs one attempt per `cap`
-    seconds.
+    seconds (defaults: :data:`RETRY_DELAY_FIRST`, :data:`RETRY_DELAY_MAX`).
     """
 
-    def __init__(self, double first, double cap):
+    def __init__(self, double first=RETRY_DELAY_FIRST, double cap=RETRY_DELAY_MAX):
         self.first = first
         self.cap = cap
         self.delay = first
