@@ -33,6 +33,8 @@ call; the asyncio driver runs in one thread.
 """
 import collections
 
+from mypgdriver.pool.slotaccess cimport read_slot, slot_offset, write_slot
+
 from mypgdriver.pool.stats import WAIT_HISTOGRAM_BOUNDS
 from mypgdriver.pool.timeouts import acquire_timed_out
 
@@ -66,7 +68,10 @@ class PooledConnection:
     A Python class with __slots__, not a cdef class: the asyncio pool reads
     and sets its attributes from Python at every checkout, and the
     interpreter's specialized slot access is cheaper there than a cdef
-    class's descriptors (measured with bench/pool_callgrind.py).
+    class's descriptors (measured with bench/pool_callgrind.py).  The C
+    code (this core, the sync pool's thread driver) reads and sets the
+    slots at their offsets instead (mypgdriver/pool/slotaccess.pxd), as
+    it would a cdef class's fields.
     """
 
     __slots__ = ('con', 'generation', 'queries', 'idle_since', 'proxy', 'shared_calls',
@@ -82,6 +87,14 @@ class PooledConnection:
         # Shortcut calls (pool.fetch, ...) running on it; > 0 while the
         # asyncio pool lends it to them rather than hands it out.
         self.shared_calls = 0
+
+
+# The core's own reads and writes of an entry's slots, at their offsets
+# (mypgdriver/pool/slotaccess.pxd): C code pays no attribute look-up.
+cdef type _Entry = PooledConnection
+cdef Py_ssize_t _GENERATION = slot_offset(PooledConnection, 'generation')
+cdef Py_ssize_t _QUERIES = slot_offset(PooledConnection, 'queries')
+cdef Py_ssize_t _IDLE_SINCE = slot_offset(PooledConnection, 'idle_since')
 
 
 cdef class NewSlot:
@@ -223,7 +236,7 @@ cdef class PoolCore:
 
     cpdef bint fresh(self, object entry):
         """False if `entry` is from before :meth:`expire` (replace it)."""
-        return entry.generation == self.generation
+        return read_slot(entry, _Entry, _GENERATION, 'generation') == self.generation
 
     cpdef join_line(self, Waiter waiter):
         """Put `waiter` at the end of the line."""
@@ -307,7 +320,7 @@ cdef class PoolCore:
             return HANDED
         if self.shut:
             return CLOSING
-        entry.idle_since = now
+        write_slot(entry, _Entry, _IDLE_SINCE, 'idle_since', now)
         self.idle.append(entry)
         return IDLE
 
@@ -362,7 +375,8 @@ cdef class PoolCore:
             return RELEASED_CLOSING
         if unknown_state:
             return BROKEN
-        if entry.queries >= self.max_queries or entry.generation != self.generation:
+        if (read_slot(entry, _Entry, _QUERIES, 'queries') >= self.max_queries
+                or read_slot(entry, _Entry, _GENERATION, 'generation') != self.generation):
             return RETIRED
         return REUSABLE
 
