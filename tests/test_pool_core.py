@@ -27,6 +27,8 @@ from mypgdriver.pool.core import (
     RELEASED_CLOSING,
     RESET_FAILED,
     RETIRED,
+    RETRY_DELAY_FIRST,
+    RETRY_DELAY_MAX,
     REUSABLE,
     Backoff,
     PoolCore,
@@ -283,6 +285,44 @@ def test_backoff_doubles_up_to_its_cap_and_starts_over_after_success() -> None:
     assert not backoff.first_failure
     backoff.reset()
     assert backoff.next() == 0.05
+
+
+def test_backoff_defaults_are_the_pools_delays() -> None:
+    backoff = Backoff()
+    assert (backoff.first, backoff.cap) == (RETRY_DELAY_FIRST, RETRY_DELAY_MAX)
+
+
+class EntrySubclass(PooledConnection):
+    """Not exactly a PooledConnection: the core falls back to attribute look-ups."""
+
+    __slots__ = ()
+
+
+def test_the_core_reads_and_sets_an_entrys_attributes_whatever_its_class() -> None:
+    # The core reads an exact PooledConnection's slots at their offsets
+    # (pool/slotaccess.pxd) and anything else by name: the same outcome.
+    for cls in (PooledConnection, EntrySubclass):
+        core = make_core(max_size=1, max_queries=2)
+        assert core.take() is NEW_SLOT
+        entry = cls(StandInConnection('c'), core.generation)
+        assert core.register(entry)
+        assert core.fresh(entry)
+        assert core.release_verdict(entry, False) == REUSABLE
+        entry.queries = 2
+        assert core.release_verdict(entry, False) == RETIRED
+        entry.queries = 0
+        assert core.make_available(entry, 12.5) == IDLE
+        assert entry.idle_since == 12.5
+        core.expire()
+        assert not core.fresh(entry)
+        assert core.release_verdict(entry, False) == RETIRED
+
+
+def test_the_core_raises_attribute_error_for_an_unset_slot() -> None:
+    core = make_core()
+    entry = PooledConnection.__new__(PooledConnection)   # no __init__: no slot set
+    with pytest.raises(AttributeError):
+        core.fresh(entry)
 
 
 # --- close and terminate ---

@@ -6,6 +6,7 @@ from typing_extensions import disjoint_base
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 
 __all__ = ('PoolCore', 'PooledConnection', 'NewSlot', 'NEW_SLOT', 'Waiter', 'Backoff',
+           'RETRY_DELAY_FIRST', 'RETRY_DELAY_MAX',
            'GONE', 'HANDED', 'IDLE', 'CLOSING', 'REUSABLE', 'BROKEN', 'RESET_FAILED',
            'RETIRED', 'RELEASED_CLOSING')
 
@@ -18,6 +19,8 @@ BROKEN: int
 RESET_FAILED: int
 RETIRED: int
 RELEASED_CLOSING: int
+RETRY_DELAY_FIRST: float
+RETRY_DELAY_MAX: float
 
 class PooledConnection:
     """A connection owned by the pool, with what the pool tracks about it."""
@@ -54,7 +57,7 @@ class Backoff:
     def delay(self) -> float: ...
     @property
     def first_failure(self) -> bool: ...
-    def __init__(self, first: float, cap: float) -> None: ...
+    def __init__(self, first: float = ..., cap: float = ...) -> None: ...
     def next(self) -> float: ...
     def reset(self) -> None: ...
 

@@ -33,10 +33,13 @@ call; the asyncio driver runs in one thread.
 """
 import collections
 
+from mypgdriver.pool.slotaccess cimport read_slot, slot_offset, write_slot
+
 from mypgdriver.pool.stats import WAIT_HISTOGRAM_BOUNDS
 from mypgdriver.pool.timeouts import acquire_timed_out
 
 __all__ = ('PoolCore', 'PooledConnection', 'NewSlot', 'NEW_SLOT', 'Waiter', 'Backoff',
+           'RETRY_DELAY_FIRST', 'RETRY_DELAY_MAX',
            'GONE', 'HANDED', 'IDLE', 'CLOSING', 'REUSABLE', 'BROKEN', 'RESET_FAILED',
            'RETIRED', 'RELEASED_CLOSING')
 
@@ -65,7 +68,10 @@ class PooledConnection:
     A Python class with __slots__, not a cdef class: the asyncio pool reads
     and sets its attributes from Python at every checkout, and the
     interpreter's specialized slot access is cheaper there than a cdef
-    class's descriptors (measured with bench/pool_callgrind.py).
+    class's descriptors (measured with bench/pool_callgrind.py).  The C
+    code (this core, the sync pool's thread driver) reads and sets the
+    slots at their offsets instead (mypgdriver/pool/slotaccess.pxd), as
+    it would a cdef class's fields.
     """
 
     __slots__ = ('con', 'generation', 'queries', 'idle_since', 'proxy', 'shared_calls',
@@ -81,6 +87,14 @@ class PooledConnection:
         # Shortcut calls (pool.fetch, ...) running on it; > 0 while the
         # asyncio pool lends it to them rather than hands it out.
         self.shared_calls = 0
+
+
+# The core's own reads and writes of an entry's slots, at their offsets
+# (mypgdriver/pool/slotaccess.pxd): C code pays no attribute look-up.
+cdef type _Entry = PooledConnection
+cdef Py_ssize_t _GENERATION = slot_offset(PooledConnection, 'generation')
+cdef Py_ssize_t _QUERIES = slot_offset(PooledConnection, 'queries')
+cdef Py_ssize_t _IDLE_SINCE = slot_offset(PooledConnection, 'idle_since')
 
 
 cdef class NewSlot:
@@ -112,15 +126,22 @@ cdef class Waiter:
         raise NotImplementedError
 
 
+#: Backoff's defaults, for both pools: the first delay bridges a server
+#: restart quickly, the cap makes a long outage cost one attempt a second
+#: per slot.
+RETRY_DELAY_FIRST = 0.05
+RETRY_DELAY_MAX = 1.0
+
+
 cdef class Backoff:
     """The delays between attempts to open a connection while the server is away.
 
     Short at first so that a restart is bridged quickly, doubled after each
     failure and capped so that a long outage costs one attempt per `cap`
-    seconds.
+    seconds (defaults: :data:`RETRY_DELAY_FIRST`, :data:`RETRY_DELAY_MAX`).
     """
 
-    def __init__(self, double first, double cap):
+    def __init__(self, double first=RETRY_DELAY_FIRST, double cap=RETRY_DELAY_MAX):
         self.first = first
         self.cap = cap
         self.delay = first
@@ -215,7 +236,7 @@ cdef class PoolCore:
 
     cpdef bint fresh(self, object entry):
         """False if `entry` is from before :meth:`expire` (replace it)."""
-        return entry.generation == self.generation
+        return read_slot(entry, _Entry, _GENERATION, 'generation') == self.generation
 
     cpdef join_line(self, Waiter waiter):
         """Put `waiter` at the end of the line."""
@@ -299,7 +320,7 @@ cdef class PoolCore:
             return HANDED
         if self.shut:
             return CLOSING
-        entry.idle_since = now
+        write_slot(entry, _Entry, _IDLE_SINCE, 'idle_since', now)
         self.idle.append(entry)
         return IDLE
 
@@ -354,7 +375,8 @@ cdef class PoolCore:
             return RELEASED_CLOSING
         if unknown_state:
             return BROKEN
-        if entry.queries >= self.max_queries or entry.generation != self.generation:
+        if (read_slot(entry, _Entry, _QUERIES, 'queries') >= self.max_queries
+                or read_slot(entry, _Entry, _GENERATION, 'generation') != self.generation):
             return RETIRED
         return REUSABLE
 

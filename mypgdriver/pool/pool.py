@@ -91,11 +91,6 @@ __all__ = ('create_pool', 'Pool', 'PoolAcquireContext')
 # Named for the package, as before it was one: the logger users configure.
 logger = logging.getLogger('mypgdriver.pool')
 
-# Backoff between attempts to open a connection while the server is away:
-# short at first so that a restart is bridged quickly, capped so that a long
-# outage costs one attempt a second per slot.
-_RETRY_DELAY_FIRST = 0.05
-_RETRY_DELAY_MAX = 1.0
 # A TimeoutError this close to the acquire's deadline is the deadline's own.
 _DEADLINE_SLACK = 0.001
 
@@ -470,7 +465,7 @@ class Pool:
         retry_until = deadline
         if retry_until is None:
             retry_until = loop.time() + self._connect_retry_timeout
-        backoff = Backoff(_RETRY_DELAY_FIRST, _RETRY_DELAY_MAX)
+        backoff = Backoff()
         failure: Optional[BaseException] = None  # of the last attempt that failed by itself
         try:
             while True:
@@ -797,7 +792,7 @@ class Pool:
 
     async def _refill(self) -> None:
         """Open connections in the background until min_size are open or opening."""
-        backoff = Backoff(_RETRY_DELAY_FIRST, _RETRY_DELAY_MAX)
+        backoff = Backoff()
         try:
             while True:
                 count = self._core.reserve_refill(self._min_size)

@@ -74,9 +74,6 @@ logger = logging.getLogger('mypgdriver.pool')
 # How often the background thread wakes with nothing to do (it is also woken
 # whenever a slot is freed below min_size or a connection goes idle).
 _MAINTENANCE_INTERVAL = 1.0
-# Backoff of the background thread while the server cannot be reached.
-_RETRY_DELAY_FIRST = 0.05
-_RETRY_DELAY_MAX = 1.0
 
 
 class Pool(PoolShortcuts):
@@ -380,7 +377,7 @@ class Pool(PoolShortcuts):
     def _maintain(self) -> None:
         """Keep min_size connections open; close those idle past the lifetime."""
         core = self._core
-        backoff = Backoff(_RETRY_DELAY_FIRST, _RETRY_DELAY_MAX)
+        backoff = Backoff()
         while True:
             work = core.maintenance()
             if work is None:

@@ -50,6 +50,7 @@ from cpython.pythread cimport (
 )
 
 from mypgdriver.pool.core cimport PoolCore, Waiter
+from mypgdriver.pool.slotaccess cimport read_slot, slot_offset, write_slot
 
 from mypgdriver import exceptions
 from mypgdriver.pool.core import (
@@ -66,7 +67,19 @@ cdef object _allocate_lock = threading._allocate_lock
 #: The sync pool's name for the core's PooledConnection.
 PoolEntry = PooledConnection
 # As C statics: compared at every checkout, without a module dict look-up.
-cdef object _PooledConnection = PooledConnection
+cdef type _PooledConnection = PooledConnection
+# The entry's slots read and set at every checkout, at their offsets
+# (mypgdriver/pool/slotaccess.pxd): no attribute look-up from C.
+cdef Py_ssize_t _CON = slot_offset(PooledConnection, 'con')
+cdef Py_ssize_t _PROXY = slot_offset(PooledConnection, 'proxy')
+
+
+cdef inline object _con(object entry):
+    return read_slot(entry, _PooledConnection, _CON, 'con')
+
+
+cdef inline int _set_proxy(object entry, object proxy) except -1:
+    return write_slot(entry, _PooledConnection, _PROXY, 'proxy', proxy)
 
 
 cdef class _ThreadWaiter(Waiter):
@@ -258,7 +271,7 @@ cdef class ThreadDriver:
             entry = item
             try:
                 alive = (self.core.fresh(entry)
-                         and self._pool._idle_connection_alive(entry.con))
+                         and self._pool._idle_connection_alive(_con(entry)))
             except BaseException:
                 self._discard(entry, False)
                 raise
@@ -268,7 +281,7 @@ cdef class ThreadDriver:
             if not self._retire(entry):
                 raise exceptions.InterfaceError('pool is closed')  # terminate() took it
             try:
-                self._close(entry.con, True)
+                self._close(_con(entry), True)
             except BaseException:
                 self._slot_freed()
                 raise
@@ -308,20 +321,20 @@ cdef class ThreadDriver:
         proxy = cls.__new__(cls)
         proxy._pool = self._pool
         proxy._entry = entry
-        proxy._con = entry.con
+        proxy._con = _con(entry)
         proxy._timeout = timeout
         proxy._ops = 0
         self._start_checkout(entry, proxy)
         return proxy
 
     cdef void _start_checkout(self, object entry, proxy) except *:
-        entry.proxy = proxy
+        _set_proxy(entry, proxy)
         try:
-            self._pool._begin_checkout(entry.con, proxy)
+            self._pool._begin_checkout(_con(entry), proxy)
         except BaseException:
             # The state setup left the connection in is unknown: do not reuse it.
             proxy._con = None
-            entry.proxy = None
+            _set_proxy(entry, None)
             self._discard(entry, False)
             raise
         # The user's first call gets the retry for connections lost while idle.
@@ -331,12 +344,12 @@ cdef class ThreadDriver:
         """Give `proxy` a new connection after its first call found the old one dead."""
         cdef object old = proxy._entry
         cdef object entry
-        old.proxy = None
+        _set_proxy(old, None)
         if not self._retire(old):
             proxy._con = None  # terminate() took the connection and its slot
             raise error
         try:
-            self._close(old.con, False)
+            self._close(_con(old), False)
         except BaseException:
             proxy._con = None
             self._slot_freed()
@@ -352,10 +365,10 @@ cdef class ThreadDriver:
             proxy._con = None
             raise
         proxy._entry = entry
-        proxy._con = entry.con
+        proxy._con = _con(entry)
         entry.queries = 1
         self._start_checkout(entry, proxy)
-        return entry.con
+        return _con(entry)
 
     # --- release ---
 
@@ -375,7 +388,7 @@ cdef class ThreadDriver:
             timeout = connection._timeout
         # The checkout ends here: the proxy is refused from now on.
         connection._con = None
-        entry.proxy = None
+        _set_proxy(entry, None)
         if self.core.closing or self.core.closed:
             self._discard(entry, True)
             return
@@ -479,7 +492,7 @@ cdef class ThreadDriver:
         """Close a connection and give up its slot (once: nothing if the pool lost it)."""
         if self._retire(entry):
             try:
-                self._close(entry.con, graceful)
+                self._close(_con(entry), graceful)
             finally:
                 self._slot_freed()
 
@@ -576,9 +589,9 @@ cdef class ThreadDriver:
             proxy = entry.proxy
             if proxy is not None:
                 proxy._con = None
-                entry.proxy = None
+                _set_proxy(entry, None)
             try:
-                self._pool._terminate_connection(entry.con, proxy is not None)
+                self._pool._terminate_connection(_con(entry), proxy is not None)
             except BaseException as e:
                 if error is None:
                     error = e
