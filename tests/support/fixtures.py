@@ -269,6 +269,21 @@ def _close_blocking(connection: Any) -> None:
 SyncConnect = Callable[..., Any]
 
 
+def _blocking_factory(open_one: Any, dsn: str) -> Iterator[SyncConnect]:
+    """The connect factory of a blocking API (`open_one`), closing what it opened at the end."""
+    opened: list[Any] = []
+
+    def connect(target: str | None = None, **options: Any) -> Any:
+        connection = open_one(dsn if target is None else target, **options)
+        opened.append(connection)
+        return connection
+    try:
+        yield connect
+    finally:
+        for connection in reversed(opened):
+            _close_blocking(connection)
+
+
 @pytest.fixture
 def open_sync_conn(dsn: str) -> Iterator[SyncConnect]:
     """A factory of ``mypgdriver.sync`` connections, each closed after the test.
@@ -278,17 +293,7 @@ def open_sync_conn(dsn: str) -> Iterator[SyncConnect]:
     """
     import mypgdriver.sync  # imported here: the compiled modules may not be built yet
 
-    opened: list[Any] = []
-
-    def connect(target: str | None = None, **options: Any) -> Any:
-        connection = mypgdriver.sync.connect(dsn if target is None else target, **options)
-        opened.append(connection)
-        return connection
-    try:
-        yield connect
-    finally:
-        for connection in reversed(opened):
-            _close_blocking(connection)
+    yield from _blocking_factory(mypgdriver.sync.connect, dsn)
 
 
 @pytest.fixture
@@ -316,17 +321,7 @@ def open_dbapi_conn(dsn: str) -> Iterator[SyncConnect]:
     """
     import mypgdriver.dbapi  # imported here: the compiled modules may not be built yet
 
-    opened: list[Any] = []
-
-    def connect(target: str | None = None, **options: Any) -> Any:
-        connection = mypgdriver.dbapi.connect(dsn if target is None else target, **options)
-        opened.append(connection)
-        return connection
-    try:
-        yield connect
-    finally:
-        for connection in reversed(opened):
-            _close_blocking(connection)
+    yield from _blocking_factory(mypgdriver.dbapi.connect, dsn)
 
 
 @pytest.fixture
