@@ -76,13 +76,8 @@ ONLY_SYNC: dict[tuple[str, str], str] = {
 #: removed by making the two sides agree (in mypgdriver/, not here).
 #: (pair, name) -> what differs, as the test describes it.
 KNOWN: dict[tuple[str, str], str] = {
-    # KNOWN: the sync pool has no init_size parameter, hence no getter.
-    ('Pool', 'get_init_size'): 'only on the asyncio side',
-    ('create_pool', 'init_size'): 'only on the asyncio side',
     # KNOWN: the sync pool opens its connections in the calling thread, with no retry budget.
     ('create_pool', 'connect_retry_timeout'): 'only on the asyncio side',
-    # KNOWN: the asyncio proxy's shortcuts say what they return, the sync ones say Any.
-    ('PoolConnectionProxy', 'fetch'): 'returns list[Any] (asyncio) / Any (sync)',
 }
 
 #: Class names of the asyncio side and what stands for them on the sync side.

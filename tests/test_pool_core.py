@@ -378,7 +378,7 @@ def test_a_dead_idle_connection_leaves_the_idle_list() -> None:
     assert not core.remove_idle(b)      # in use: dealt with on release
 
 
-# --- the thread driver (mypgdriver/sync/poolcore.pyx), with stand-in hooks ---
+# --- the thread driver (mypgdriver/sync/driver/poolcore.pyx), with stand-in hooks ---
 
 class StandInHooks:
     """The hooks a sync Pool gives its thread driver, recording what is done."""
@@ -389,41 +389,42 @@ class StandInHooks:
         self.opened = 0
         self._core: Any = None
 
-    def _open_connection(self, dsn: Optional[str], kwargs: dict) -> StandInConnection:
+    def open_connection(self, dsn: Optional[str], kwargs: dict) -> StandInConnection:
         self.opened += 1
         return StandInConnection(str(self.opened))
 
-    def _idle_connection_alive(self, con: StandInConnection) -> bool:
+    def idle_connection_alive(self, con: StandInConnection) -> bool:
         return not con.closed
 
-    def _begin_checkout(self, con: StandInConnection, proxy: Any) -> None:
+    def begin_checkout(self, con: StandInConnection, proxy: Any) -> None:
         self.log.append(f'checkout {con.name}')
 
-    def _end_checkout(self, con: StandInConnection) -> bool:
+    def end_checkout(self, con: StandInConnection, core: Any, entry: Any,
+                     timeout: Optional[float]) -> int:
         self.log.append(f'checkin {con.name}')
-        return con.closed
-
-    def _reset_connection(self, con: StandInConnection, timeout: Optional[float]) -> int:
+        verdict: int = core.release_verdict(entry, con.closed)
+        if verdict != REUSABLE:
+            return verdict
         self.log.append(f'reset {con.name}')
         return REUSABLE if self.reset_ok else RESET_FAILED
 
-    def _close_connection(self, con: StandInConnection, graceful: bool) -> None:
+    def close_connection(self, con: StandInConnection, graceful: bool) -> None:
         con.closed = True
         self.log.append(f'{"close" if graceful else "terminate"} {con.name}')
 
-    def _terminate_connection(self, con: StandInConnection, in_use: bool) -> None:
+    def terminate_connection(self, con: StandInConnection, in_use: bool) -> None:
         con.closed = True
         self.log.append(f'terminate {con.name}')
 
-    def _log_close_timeout(self, timeout: float, in_use: int) -> None:
+    def log_close_timeout(self, timeout: float, in_use: int) -> None:
         self.log.append(f'close timed out with {in_use}')
 
 
 def make_driver(hooks: StandInHooks, max_size: int = 1, max_queries: int = 100) -> Any:
-    from mypgdriver.sync.poolcore import ThreadDriver
+    from mypgdriver.sync.driver.poolcore import ThreadDriver
     from mypgdriver.sync.pooled import PoolConnectionProxy
 
-    driver = ThreadDriver(hooks, PoolConnectionProxy, PoolCounters(), min_size=0,
+    driver = ThreadDriver(hooks, hooks, PoolConnectionProxy, PoolCounters(), min_size=0,
                           max_size=max_size, max_queries=max_queries, max_inactive=0.0,
                           connect_dsn=None, connect_kwargs={})
     hooks._core = driver

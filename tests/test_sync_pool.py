@@ -90,11 +90,29 @@ def test_create_pool_opens_min_size_and_with_closes(dsn: str, app_name: str,
         pool.acquire()
 
 
+def test_init_size_connections_are_open_when_create_pool_returns(
+        dsn: str, app_name: str, observer: Connection) -> None:
+    # More than min_size at start (as the asyncio pool's init_size); the
+    # ones above min_size are not refilled once closed.
+    with mypgdriver.sync.create_pool(dsn, init_size=3, min_size=1, max_size=4,
+                                     server_settings={'application_name': app_name}) as pool:
+        assert (pool.get_init_size(), pool.get_size(), pool.get_idle_size()) == (3, 3, 3)
+        assert len(backends(observer, app_name)) == 3
+    with mypgdriver.sync.create_pool(dsn, min_size=2, max_size=4) as pool:
+        assert pool.get_init_size() == 2        # defaults to min_size
+
+
 def test_invalid_sizes(dsn: str) -> None:
     with pytest.raises(ValueError, match='min_size is greater than max_size'):
         mypgdriver.sync.create_pool(dsn, min_size=3, max_size=2)
     with pytest.raises(ValueError, match='max_size'):
         mypgdriver.sync.create_pool(dsn, max_size=0)
+    with pytest.raises(ValueError, match='init_size is smaller than min_size'):
+        mypgdriver.sync.create_pool(dsn, init_size=1, min_size=2, max_size=3)
+    with pytest.raises(ValueError, match='init_size is greater than max_size'):
+        mypgdriver.sync.create_pool(dsn, init_size=4, min_size=2, max_size=3)
+    with pytest.raises(TypeError, match='subclass of mypgdriver.sync.Connection'):
+        mypgdriver.sync.create_pool(dsn, connection_class=mypgdriver.Connection)
 
 
 def test_acquire_by_hand_and_release(make_pool: Callable[..., Pool]) -> None:

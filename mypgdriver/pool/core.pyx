@@ -11,7 +11,7 @@ outlived ``max_inactive_connection_lifetime``, how many connections to
 open to get back to ``min_size``, and what an acquire that timed out
 says.  It opens, resets and closes nothing, and never waits: its driver
 does (mypgdriver/pool/pool.py with asyncio tasks and futures,
-mypgdriver/sync/poolcore.pyx with threads and locks), and tells it what
+mypgdriver/sync/driver/poolcore.pyx with threads and locks), and tells it what
 happened.
 
 Waiting is pluggable: a waiting acquire is a :class:`Waiter` whose

@@ -61,6 +61,7 @@ from mypgdriver._typing import ArgumentRows, RecordT, RowT
 from mypgdriver.connecting import connector
 from mypgdriver.connection import Connection
 from mypgdriver.core import deadlines
+from mypgdriver.pool.arguments import check_pool_arguments
 from mypgdriver.pool.core import (
     CLOSING,
     IDLE,
@@ -82,7 +83,7 @@ from mypgdriver.pool.shortcuts import may_share, overridden_shortcuts, shared_lo
 from mypgdriver.pool.slots import NEW_SLOT, Handoff, PooledConnection, wait_in_line
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
-from mypgdriver.rows import RowFactory, choose_rows
+from mypgdriver.rows import RowFactory
 from mypgdriver.tracing import TELEMETRY
 from mypgdriver.types import JsonCodec
 
@@ -141,38 +142,12 @@ class Pool:
                  row_factory: Optional[RowFactory[Any]] = None,
                  json: Union[bool, JsonCodec] = False,
                  **connect_kwargs: Any) -> None:
-        if max_size <= 0:
-            raise ValueError('max_size is expected to be greater than zero')
-        if min_size < 0:
-            raise ValueError('min_size is expected to be greater or equal to zero')
-        if min_size > max_size:
-            raise ValueError('min_size is greater than max_size')
-        if init_size is None:
-            init_size = min_size
-        if init_size < min_size:
-            raise ValueError('init_size is smaller than min_size')
-        if init_size > max_size:
-            raise ValueError('init_size is greater than max_size')
-        if max_queries <= 0:
-            raise ValueError('max_queries is expected to be greater than zero')
-        if max_inactive_connection_lifetime < 0:
-            raise ValueError(
-                'max_inactive_connection_lifetime is expected to be greater or equal to zero')
-        if connect_retry_timeout < 0:
-            raise ValueError('connect_retry_timeout is expected to be greater or equal to zero')
-        if not (isinstance(connection_class, type) and issubclass(connection_class, Connection)):
-            raise TypeError(f'connection_class is expected to be a subclass of '
-                            f'mypgdriver.Connection, got {connection_class!r}')
-        if not (isinstance(record_class, type) and issubclass(record_class, Record)):
-            raise TypeError(f'record_class is expected to be a subclass of '
-                            f'mypgdriver.Record, got {record_class!r}')
-        if row_factory is not None:
-            if record_class is not Record:
-                raise TypeError('pass record_class or row_factory to the pool, not both')
-            choose_rows(None, row_factory)      # (refuses what is not callable)
-            # Passed on to connect() only when given: a `connect` callback
-            # written for asyncpg does not know the argument.
-            connect_kwargs['row_factory'] = row_factory
+        init_size = check_pool_arguments(
+            min_size=min_size, max_size=max_size, init_size=init_size, max_queries=max_queries,
+            max_inactive_connection_lifetime=max_inactive_connection_lifetime,
+            connect_retry_timeout=connect_retry_timeout, connection_class=connection_class,
+            connection_base=Connection, connection_base_name='mypgdriver.Connection',
+            record_class=record_class, row_factory=row_factory, connect_kwargs=connect_kwargs)
 
         self._loop = loop
         self._init_size = init_size

@@ -4,7 +4,7 @@ The core (mypgdriver/pool/core.pyx) keeps the slots and the line and
 decides who is served; this module is the asyncio pool's way to wait in
 it: a :class:`FutureWaiter` completes its future when the core hands it a
 connection or a slot, and :func:`wait_in_line` awaits it with a deadline.
-The sync pool's waiter (mypgdriver/sync/poolcore.pyx) releases a lock.
+The sync pool's waiter (mypgdriver/sync/driver/poolcore.pyx) releases a lock.
 """
 from __future__ import annotations
 

@@ -2,18 +2,21 @@
 from __future__ import annotations
 
 import functools
+import logging
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from mypgdriver.pool.proxy import CONNECTION_LOST_ERRORS, read_idle_input, released_error
 from mypgdriver.sync.connection import Connection
-from mypgdriver.sync.poolcore import enter_checkout, exit_checkout
+from mypgdriver.sync.driver.poolcore import enter_checkout, exit_checkout
 
 if TYPE_CHECKING:
     from mypgdriver.pool.core import PooledConnection as PoolEntry
     from mypgdriver.sync.pool import Pool
 
 __all__ = ('PoolConnectionProxy',)
+
+logger = logging.getLogger('mypgdriver.pool')
 
 #: The methods whose calls count toward the pool's ``max_queries`` (each
 #: sends at least one statement).
@@ -119,7 +122,7 @@ class PoolConnectionProxy(_ProxyBase):
             """Run a command; see :meth:`Connection.execute`."""
             return self._call('execute', query, args, kwargs)
 
-        def fetch(self, query: str, *args: Any, **kwargs: Any) -> Any:
+        def fetch(self, query: str, *args: Any, **kwargs: Any) -> list[Any]:
             """Run a query and return all rows; see :meth:`Connection.fetch`."""
             return self._call('fetch', query, args, kwargs)
 
@@ -148,5 +151,6 @@ class PoolConnectionProxy(_ProxyBase):
         except CONNECTION_LOST_ERRORS as e:
             if protocol.op_seq != sent or self._con is not con or not con.is_closed():
                 raise   # sent (it may have run, so it is not run again), or not ours
-            con = self._pool._replace_lost_connection(self, e)
+            logger.debug('pool: connection lost before its first query (%s), replacing', e)
+            con = self._pool._core.replace_lost_connection(self, e)
             return getattr(con, name)(query, *args, **kwargs)

@@ -4,8 +4,8 @@
 The core decides (slots, idle list, the line of waiting acquires,
 lifetimes, what a release does); this driver acts: it holds the pool's
 lock around each of the core's steps, makes waiting acquires block on a
-lock of their own, and calls the Pool's hooks (pool.py) that open, check,
-reset and close connections.
+lock of their own, and calls the pool's hooks (pool_hooks.py) that open,
+check, reset and close connections.
 
 Compiled for Ctrl-C (issue 24), as the glue is.  Python raises
 KeyboardInterrupt where Python code runs or where a blocking system call
@@ -16,7 +16,7 @@ will serve) leaked it for good: later acquires waited for ever, or
 ``get_size()`` lied.  Here each step runs as C code, which the signal
 cannot interrupt, and the Python code the pool must run (opening,
 checking, resetting and closing a connection; the ``setup``, ``init`` and
-``reset`` callbacks) is called from it, as hooks of the Pool in pool.py,
+``reset`` callbacks) is called from it, as hooks (pool_hooks.py),
 inside ``try`` blocks that put back or close whatever the step held if
 the hook raises, KeyboardInterrupt included.  Such a repair calls no
 Python code before the accounting is right again: a connection is taken
@@ -107,14 +107,16 @@ cdef class _ThreadWaiter(Waiter):
 
 
 cdef class ThreadDriver:
-    """The sync Pool's core under its lock, and the steps that call the Pool's hooks.
+    """The sync Pool's core under its lock, and the steps that call the pool's hooks.
 
-    `pool` is the :class:`mypgdriver.sync.Pool` whose hooks open, check,
-    reset and close connections; `proxy_class` is what acquire() hands out.
+    `pool` is the :class:`mypgdriver.sync.Pool` the proxies belong to;
+    `hooks` (a PoolHooks, pool_hooks.py) open, check, reset and close its
+    connections; `proxy_class` is what acquire() hands out.
     """
 
     cdef PyThread_type_lock _mutex
     cdef object _pool
+    cdef object _hooks
     cdef object _proxy_class
     #: The decisions (mypgdriver/pool/core.pyx), taken under the lock.
     cdef readonly PoolCore core
@@ -136,9 +138,10 @@ cdef class ThreadDriver:
         if self._mutex != NULL:
             PyThread_free_lock(self._mutex)
 
-    def __init__(self, pool, proxy_class, counters, *, int min_size, int max_size,
+    def __init__(self, pool, hooks, proxy_class, counters, *, int min_size, int max_size,
                  max_queries, max_inactive, connect_dsn, connect_kwargs):
         self._pool = pool
+        self._hooks = hooks
         self._proxy_class = proxy_class
         self.core = PoolCore(counters, min_size=min_size, max_size=max_size,
                              max_queries=max_queries, max_inactive=max_inactive)
@@ -271,7 +274,7 @@ cdef class ThreadDriver:
             entry = item
             try:
                 alive = (self.core.fresh(entry)
-                         and self._pool._idle_connection_alive(_con(entry)))
+                         and self._hooks.idle_connection_alive(_con(entry)))
             except BaseException:
                 self._discard(entry, False)
                 raise
@@ -298,7 +301,7 @@ cdef class ThreadDriver:
         dsn, kwargs, generation = self.connect_dsn, self.connect_kwargs, self.core.generation
         self._unlock()
         try:
-            con = self._pool._open_connection(dsn, kwargs)
+            con = self._hooks.open_connection(dsn, kwargs)
         except BaseException:
             self._lock()
             self.core.counters.failed += 1
@@ -316,7 +319,7 @@ cdef class ThreadDriver:
         raise exceptions.InterfaceError('pool is closing')
 
     cdef object _begin_checkout(self, object entry, timeout):
-        """Hand `entry` out as a new proxy (the pool's `_begin_checkout` hook runs `setup`)."""
+        """Hand `entry` out as a new proxy (the `begin_checkout` hook runs `setup`)."""
         cls = self._proxy_class
         proxy = cls.__new__(cls)
         proxy._pool = self._pool
@@ -330,7 +333,7 @@ cdef class ThreadDriver:
     cdef void _start_checkout(self, object entry, proxy) except *:
         _set_proxy(entry, proxy)
         try:
-            self._pool._begin_checkout(_con(entry), proxy)
+            self._hooks.begin_checkout(_con(entry), proxy)
         except BaseException:
             # The state setup left the connection in is unknown: do not reuse it.
             proxy._con = None
@@ -341,7 +344,13 @@ cdef class ThreadDriver:
         proxy._ops = 0
 
     def replace_lost_connection(self, proxy, error):
-        """Give `proxy` a new connection after its first call found the old one dead."""
+        """Give `proxy` a new connection after its first call found the old one dead.
+
+        As in the asyncio pool (mypgdriver/pool/proxy.py): the server may
+        have dropped an idle connection just before acquire() checked it
+        (its goodbye not yet read); the first call of a checkout is the only
+        one safe to repeat, no session state of the user's existing yet.
+        """
         cdef object old = proxy._entry
         cdef object entry
         _set_proxy(old, None)
@@ -393,11 +402,9 @@ cdef class ThreadDriver:
             self._discard(entry, True)
             return
         try:
-            unknown = self._pool._end_checkout(con)
-            # (reads only, no Python code: no lock needed)
-            verdict = self.core.release_verdict(entry, unknown)
-            if verdict == REUSABLE:
-                verdict = self._pool._reset_connection(con, timeout)
+            # The core's verdict (reads only: no lock needed), then the reset
+            # of a reusable connection, in one hook: one call of the connection.
+            verdict = self._hooks.end_checkout(con, self.core, entry, timeout)
         except BaseException:
             self._lock()
             self.core.count_release(RESET_FAILED)
@@ -479,11 +486,11 @@ cdef class ThreadDriver:
     cdef void _close(self, con, bint graceful) except *:
         """Close `con` through the pool's hook; terminate it if that is interrupted."""
         try:
-            self._pool._close_connection(con, graceful)
+            self._hooks.close_connection(con, graceful)
         except BaseException:
             if graceful:
                 try:
-                    self._pool._close_connection(con, False)
+                    self._hooks.close_connection(con, False)
                 except BaseException:
                     pass
             raise
@@ -562,7 +569,7 @@ cdef class ThreadDriver:
                 self._lock()
                 in_use = len(self.core.all)
                 self._unlock()
-                self._pool._log_close_timeout(timeout, in_use)
+                self._hooks.log_close_timeout(timeout, in_use)
                 self.terminate()
         except BaseException:
             self.terminate()
@@ -591,7 +598,7 @@ cdef class ThreadDriver:
                 proxy._con = None
                 _set_proxy(entry, None)
             try:
-                self._pool._terminate_connection(_con(entry), proxy is not None)
+                self._hooks.terminate_connection(_con(entry), proxy is not None)
             except BaseException as e:
                 if error is None:
                     error = e

@@ -18,7 +18,7 @@ PoolEntry = PooledConnection
 
 @disjoint_base
 class ThreadDriver:
-    """The sync Pool's core under its lock, and the steps that call the Pool's hooks."""
+    """The sync Pool's core under its lock, and the steps that call the pool's hooks."""
 
     @property
     def core(self) -> PoolCore: ...
@@ -33,7 +33,7 @@ class ThreadDriver:
     @property
     def connect_kwargs(self) -> dict[str, Any]: ...
     wait_hook: Optional[Any]
-    def __init__(self, pool: Any, proxy_class: type[PoolConnectionProxy],
+    def __init__(self, pool: Any, hooks: Any, proxy_class: type[PoolConnectionProxy],
                  counters: PoolCounters, *, min_size: int, max_size: int, max_queries: int,
                  max_inactive: float, connect_dsn: Optional[str],
                  connect_kwargs: dict[str, Any]) -> None: ...
