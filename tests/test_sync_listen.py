@@ -111,7 +111,7 @@ def test_calls_between_iterations_and_the_bounded_backlog(sync_conn: Connection,
                 assert sync_conn.fetchval('SELECT pg_sleep(0.1)::text') == ''
     assert got == ['first', 'second']
 
-    from mypgdriver.sync.notifications import NOTIFICATION_BACKLOG, NotificationBacklog
+    from mypgdriver.sync.driver.backlog import NOTIFICATION_BACKLOG, NotificationBacklog
     assert NOTIFICATION_BACKLOG == 10_000
     backlog = NotificationBacklog(sync_conn._runner._glue, maxlen=2)
     for payload in 'abc':

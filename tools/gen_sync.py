@@ -153,7 +153,7 @@ FACES: tuple[Face, ...] = (
                ('check_copy_output', 'mypgdriver.sync.copy_checks', False),
                ('check_copy_source', 'mypgdriver.sync.copy_checks', False),
                ('check_copy_records', 'mypgdriver.sync.copy_checks', False),
-               ('check_plain_callback', 'mypgdriver.sync.callbacks', False)),
+               ('check_plain_callback', 'mypgdriver.sync.driver.relays', False)),
     ),
     Face(
         output='mypgdriver/sync/_prepared_methods.py',

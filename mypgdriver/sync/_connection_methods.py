@@ -14,7 +14,6 @@ from mypgdriver.connection import LoggedQuery, PipelineStats
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory
 from mypgdriver.server_info import ConnectionSettings, ServerVersion
-from mypgdriver.sync.callbacks import check_plain_callback
 from mypgdriver.sync.copy_checks import (
     CopyOutput,
     CopySource,
@@ -23,6 +22,7 @@ from mypgdriver.sync.copy_checks import (
     check_copy_source,
 )
 from mypgdriver.sync.cursor import CursorFactory
+from mypgdriver.sync.driver.relays import check_plain_callback
 from mypgdriver.sync.prepared import PreparedStatement
 from mypgdriver.sync.transaction import Transaction
 

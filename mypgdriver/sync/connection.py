@@ -6,10 +6,11 @@ statement cache and transaction rules are the asyncio API's own code
 (session.py), not a copy.  Those methods are written by tools/gen_sync.py,
 from the asyncio source, into ConnectionMethods (_connection_methods.py);
 this class holds only what differs.  What is particular to sync code lives
-in small modules next to this one: the lock and the refusal of re-entrant
-calls (runner.py), cancel() from another thread (cancel.py), notifies()
-(notifications.py), callbacks receiving this object (callbacks.py), the
-checks of COPY sources (copy_checks.py).
+in the sync driver (mypgdriver/sync/driver/): the lock and the refusal of
+re-entrant calls (runner.pyx), cancel() from another thread (cancel.py),
+the notifications waiting for notifies() (backlog.py), callbacks receiving
+this object (relays.py); and next to this module, the checks of COPY
+sources (copy_checks.py).
 """
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ from mypgdriver import exceptions
 from mypgdriver.connection import LoggedQuery
 from mypgdriver.core.deadlines import check_timeout
 from mypgdriver.sync._connection_methods import ConnectionMethods
-from mypgdriver.sync.callbacks import RelayTable, check_plain_callback
+from mypgdriver.sync.driver.backlog import NotificationBacklog
+from mypgdriver.sync.driver.relays import RelayTable, check_plain_callback
 from mypgdriver.sync.copy_checks import CopyOutput, CopySource, ReadsBytes, WritesBytes
 from mypgdriver.sync.driver.cancel import cancel_running_call, shut_down_under_running_call
 from mypgdriver.sync.driver.runner import CallRunner
-from mypgdriver.sync.notifications import Notification, NotificationBacklog
+from mypgdriver.sync.notifications import Notification
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection as AsyncConnection
