@@ -31,6 +31,8 @@ What the generator knows, each in one table below:
   is gone, so an edit of the asyncio docstring cannot silently drop it);
 * PRECHECKS: a hand-written check called before the delegation (COPY
   sources must be sync file objects or iterables...);
+* ARGUMENT_WRAPS: what is passed instead of a parameter (a listener
+  callback goes through a relay that gives it the sync Connection);
 * FAST_PATH_KEYWORDS: keywords left out of the call when they hold their
   default None, as the hand-tuned methods did (a keyword argument less
   costs less to match: +3% on ``fetch('SELECT 1+1')`` measured with
@@ -134,6 +136,8 @@ FACES: tuple[Face, ...] = (
                  'prepare', 'cursor', 'transaction',
                  'copy_from_table', 'copy_from_query', 'copy_to_table',
                  'copy_records_to_table',
+                 'add_listener', 'remove_listener', 'add_log_listener', 'remove_log_listener',
+                 'add_termination_listener', 'remove_termination_listener',
                  'add_query_logger', 'remove_query_logger',
                  'set_type_codec', 'reset_type_codec', 'set_builtin_type_codec',
                  'reload_schema_state', 'reset', 'get_reset_query', 'close'),
@@ -142,7 +146,10 @@ FACES: tuple[Face, ...] = (
             '# The hand-written Connection\'s (its __slots__), declared for type checkers.\n'
             '_aconn: AsyncConnection\n'
             '_runner: CallRunner\n'
-            '_run: CoroutineRunner\n'),
+            '_run: CoroutineRunner\n'
+            '_listener_relays: RelayTable[Connection]\n'
+            '_log_relays: RelayTable[Connection]\n'
+            '_termination_relays: RelayTable[Connection]\n'),
         names=(('AsyncConnection', 'mypgdriver.connection', True),
                ('CoroutineRunner', 'mypgdriver.sync.connection', True),
                ('PreparedStatement', 'mypgdriver.sync.prepared', False),
@@ -153,7 +160,12 @@ FACES: tuple[Face, ...] = (
                ('check_copy_output', 'mypgdriver.sync.copy_checks', False),
                ('check_copy_source', 'mypgdriver.sync.copy_checks', False),
                ('check_copy_records', 'mypgdriver.sync.copy_checks', False),
-               ('check_plain_callback', 'mypgdriver.sync.driver.relays', False)),
+               ('check_plain_callback', 'mypgdriver.sync.driver.relays', False),
+               ('RelayTable', 'mypgdriver.sync.driver.relays', True),
+               ('Connection', 'mypgdriver.sync.connection', True),
+               ('NotificationCallback', 'mypgdriver.sync.connection', True),
+               ('LogCallback', 'mypgdriver.sync.connection', True),
+               ('TerminationCallback', 'mypgdriver.sync.connection', True)),
     ),
     Face(
         output='mypgdriver/sync/_prepared_methods.py',
@@ -345,6 +357,31 @@ PRECHECKS = {
     ('ConnectionMethods', 'copy_to_table'): 'check_copy_source(source)',
     ('ConnectionMethods', 'copy_records_to_table'): 'check_copy_records(records)',
     ('ConnectionMethods', 'add_query_logger'): "check_plain_callback(callback, 'query logger')",
+    ('ConnectionMethods', 'add_listener'):
+        "check_plain_callback(callback, 'notification listener')",
+    ('ConnectionMethods', 'add_log_listener'): "check_plain_callback(callback, 'log listener')",
+    ('ConnectionMethods', 'add_termination_listener'):
+        "check_plain_callback(callback, 'termination listener')",
+}
+
+#: (class, method) -> {parameter: what the delegation passes instead}.  The
+#: asyncio Connection calls a listener with itself; a sync one must get the
+#: sync Connection, so the callback is wrapped in a relay
+#: (mypgdriver/sync/driver/relays.py), and removing it passes the relay
+#: that adding it made (a relay never added when there is none).
+ARGUMENT_WRAPS: dict[tuple[str, str], dict[str, str]] = {
+    ('ConnectionMethods', 'add_listener'):
+        {'callback': 'self._listener_relays.relay(channel, callback)'},
+    ('ConnectionMethods', 'remove_listener'):
+        {'callback': 'self._listener_relays.pop(channel, callback)'},
+    ('ConnectionMethods', 'add_log_listener'):
+        {'callback': 'self._log_relays.relay(None, callback)'},
+    ('ConnectionMethods', 'remove_log_listener'):
+        {'callback': 'self._log_relays.pop(None, callback)'},
+    ('ConnectionMethods', 'add_termination_listener'):
+        {'callback': 'self._termination_relays.relay(None, callback)'},
+    ('ConnectionMethods', 'remove_termination_listener'):
+        {'callback': 'self._termination_relays.pop(None, callback)'},
 }
 
 #: (class, method) -> [(asyncio text, sync text)]: where the sync docstring
@@ -403,6 +440,12 @@ DOC_EDITS: dict[tuple[str, str], list[tuple[str, str]]] = {
         ('(GSSAPI is not supported).',
          '(GSSAPI is not supported).\n\nThe connection is a context manager: '
          '``with connect(dsn) as conn:``\ncloses it at the end of the block.'),
+    ],
+    ('ConnectionMethods', 'add_listener'): [
+        ('Notifications arrive whenever the server sends\nthem, also while the connection is '
+         'otherwise idle.',
+         'The callback runs inside the call (or\nnotifies() iteration) that received the '
+         'notification, in its thread.'),
     ],
     ('ConnectionMethods', 'close'): [
         ('Termination listeners are scheduled before this returns.',
@@ -591,13 +634,19 @@ def _parameters(method: Method, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> l
 
 
 def _call_arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef,
-                    leave_out: Sequence[str] = ()) -> list[str]:
-    """How the delegation passes `fn`'s parameters on (by position, then by keyword)."""
+                    leave_out: Sequence[str] = (),
+                    wraps: Optional[dict[str, str]] = None) -> list[str]:
+    """How the delegation passes `fn`'s parameters on (by position, then by keyword).
+
+    `wraps` gives, for some parameters, the expression passed instead.
+    """
     args = fn.args
-    out = [a.arg for a in (args.posonlyargs + args.args)[1:]]
+    wraps = wraps or {}
+    out = [wraps.get(a.arg, a.arg) for a in (args.posonlyargs + args.args)[1:]]
     if args.vararg is not None:
         out.append('*' + args.vararg.arg)
-    out += [f'{a.arg}={a.arg}' for a in args.kwonlyargs if a.arg not in leave_out]
+    out += [f'{a.arg}={wraps.get(a.arg, a.arg)}' for a in args.kwonlyargs
+            if a.arg not in leave_out]
     if args.kwarg is not None:
         out.append('**' + args.kwarg.arg)
     return out
@@ -712,7 +761,8 @@ def _body(face: Face, method: Method, indent: str) -> list[str]:
         statement = 'return '
     if untyped:
         lines.append(f'{inner}{_UNTYPED}: Any = {target}')
-    call = _delegation(face, method, _call_arguments(fn), untyped)
+    wraps = ARGUMENT_WRAPS.get((face.class_name, method.name))
+    call = _delegation(face, method, _call_arguments(fn, wraps=wraps), untyped)
     lines.append(call.statement(inner, statement))
     return lines
 

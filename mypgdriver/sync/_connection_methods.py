@@ -28,7 +28,14 @@ from mypgdriver.sync.transaction import Transaction
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection as AsyncConnection
-    from mypgdriver.sync.connection import CoroutineRunner
+    from mypgdriver.sync.connection import (
+        Connection,
+        CoroutineRunner,
+        LogCallback,
+        NotificationCallback,
+        TerminationCallback,
+    )
+    from mypgdriver.sync.driver.relays import RelayTable
     from mypgdriver.sync.driver.runner import CallRunner
 
 
@@ -41,6 +48,9 @@ class ConnectionMethods:
     _aconn: AsyncConnection
     _runner: CallRunner
     _run: CoroutineRunner
+    _listener_relays: RelayTable[Connection]
+    _log_relays: RelayTable[Connection]
+    _termination_relays: RelayTable[Connection]
 
     def get_server_pid(self) -> int:
         """The process ID of the server backend serving this connection."""
@@ -377,6 +387,48 @@ class ConnectionMethods:
         return self._run(self._aconn.copy_records_to_table(
             table_name, records=records, columns=columns, schema_name=schema_name, timeout=timeout,
             where=where))
+
+    def add_listener(self, channel: str, callback: NotificationCallback) -> None:
+        """Call `callback` for each notification sent on `channel`.
+
+        The callback receives ``(connection, pid, channel, payload)``: the
+        server process ID of the notifying session, the channel name and the
+        payload string.  The callback runs inside the call (or notifies()
+        iteration) that received the notification, in its thread.  `channel` is
+        an exact (case-sensitive) name; several callbacks may listen on one
+        channel, and ``LISTEN`` is sent for the first only.
+        """
+        check_plain_callback(callback, 'notification listener')
+        self._run(self._aconn.add_listener(channel, self._listener_relays.relay(channel, callback)))
+
+    def remove_listener(self, channel: str, callback: NotificationCallback) -> None:
+        """Stop calling `callback` for `channel`; ``UNLISTEN`` once no callback is left."""
+        self._run(self._aconn.remove_listener(channel,
+                                              self._listener_relays.pop(channel, callback)))
+
+    def add_log_listener(self, callback: LogCallback) -> None:
+        """Call `callback` for each message the server logs to this session.
+
+        The callback receives ``(connection, message)``, `message` being a
+        :class:`~mypgdriver.exceptions.PostgresLogMessage` (a subclass per
+        SQLSTATE, e.g. ``PostgresWarning``) for a WARNING, NOTICE, INFO,
+        LOG or DEBUG message, such as ``RAISE NOTICE`` in PL/pgSQL.
+        """
+        check_plain_callback(callback, 'log listener')
+        self._aconn.add_log_listener(self._log_relays.relay(None, callback))
+
+    def remove_log_listener(self, callback: LogCallback) -> None:
+        """Stop calling `callback` for log messages (no error if it was not added)."""
+        self._aconn.remove_log_listener(self._log_relays.pop(None, callback))
+
+    def add_termination_listener(self, callback: TerminationCallback) -> None:
+        """Call ``callback(connection)`` once, when the connection is closed or lost."""
+        check_plain_callback(callback, 'termination listener')
+        self._aconn.add_termination_listener(self._termination_relays.relay(None, callback))
+
+    def remove_termination_listener(self, callback: TerminationCallback) -> None:
+        """Forget a callback given to :meth:`add_termination_listener`."""
+        self._aconn.remove_termination_listener(self._termination_relays.pop(None, callback))
 
     def add_query_logger(self, callback: Callable[[LoggedQuery], Any]) -> None:
         """Call `callback` with a :class:`LoggedQuery` after each query.

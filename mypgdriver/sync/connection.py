@@ -24,7 +24,7 @@ from mypgdriver.connection import LoggedQuery
 from mypgdriver.core.deadlines import check_timeout
 from mypgdriver.sync._connection_methods import ConnectionMethods
 from mypgdriver.sync.driver.backlog import NotificationBacklog
-from mypgdriver.sync.driver.relays import RelayTable, check_plain_callback
+from mypgdriver.sync.driver.relays import RelayTable
 from mypgdriver.sync.copy_checks import CopyOutput, CopySource, ReadsBytes, WritesBytes
 from mypgdriver.sync.driver.cancel import cancel_running_call, shut_down_under_running_call
 from mypgdriver.sync.driver.runner import CallRunner
@@ -81,7 +81,7 @@ class Connection(ConnectionMethods):
 
     # --- what differs from the asyncio methods (the others: ConnectionMethods) ---
 
-    # --- notifications and callbacks ---
+    # --- notifications, query logging ---
 
     def notifies(self, timeout: Optional[float] = None) -> Iterator[Notification]:
         """Yield the notifications of the channels this session LISTENs to, as they arrive.
@@ -102,44 +102,6 @@ class Connection(ConnectionMethods):
             if notification is None:
                 return
             yield notification
-
-    def add_listener(self, channel: str, callback: NotificationCallback) -> None:
-        """Call ``callback(connection, pid, channel, payload)`` for each notification on `channel`.
-
-        Sends ``LISTEN`` for the first callback of the channel.  Callbacks
-        run inside the call (or notifies() iteration) that received the
-        notification, in its thread.
-        """
-        check_plain_callback(callback, 'notification listener')
-        self._run(self._aconn.add_listener(channel, self._listener_relays.relay(channel, callback)))
-
-    def remove_listener(self, channel: str, callback: NotificationCallback) -> None:
-        """Stop calling `callback` for `channel`; ``UNLISTEN`` once no callback is left."""
-        relay = self._listener_relays.pop(channel, callback)
-        if relay is not None:
-            self._run(self._aconn.remove_listener(channel, relay))
-
-    def add_log_listener(self, callback: LogCallback) -> None:
-        """Call ``callback(connection, message)`` for each message the server logs to this session."""
-        check_plain_callback(callback, 'log listener')
-        self._aconn.add_log_listener(self._log_relays.relay(None, callback))
-
-    def remove_log_listener(self, callback: LogCallback) -> None:
-        """Stop calling `callback` for log messages (no error if it was not added)."""
-        relay = self._log_relays.pop(None, callback)
-        if relay is not None:
-            self._aconn.remove_log_listener(relay)
-
-    def add_termination_listener(self, callback: TerminationCallback) -> None:
-        """Call ``callback(connection)`` once, when the connection is closed or lost."""
-        check_plain_callback(callback, 'termination listener')
-        self._aconn.add_termination_listener(self._termination_relays.relay(None, callback))
-
-    def remove_termination_listener(self, callback: TerminationCallback) -> None:
-        """Forget a callback given to :meth:`add_termination_listener`."""
-        relay = self._termination_relays.pop(None, callback)
-        if relay is not None:
-            self._aconn.remove_termination_listener(relay)
 
     @contextlib.contextmanager
     def query_logger(self, callback: Callable[[LoggedQuery], object]) -> Iterator[None]:

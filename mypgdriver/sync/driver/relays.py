@@ -59,6 +59,14 @@ class RelayTable(Generic[C]):
             relay = self._relays[(key, callback)] = Relay(self._connection, callback)
         return relay
 
-    def pop(self, key: object, callback: Callable[..., object]) -> Relay[C] | None:
-        """Forget and return the relay for `callback` under `key` (None if there is none)."""
-        return self._relays.pop((key, callback), None)
+    def pop(self, key: object, callback: Callable[..., object]) -> Relay[C]:
+        """Forget and return the relay for `callback` under `key`.
+
+        A callback never added gets a relay never added either: removing it
+        from the asyncio connection does nothing, as removing an unknown
+        callback does.
+        """
+        relay = self._relays.pop((key, callback), None)
+        if relay is None:
+            return Relay(self._connection, callback)
+        return relay
