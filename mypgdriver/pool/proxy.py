@@ -44,6 +44,11 @@ RETRIED_WHEN_LOST = frozenset(('execute', 'fetch', 'fetchrow', 'fetchval'))
 _IDLE_INPUT_TURNS = 8
 
 
+def protocol_of(con: Connection) -> Any:
+    """The protocol of `con`: a first call reads its input and its count of operations sent."""
+    return con._session.protocol
+
+
 async def read_idle_input(con: Connection) -> None:
     """Let the glue read what the server sent `con` while it sat idle in the pool.
 
@@ -57,7 +62,7 @@ async def read_idle_input(con: Connection) -> None:
     provably never reached a server.  Costs one peek at the socket when
     nothing is there.
     """
-    protocol = con._session.protocol
+    protocol = protocol_of(con)
     for _ in range(_IDLE_INPUT_TURNS):
         if not protocol.input_waiting():
             return
@@ -215,7 +220,7 @@ class PoolConnectionProxy(_ProxyBase):
         try:
             if self._ops != 1 or name not in RETRIED_WHEN_LOST:
                 return await getattr(con, name)(*args, **kwargs)
-            protocol = con._session.protocol
+            protocol = protocol_of(con)
             if protocol.input_waiting():
                 await read_idle_input(con)
             sent = protocol.op_seq

@@ -23,10 +23,10 @@ from mypgdriver import exceptions
 from mypgdriver.connection import LoggedQuery
 from mypgdriver.core.deadlines import check_timeout
 from mypgdriver.sync._connection_methods import ConnectionMethods
-from mypgdriver.sync.driver.backlog import NotificationBacklog
-from mypgdriver.sync.driver.relays import RelayTable
 from mypgdriver.sync.copy_checks import CopyOutput, CopySource, ReadsBytes, WritesBytes
+from mypgdriver.sync.driver.backlog import NotificationBacklog
 from mypgdriver.sync.driver.cancel import cancel_running_call, shut_down_under_running_call
+from mypgdriver.sync.driver.relays import RelayTable
 from mypgdriver.sync.driver.runner import CallRunner
 from mypgdriver.sync.notifications import Notification
 

@@ -41,6 +41,8 @@ The one window left is outside the pool: between acquire() returning and
 the caller storing the connection (or entering the ``with`` block), a
 signal can land, as for any call that returns a resource in Python.
 """
+import functools
+import logging
 import threading
 import time
 
@@ -56,12 +58,17 @@ from mypgdriver import exceptions
 from mypgdriver.pool.core import (
     CLOSING, IDLE, RELEASED_CLOSING, RESET_FAILED, RETIRED, REUSABLE, PooledConnection,
 )
-from mypgdriver.pool.proxy import released_error
+from mypgdriver.pool.proxy import (
+    CONNECTION_LOST_ERRORS, protocol_of, read_idle_input, released_error,
+)
+from mypgdriver.sync.connection import async_connection, run_async
 
 __all__ = ('ThreadDriver', 'PoolEntry', 'REUSABLE', 'RESET_FAILED', 'enter_checkout',
-           'exit_checkout')
+           'exit_checkout', 'COUNTED_METHODS', 'proxy_getattr', 'proxy_execute', 'proxy_fetch',
+           'proxy_fetchrow', 'proxy_fetchval')
 
 cdef object _monotonic = time.monotonic
+cdef object _logger = logging.getLogger('mypgdriver.pool')
 cdef object _allocate_lock = threading._allocate_lock
 
 #: The sync pool's name for the core's PooledConnection.
@@ -618,3 +625,94 @@ def enter_checkout(proxy):
 def exit_checkout(proxy, exc_type, exc, tb):
     """The end of a ``with pool.acquire()`` block: the connection is released."""
     proxy._pool._core.release(proxy, None)
+
+
+# --- the proxy's calls, compiled: sync/pooled.py binds these as its methods ---
+
+#: The methods whose calls count toward the pool's ``max_queries`` (each
+#: sends at least one statement).
+COUNTED_METHODS = frozenset((
+    'execute', 'executemany', 'fetch', 'fetchrow', 'fetchval', 'fetchmany', 'prepare',
+    'cursor', 'copy_from_table', 'copy_from_query', 'copy_to_table', 'copy_records_to_table',
+))
+
+
+cdef inline object _checked_out(proxy, str name):
+    """The proxy's connection; InterfaceError once it was released."""
+    con = proxy._con
+    if con is None:
+        raise released_error(name)
+    return con
+
+
+def proxy_getattr(proxy, str name):
+    """``proxy.name`` for what the proxy does not define: the connection's, refused once released.
+
+    A method of the connection comes wrapped: calling it later, after the
+    release, is refused too, and a query method is counted.
+    """
+    con = _checked_out(proxy, name)
+    value = getattr(con, name)
+    if callable(value) and getattr(value, '__self__', None) is con:
+        return _wrapped(proxy, name, value)
+    return value
+
+
+cdef object _wrapped(proxy, str name, method):
+    cdef bint counted = name in COUNTED_METHODS
+
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        con = _checked_out(proxy, name)
+        if counted:
+            proxy._entry.queries += 1
+        return getattr(con, name)(*args, **kwargs)
+    return call
+
+
+cdef object _query(proxy, str name, tuple args, dict kwargs):
+    """A query method called through the proxy: counted, and the first of a checkout retried.
+
+    The first call reads what the server sent the idle connection; if that
+    closed it before this call's statement was sent, the statement goes to
+    a new connection instead (the asyncio proxy's rule, pool/proxy.py).
+    One that was sent is never sent again: it may have run.
+    """
+    con = _checked_out(proxy, name)
+    proxy._entry.queries += 1
+    proxy._ops += 1
+    if proxy._ops != 1:
+        return getattr(con, name)(*args, **kwargs)
+    aconn = async_connection(con)
+    protocol = protocol_of(aconn)
+    if protocol.input_waiting():
+        run_async(con, read_idle_input(aconn))
+    sent = protocol.op_seq
+    try:
+        return getattr(con, name)(*args, **kwargs)
+    except CONNECTION_LOST_ERRORS as e:
+        if protocol.op_seq != sent or proxy._con is not con or not con.is_closed():
+            raise   # sent (it may have run, so it is not run again), or not ours
+        _logger.debug('pool: connection lost before its first query (%s), replacing', e)
+        con = proxy._pool._core.replace_lost_connection(proxy, e)
+        return getattr(con, name)(*args, **kwargs)
+
+
+def proxy_execute(self, query, *args, **kwargs) -> 'str':
+    """Run a command; see :meth:`Connection.execute`."""
+    return _query(self, 'execute', (query,) + args, kwargs)
+
+
+def proxy_fetch(self, query, *args, **kwargs) -> 'list[Any]':
+    """Run a query and return all rows; see :meth:`Connection.fetch`."""
+    return _query(self, 'fetch', (query,) + args, kwargs)
+
+
+def proxy_fetchrow(self, query, *args, **kwargs) -> 'Any':
+    """Run a query and return its first row; see :meth:`Connection.fetchrow`."""
+    return _query(self, 'fetchrow', (query,) + args, kwargs)
+
+
+def proxy_fetchval(self, query, *args, **kwargs) -> 'Any':
+    """Run a query and return one value of its first row; see :meth:`Connection.fetchval`."""
+    return _query(self, 'fetchval', (query,) + args, kwargs)
