@@ -76,8 +76,6 @@ ONLY_SYNC: dict[tuple[str, str], str] = {
 #: removed by making the two sides agree (in mypgdriver/, not here).
 #: (pair, name) -> what differs, as the test describes it.
 KNOWN: dict[tuple[str, str], str] = {
-    # KNOWN: the sync pool opens its connections in the calling thread, with no retry budget.
-    ('create_pool', 'connect_retry_timeout'): 'only on the asyncio side',
 }
 
 #: Class names of the asyncio side and what stands for them on the sync side.

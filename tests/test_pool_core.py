@@ -389,7 +389,8 @@ class StandInHooks:
         self.opened = 0
         self._core: Any = None
 
-    def open_connection(self, dsn: Optional[str], kwargs: dict) -> StandInConnection:
+    def open_connection(self, dsn: Optional[str], kwargs: dict,
+                        time_left: Optional[float]) -> StandInConnection:
         self.opened += 1
         return StandInConnection(str(self.opened))
 

@@ -309,6 +309,73 @@ def test_connection_closed_by_its_user_is_replaced(make_pool: Callable[..., Pool
         assert conn.fetchval('SELECT 1') == 1
 
 
+# --- opening connections while the server is away (the asyncio pool's retries) ---
+
+def test_acquire_with_timeout_gives_up_while_server_is_down(refused_port: int) -> None:
+    kwargs = dict(min_size=0, max_size=2, host='127.0.0.1', port=refused_port,
+                  user='postgres', database='postgres')
+    with mypgdriver.sync.create_pool(**kwargs) as pool:  # type: ignore[arg-type]
+        started = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError) as info:
+            pool.acquire(timeout=0.3)
+        assert 0.25 < time.monotonic() - started < 0.3 + PROMPT
+        # The refusal's own wording belongs to connect(); the pool says the rest.
+        assert str(info.value).startswith(
+            'pool.acquire() timed out after 0.3 s while opening a new connection; '
+            'last error: ')
+        stats = pool.get_stats()
+        assert stats.timeouts == 1
+        assert stats.connections_failed >= 2      # it retried
+        assert pool.get_size() == 0
+    # Without a timeout it retries for connect_retry_timeout, then raises the cause.
+    with mypgdriver.sync.create_pool(connect_retry_timeout=0.2,  # type: ignore[arg-type]
+                                     **kwargs) as pool:
+        started = time.monotonic()
+        with pytest.raises(OSError):
+            pool.acquire()
+        assert 0.15 < time.monotonic() - started < 0.2 + PROMPT
+        assert pool.get_stats().timeouts == 0
+        assert pool.get_size() == 0
+
+
+def test_acquire_timeout_bounds_a_connect_nobody_answers(silent_port: int) -> None:
+    # The server accepts the TCP connection and never answers: the attempt's
+    # connect timeout is cut to what is left of the acquire's.
+    with mypgdriver.sync.create_pool(min_size=0, max_size=1, host='127.0.0.1',
+                                     port=silent_port, user='postgres',
+                                     database='postgres', timeout=60) as pool:
+        started = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError) as info:
+            pool.acquire(timeout=0.3)
+        assert 0.25 < time.monotonic() - started < 0.3 + PROMPT
+        assert str(info.value) == (
+            'pool.acquire() timed out after 0.3 s while opening a new connection')
+        assert pool.get_stats().timeouts == 1
+        assert pool.get_size() == 0
+
+
+def test_a_refused_connect_is_retried_and_a_bad_database_is_not(
+        dsn: str, make_pool: Callable[..., Pool]) -> None:
+    refusals = [ConnectionRefusedError('refused (1)'), ConnectionRefusedError('refused (2)')]
+
+    def flaky_connect(*args: Any, **kwargs: Any) -> Connection:
+        if refusals:
+            raise refusals.pop(0)
+        return mypgdriver.sync.connect(*args, **kwargs)
+    pool = make_pool(min_size=0, max_size=1, connect=flaky_connect)
+    with pool.acquire(timeout=PROMPT) as conn:
+        assert conn.fetchval('SELECT 41 + 1') == 42
+    assert pool.get_stats().connections_failed == 2
+    # Not a server away: raised at once, whatever the retry budget.
+    with mypgdriver.sync.create_pool(dsn, min_size=0, max_size=1, database='no_such_db_here',
+                                     connect_retry_timeout=30) as pool:
+        started = time.monotonic()
+        with pytest.raises(mypgdriver.exceptions.InvalidCatalogNameError):
+            pool.acquire()
+        assert time.monotonic() - started < PROMPT
+        assert pool.get_stats().connections_failed == 1
+
+
 # --- limits ---
 
 def test_acquire_timeout_says_who_holds_and_who_waits(make_pool: Callable[..., Pool]) -> None:

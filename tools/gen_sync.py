@@ -283,6 +283,24 @@ FUNCTION_FACES: tuple[FunctionFace, ...] = (
                ('DEFAULT_MAX_PIPELINE', 'mypgdriver.protocol.protocol', False),
                ('JsonCodec', 'mypgdriver.types', False)),
     ),
+    FunctionFace(
+        output='mypgdriver/sync/_create_pool.py',
+        name='create_pool',
+        doc='create_pool() of the sync API: the asyncio create_pool()\'s arguments, for a '
+            'thread-safe Pool.',
+        source='mypgdriver/pool/pool.py',
+        # No event loop in the sync API.
+        dropped=('loop',),
+        call='Pool',
+        not_passed=(),
+        # Its first connections opened, its background thread started.
+        result='opened({})',
+        names=(('Pool', 'mypgdriver.sync.pool', False),
+               ('opened', 'mypgdriver.sync.pool', False),
+               ('Connection', 'mypgdriver.sync.connection', False),
+               ('PoolConnectionProxy', 'mypgdriver.sync.pooled', False),
+               ('JsonCodec', 'mypgdriver.types', False)),
+    ),
 )
 
 @dataclasses.dataclass(frozen=True)
@@ -339,6 +357,9 @@ ANNOTATION_RENAMES = {
     r'\bUnion\[(\w+), Awaitable\[\1\]\]': r'\1',
     # connect()'s `ssl` parameter would read as the module's name.
     r'\bssl\.SSLContext\b': 'SSLContext',
+    # The pool's callbacks: coroutine functions in asyncio, plain ones here.
+    r'\bAwaitable\[None\]': 'object',
+    r'\bAwaitable\[(\w+)\]': r'\1',
 }
 
 #: Parameters the asyncio API types as Any, and their sync types.
@@ -446,6 +467,35 @@ DOC_EDITS: dict[tuple[str, str], list[tuple[str, str]]] = {
          'otherwise idle.',
          'The callback runs inside the call (or\nnotifies() iteration) that received the '
          'notification, in its thread.'),
+    ],
+    ('', 'create_pool'): [
+        ('Create a connection pool.\n\n',
+         'Create a thread-safe connection pool, open it, and return it.\n\n'
+         '``init_size`` connections are opened before this returns (an error\n'
+         'opening one is raised).  '),
+        ('Arguments, as in asyncpg:',
+         'The arguments are those of\n:func:`mypgdriver.create_pool`, its callbacks '
+         'plain functions:'),
+        ('how to connect, as for :func:`mypgdriver.connect`.',
+         'how to connect, as for :func:`mypgdriver.sync.connect`.'),
+        ('connections opened (all at once) when the pool starts;\n  defaults to `min_size`.',
+         'connections opened (one after the other, in the\n  calling thread) when the pool '
+         'starts; defaults to `min_size`.'),
+        ('replaced in the background.  The pool may fall below it while the\n  server is '
+         'unavailable.',
+         "replaced by the pool's background\n  thread.  The pool may fall below it while "
+         'the server is unavailable.'),
+        ('* `connect`: a coroutine function called instead of\n  :func:`mypgdriver.connect`',
+         '* `connect`: a function called instead of\n  :func:`mypgdriver.sync.connect`'),
+        ('* `setup`: a coroutine function', '* `setup`: a function'),
+        ('* `init`: a coroutine function', '* `init`: a function'),
+        ('* `reset`: a coroutine function', '* `reset`: a function'),
+        ('* `loop`: the event loop of the pool and its connections; by default\n'
+         '  the running one when the pool starts.  Kept for asyncpg\n'
+         '  compatibility: there is no reason to pass it.\n', ''),
+        ('(an ``acquire()`` with a timeout retries within\nit)',
+         '(an ``acquire()`` with a timeout retries within\nit, each attempt\'s connect '
+         '`timeout` cut to what is left)'),
     ],
     ('ConnectionMethods', 'close'): [
         ('Termination listeners are scheduled before this returns.',
@@ -931,6 +981,8 @@ def generate_function(face: FunctionFace, target: str = 'python', root: Path = R
             f"{indent}        f'got {{{parameter}!r}}')"]
     positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
     keywords = [f'{a.arg}={a.arg}' for a in fn.args.kwonlyargs if a.arg not in face.not_passed]
+    if fn.args.kwarg is not None:
+        keywords.append('**' + fn.args.kwarg.arg)
     before, after = face.result.split('{}')
     call = Call(f'{before}{face.call}(', positional + keywords, ')' + after)
     lines.append(call.statement(indent, 'return '))

@@ -49,7 +49,6 @@ from typing import (
     Optional,
     Sequence,
     Set,
-    Tuple,
     Type,
     Union,
     cast,
@@ -82,6 +81,7 @@ from mypgdriver.pool.reset import (
 from mypgdriver.pool.shortcuts import may_share, overridden_shortcuts, shared_load
 from mypgdriver.pool.slots import NEW_SLOT, Handoff, PooledConnection, wait_in_line
 from mypgdriver.pool.stats import PoolCounters, PoolStats
+from mypgdriver.pool.timeouts import DEADLINE_SLACK, TRANSIENT_CONNECT_ERRORS, opening_timed_out
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory
 from mypgdriver.tracing import TELEMETRY
@@ -92,8 +92,6 @@ __all__ = ('create_pool', 'Pool', 'PoolAcquireContext')
 # Named for the package, as before it was one: the logger users configure.
 logger = logging.getLogger('mypgdriver.pool')
 
-# A TimeoutError this close to the acquire's deadline is the deadline's own.
-_DEADLINE_SLACK = 0.001
 
 # How long close() waits before saying why it is not done yet.
 _LONG_CLOSE_WARNING = 60.0
@@ -103,18 +101,6 @@ _LONG_CLOSE_WARNING = 60.0
 # a restart instead of on the next acquire.
 _IDLE_CHECK_INTERVAL = 1.0
 
-# Failures to open a connection that mean "the server is not there right now"
-# (refused, reset, starting up, shutting down, full), worth retrying; anything
-# else (bad password, no such database, bad arguments) is raised at once.
-_TRANSIENT_CONNECT_ERRORS: Tuple[Type[BaseException], ...] = (
-    OSError,  # includes TimeoutError and the driver's ConnectionFailure
-    asyncio.TimeoutError,  # an OSError from Python 3.11 on, not before
-    exceptions.PostgresConnectionError,
-    exceptions.CannotConnectNowError,
-    exceptions.AdminShutdownError,
-    exceptions.CrashShutdownError,
-    exceptions.TooManyConnectionsError,
-)
 
 
 class Pool:
@@ -450,7 +436,7 @@ class Pool:
                     entry = await deadlines.within(loop, self._open_entry(), left,
                                                    self._discard_late_entry)
                     break
-                except _TRANSIENT_CONNECT_ERRORS as e:
+                except TRANSIENT_CONNECT_ERRORS as e:
                     if self._core.shut:
                         raise
                     wait = min(backoff.delay, retry_until - loop.time())
@@ -461,10 +447,10 @@ class Pool:
                             # the message says: an earlier attempt's failure,
                             # or a connect's own error, says more.
                             own_timeout = (isinstance(e, asyncio.TimeoutError)
-                                           and deadline - loop.time() < _DEADLINE_SLACK)
+                                           and deadline - loop.time() < DEADLINE_SLACK)
                             if not own_timeout:
                                 failure = e
-                            raise _opening_timed_out(timeout, failure) from (failure or e)
+                            raise opening_timed_out(timeout, failure) from (failure or e)
                         raise
                     failure = e
                     logger.debug('pool: cannot open a connection (%s), retrying', e)
@@ -1260,20 +1246,6 @@ def create_pool(dsn: Optional[str] = None, *,
                 connection_class=connection_class, record_class=record_class,
                 connect_retry_timeout=connect_retry_timeout, row_factory=row_factory,
                 json=json, **connect_kwargs)
-
-
-def _opening_timed_out(timeout: Optional[float],
-                       error: Optional[BaseException]) -> asyncio.TimeoutError:
-    """The error of an acquire whose time ran out while opening a connection.
-
-    `error` is the last failure: a refused or failed connection (the server
-    away or starting), or None when connecting simply took too long.
-    """
-    after = '' if timeout is None else f' after {timeout:g} s'
-    message = f'pool.acquire() timed out{after} while opening a new connection'
-    if error is not None:
-        message += f'; last error: {str(error) or type(error).__name__}'
-    return asyncio.TimeoutError(message)
 
 
 def with_json(connect_kwargs: dict[str, Any], json: Optional[JsonCodec]) -> dict[str, Any]:

@@ -15,11 +15,12 @@ from mypgdriver.exceptions._base import *  # noqa: F401,F403
 from mypgdriver.exceptions._generated import *  # noqa: F401,F403
 from mypgdriver.paramstyle import named, named_many
 from mypgdriver.protocol.record import Record
+from mypgdriver.sync._create_pool import create_pool
 from mypgdriver.sync.connect import connect
 from mypgdriver.sync.connection import Connection
 from mypgdriver.sync.cursor import Cursor, CursorFactory
 from mypgdriver.sync.notifications import Notification
-from mypgdriver.sync.pool import Pool, PoolConnectionProxy, create_pool
+from mypgdriver.sync.pool import Pool, PoolConnectionProxy
 from mypgdriver.sync.prepared import PreparedStatement
 from mypgdriver.sync.transaction import Transaction
 

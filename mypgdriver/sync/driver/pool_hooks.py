@@ -12,6 +12,7 @@ Not an API: mypgdriver.sync.Pool (pool.py) makes one PoolHooks per pool.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 __all__ = ('PoolHooks',)
 
 logger = logging.getLogger('mypgdriver.pool')
+
+# connect()'s own default `timeout` (read from it, not written again).
+CONNECT_TIMEOUT: Optional[float] = inspect.signature(sync_connect).parameters['timeout'].default
 
 # How often the background thread wakes with nothing to do (it is also woken
 # whenever a slot is freed below min_size or a connection goes idle).
@@ -69,9 +73,21 @@ class PoolHooks:
 
     # --- a connection's life in the pool ---
 
-    def open_connection(self, dsn: Optional[str], kwargs: dict[str, Any]) -> Connection:
-        """Open a connection and run ``init`` on it (the driver holds its slot)."""
+    def open_connection(self, dsn: Optional[str], kwargs: dict[str, Any],
+                        time_left: Optional[float]) -> Connection:
+        """Open a connection and run ``init`` on it (the driver holds its slot).
+
+        `time_left` (an acquire's timeout, what is left of it) bounds the
+        connect: it is passed on as connect's `timeout` when shorter than
+        the pool's own.  (A thread cannot be stopped from outside, as a task
+        is cancelled: a `connect` callback that ignores `timeout` is not
+        bounded.)
+        """
         cls = self._connection_class
+        if time_left is not None:
+            own = kwargs.get('timeout', CONNECT_TIMEOUT)
+            if own is None or time_left < own:
+                kwargs = {**kwargs, 'timeout': max(time_left, 0.001)}
         con = self._connect(dsn, connection_class=cls, record_class=self._record_class,
                             **with_json(kwargs, self._json))
         if not isinstance(con, cls):

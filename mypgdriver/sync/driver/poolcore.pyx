@@ -51,13 +51,14 @@ from cpython.pythread cimport (
     PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK, NOWAIT_LOCK,
 )
 
-from mypgdriver.pool.core cimport PoolCore, Waiter
+from mypgdriver.pool.core cimport Backoff, PoolCore, Waiter
 from mypgdriver.pool.slotaccess cimport read_slot, slot_offset, write_slot
 
 from mypgdriver import exceptions
 from mypgdriver.pool.core import (
     CLOSING, IDLE, RELEASED_CLOSING, RESET_FAILED, RETIRED, REUSABLE, PooledConnection,
 )
+from mypgdriver.pool.timeouts import DEADLINE_SLACK, TRANSIENT_CONNECT_ERRORS, opening_timed_out
 from mypgdriver.pool.proxy import (
     CONNECTION_LOST_ERRORS, protocol_of, read_idle_input, released_error,
 )
@@ -68,6 +69,7 @@ __all__ = ('ThreadDriver', 'PoolEntry', 'REUSABLE', 'RESET_FAILED', 'enter_check
            'proxy_fetchrow', 'proxy_fetchval')
 
 cdef object _monotonic = time.monotonic
+cdef object _sleep = time.sleep
 cdef object _logger = logging.getLogger('mypgdriver.pool')
 cdef object _allocate_lock = threading._allocate_lock
 
@@ -129,6 +131,8 @@ cdef class ThreadDriver:
     cdef readonly PoolCore core
     cdef readonly object connect_dsn
     cdef readonly object connect_kwargs
+    #: How long an acquire without a timeout retries opening a connection.
+    cdef readonly double connect_retry_timeout
     # Released when the last slot is given up after close() began.
     cdef object _drained
     # Released to wake the background thread (it acquires it to sleep).
@@ -146,7 +150,8 @@ cdef class ThreadDriver:
             PyThread_free_lock(self._mutex)
 
     def __init__(self, pool, hooks, proxy_class, counters, *, int min_size, int max_size,
-                 max_queries, max_inactive, connect_dsn, connect_kwargs):
+                 max_queries, max_inactive, connect_dsn, connect_kwargs,
+                 double connect_retry_timeout=0.0):
         self._pool = pool
         self._hooks = hooks
         self._proxy_class = proxy_class
@@ -154,6 +159,7 @@ cdef class ThreadDriver:
                              max_queries=max_queries, max_inactive=max_inactive)
         self.connect_dsn = connect_dsn
         self.connect_kwargs = connect_kwargs
+        self.connect_retry_timeout = connect_retry_timeout
         self._drained = _allocate_lock()
         self._drained.acquire()
         self._wake = _allocate_lock()
@@ -227,7 +233,7 @@ cdef class ThreadDriver:
             item = self._wait(waiter, timeout)
         # From the idle list at once: waited 0.0 (as in the asyncio pool).
         found_idle = waiter is None and type(item) is _PooledConnection
-        entry = self._ready(item)
+        entry = self._ready(item, None if timeout is None else start + timeout, timeout)
         proxy = self._begin_checkout(entry, timeout)
         waited = 0.0 if found_idle else _monotonic() - start
         self._lock()
@@ -274,8 +280,12 @@ cdef class ThreadDriver:
             raise exceptions.InterfaceError('pool is closing')
         return item
 
-    cdef object _ready(self, item):
-        """A connection ready to hand out from `item`: checked, or opened in the slot."""
+    cdef object _ready(self, item, deadline, timeout):
+        """A connection ready to hand out from `item`: checked, or opened in the slot.
+
+        Opening one retries while the server is away, until `deadline` (the
+        acquire's, of `timeout` seconds) or for connect_retry_timeout.
+        """
         cdef object entry
         if type(item) is _PooledConnection:
             entry = item
@@ -298,21 +308,31 @@ cdef class ThreadDriver:
         if self.core.closing or self.core.closed:
             self._slot_freed()
             raise exceptions.InterfaceError('pool is closing')
-        return self.open_in_slot()
+        return self.open_in_slot(True, deadline, timeout)
 
-    def open_in_slot(self):
-        """Open a connection in a slot the caller holds; the slot is given up if this fails."""
+    def open_in_slot(self, bint retry=False, deadline=None, timeout=None):
+        """Open a connection in a slot the caller holds; the slot is given up if this fails.
+
+        With `retry` (an acquire's connection), a failure that means the
+        server is away (refused, starting, shutting down, full:
+        TRANSIENT_CONNECT_ERRORS) is retried with backoff until `deadline`
+        (a monotonic time: the acquire's `timeout`, which also bounds each
+        attempt), or for connect_retry_timeout seconds without one; the
+        time running out raises the asyncio pool's TimeoutError.  Without
+        `retry` (create_pool's first connections, the background refill,
+        which has its own backoff) the first failure is raised.
+        """
         cdef object entry
         cdef bint open_
         self._lock()
         dsn, kwargs, generation = self.connect_dsn, self.connect_kwargs, self.core.generation
         self._unlock()
         try:
-            con = self._hooks.open_connection(dsn, kwargs)
+            if retry:
+                con = self._open_retrying(dsn, kwargs, deadline, timeout)
+            else:
+                con = self._open_once(dsn, kwargs, None)
         except BaseException:
-            self._lock()
-            self.core.counters.failed += 1
-            self._unlock()
             self._slot_freed()
             raise
         entry = _PooledConnection(con, generation)
@@ -324,6 +344,55 @@ cdef class ThreadDriver:
             return entry
         self._discard(entry, True)
         raise exceptions.InterfaceError('pool is closing')
+
+    cdef object _open_once(self, dsn, kwargs, time_left):
+        try:
+            return self._hooks.open_connection(dsn, kwargs, time_left)
+        except BaseException:
+            self._lock()
+            self.core.counters.failed += 1
+            self._unlock()
+            raise
+
+    cdef object _open_retrying(self, dsn, kwargs, deadline, timeout):
+        # The asyncio pool's loop (Pool._open_in_slot), with threads.
+        cdef double retry_until
+        cdef Backoff backoff = Backoff()
+        failure = None  # the last attempt's own failure
+        retry_until = (_monotonic() + self.connect_retry_timeout if deadline is None
+                       else deadline)
+        while True:
+            left = None
+            if deadline is not None:
+                left = deadline - _monotonic()
+                if left <= 0:
+                    self._count_timeout()
+                    raise opening_timed_out(timeout, failure)
+            try:
+                return self._open_once(dsn, kwargs, left)
+            except TRANSIENT_CONNECT_ERRORS as e:
+                if self.core.closing or self.core.closed:
+                    raise
+                wait = min(backoff.delay, retry_until - _monotonic())
+                if wait <= 0:
+                    if deadline is not None:
+                        # A TimeoutError at the deadline is the deadline's
+                        # own: the attempt before it says more.
+                        if not (isinstance(e, TimeoutError)
+                                and deadline - _monotonic() < DEADLINE_SLACK):
+                            failure = e
+                        self._count_timeout()
+                        raise opening_timed_out(timeout, failure) from (failure or e)
+                    raise
+                failure = e
+                _logger.debug('pool: cannot open a connection (%s), retrying', e)
+                _sleep(wait)
+                backoff.next()
+
+    cdef void _count_timeout(self):
+        self._lock()
+        self.core.counters.timeouts += 1
+        self._unlock()
 
     cdef object _begin_checkout(self, object entry, timeout):
         """Hand `entry` out as a new proxy (the `begin_checkout` hook runs `setup`)."""
@@ -375,7 +444,7 @@ cdef class ThreadDriver:
             self._slot_freed()
             raise error
         try:
-            entry = self.open_in_slot()
+            entry = self.open_in_slot(True)
         except BaseException:
             # The slot is gone with the connection; release() has nothing to do.
             proxy._con = None
