@@ -165,6 +165,10 @@ def signature_differences(pair: str, asyncio_call: Callable[..., Any],
             found[pair, name] = f'default {pa.default!r} / {ps.default!r}'
     a_return = normalized_annotation(a.return_annotation, asyncio_side=True)
     s_return = normalized_annotation(s.return_annotation, asyncio_side=False)
+    if hasattr(asyncio_call, '__wrapped__'):
+        # A @contextmanager generator annotated Iterator[X] returns a
+        # ContextManager[X] once decorated (what the sync side says).
+        a_return = re.sub(r'^Iterator\[(.*)\]$', r'ContextManager[\1]', a_return)
     if a_return != s_return:
         found[pair, '(return)'] = f'returns {a_return} (asyncio) / {s_return} (sync)'
     return found

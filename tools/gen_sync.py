@@ -99,6 +99,7 @@ _COMMON_NAMES: tuple[tuple[str, str, bool], ...] = (
     ('TYPE_CHECKING', 'typing', False),
     ('Any', 'typing', False),
     ('Callable', 'typing', False),
+    ('ContextManager', 'typing', False),
     ('Generic', 'typing', False),
     ('Iterable', 'typing', False),
     ('Optional', 'typing', False),
@@ -138,7 +139,7 @@ FACES: tuple[Face, ...] = (
                  'copy_records_to_table',
                  'add_listener', 'remove_listener', 'add_log_listener', 'remove_log_listener',
                  'add_termination_listener', 'remove_termination_listener',
-                 'add_query_logger', 'remove_query_logger',
+                 'add_query_logger', 'remove_query_logger', 'query_logger',
                  'set_type_codec', 'reset_type_codec', 'set_builtin_type_codec',
                  'reload_schema_state', 'reset', 'get_reset_query', 'close'),
         body=BodyStyle('run', target='self._aconn', run='self._run'),
@@ -147,9 +148,7 @@ FACES: tuple[Face, ...] = (
             '_aconn: AsyncConnection\n'
             '_runner: CallRunner\n'
             '_run: CoroutineRunner\n'
-            '_listener_relays: RelayTable[Connection]\n'
-            '_log_relays: RelayTable[Connection]\n'
-            '_termination_relays: RelayTable[Connection]\n'),
+            '_relays: RelayTable[Connection]\n'),
         names=(('AsyncConnection', 'mypgdriver.connection', True),
                ('CoroutineRunner', 'mypgdriver.sync.connection', True),
                ('PreparedStatement', 'mypgdriver.sync.prepared', False),
@@ -378,6 +377,7 @@ PRECHECKS = {
     ('ConnectionMethods', 'copy_to_table'): 'check_copy_source(source)',
     ('ConnectionMethods', 'copy_records_to_table'): 'check_copy_records(records)',
     ('ConnectionMethods', 'add_query_logger'): "check_plain_callback(callback, 'query logger')",
+    ('ConnectionMethods', 'query_logger'): "check_plain_callback(callback, 'query logger')",
     ('ConnectionMethods', 'add_listener'):
         "check_plain_callback(callback, 'notification listener')",
     ('ConnectionMethods', 'add_log_listener'): "check_plain_callback(callback, 'log listener')",
@@ -392,17 +392,17 @@ PRECHECKS = {
 #: that adding it made (a relay never added when there is none).
 ARGUMENT_WRAPS: dict[tuple[str, str], dict[str, str]] = {
     ('ConnectionMethods', 'add_listener'):
-        {'callback': 'self._listener_relays.relay(channel, callback)'},
+        {'callback': "self._relays.relay(('listener', channel), callback)"},
     ('ConnectionMethods', 'remove_listener'):
-        {'callback': 'self._listener_relays.pop(channel, callback)'},
+        {'callback': "self._relays.pop(('listener', channel), callback)"},
     ('ConnectionMethods', 'add_log_listener'):
-        {'callback': 'self._log_relays.relay(None, callback)'},
+        {'callback': "self._relays.relay('log', callback)"},
     ('ConnectionMethods', 'remove_log_listener'):
-        {'callback': 'self._log_relays.pop(None, callback)'},
+        {'callback': "self._relays.pop('log', callback)"},
     ('ConnectionMethods', 'add_termination_listener'):
-        {'callback': 'self._termination_relays.relay(None, callback)'},
+        {'callback': "self._relays.relay('termination', callback)"},
     ('ConnectionMethods', 'remove_termination_listener'):
-        {'callback': 'self._termination_relays.pop(None, callback)'},
+        {'callback': "self._relays.pop('termination', callback)"},
 }
 
 #: (class, method) -> [(asyncio text, sync text)]: where the sync docstring
@@ -722,6 +722,9 @@ def _wrap(head: str, items: Sequence[str], tail: str, indent: str) -> str:
 def _signature(method: Method, fn: ast.FunctionDef | ast.AsyncFunctionDef,
                indent: str, body: str = ':') -> str:
     returns = _annotation(method, fn.returns)
+    if any(_decorator_name(d) == 'contextmanager' for d in fn.decorator_list):
+        # The delegation returns the asyncio method's context manager.
+        returns = re.sub(r'^Iterator\[(.*)\]$', r'ContextManager[\1]', returns)
     tail = f') -> {returns}{body}' if returns else f'){body}'
     return _wrap(f'def {method.name}(', _parameters(method, fn), tail, indent)
 

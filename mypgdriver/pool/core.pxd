@@ -49,6 +49,8 @@ cdef class PoolCore:
     cpdef bint register(self, object entry) except -1
     cpdef int make_available(self, object entry, double now) except -1
     cpdef bint slot_freed(self) except -1
+    cpdef int size(self)
+    cpdef int idle_size(self)
     cpdef bint drained(self)
     cpdef bint retire(self, object entry) except -1
     cpdef bint remove_idle(self, object entry) except -1

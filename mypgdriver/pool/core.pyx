@@ -335,6 +335,14 @@ cdef class PoolCore:
         self.slots -= 1
         return False
 
+    cpdef int size(self):
+        """The open connections, idle and in use."""
+        return len(self.all)
+
+    cpdef int idle_size(self):
+        """The open connections nobody holds."""
+        return len(self.idle)
+
     cpdef bint drained(self):
         """True once the pool is closing and no slot is left."""
         return self.slots == 0 and (self.shut)

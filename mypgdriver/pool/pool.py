@@ -79,6 +79,7 @@ from mypgdriver.pool.reset import (
     in_unknown_state,
 )
 from mypgdriver.pool.shortcuts import may_share, overridden_shortcuts, shared_load
+from mypgdriver.pool.sizes import PoolSizes
 from mypgdriver.pool.slots import NEW_SLOT, Handoff, PooledConnection, wait_in_line
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.pool.timeouts import DEADLINE_SLACK, TRANSIENT_CONNECT_ERRORS, opening_timed_out
@@ -103,7 +104,7 @@ _IDLE_CHECK_INTERVAL = 1.0
 
 
 
-class Pool:
+class Pool(PoolSizes[PoolCore]):
     """A pool of connections to one PostgreSQL server.
 
     Create it with :func:`create_pool`; see there for the arguments.  Take a
@@ -256,30 +257,6 @@ class Pool:
             raise error
 
     # --- information ---
-
-    def get_size(self) -> int:
-        """The number of open connections, idle and in use."""
-        return len(self._core.all)
-
-    def get_init_size(self) -> int:
-        """The number of connections opened when the pool starts."""
-        return self._init_size
-
-    def get_min_size(self) -> int:
-        """The number of connections the pool keeps open, refilling in the background."""
-        return self._min_size
-
-    def get_max_size(self) -> int:
-        """The most connections the pool opens at the same time."""
-        return self._max_size
-
-    def get_idle_size(self) -> int:
-        """The number of open connections nobody holds."""
-        return len(self._core.idle)
-
-    def is_closing(self) -> bool:
-        """True once :meth:`close` or :meth:`terminate` was called."""
-        return self._core.shut
 
     def get_stats(self) -> PoolStats:
         """A snapshot of the pool's counters (a :class:`PoolStats`)."""

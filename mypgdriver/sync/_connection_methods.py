@@ -7,7 +7,17 @@ regenerate; CI fails on a difference (``./dev.sh generate --check``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    ContextManager,
+    Iterable,
+    Optional,
+    Sequence,
+    Union,
+    overload,
+)
 
 from mypgdriver._typing import ArgumentRow, RecordT, RowT
 from mypgdriver.connection import LoggedQuery, PipelineStats
@@ -48,9 +58,7 @@ class ConnectionMethods:
     _aconn: AsyncConnection
     _runner: CallRunner
     _run: CoroutineRunner
-    _listener_relays: RelayTable[Connection]
-    _log_relays: RelayTable[Connection]
-    _termination_relays: RelayTable[Connection]
+    _relays: RelayTable[Connection]
 
     def get_server_pid(self) -> int:
         """The process ID of the server backend serving this connection."""
@@ -399,12 +407,13 @@ class ConnectionMethods:
         channel, and ``LISTEN`` is sent for the first only.
         """
         check_plain_callback(callback, 'notification listener')
-        self._run(self._aconn.add_listener(channel, self._listener_relays.relay(channel, callback)))
+        self._run(self._aconn.add_listener(channel,
+                                           self._relays.relay(('listener', channel), callback)))
 
     def remove_listener(self, channel: str, callback: NotificationCallback) -> None:
         """Stop calling `callback` for `channel`; ``UNLISTEN`` once no callback is left."""
         self._run(self._aconn.remove_listener(channel,
-                                              self._listener_relays.pop(channel, callback)))
+                                              self._relays.pop(('listener', channel), callback)))
 
     def add_log_listener(self, callback: LogCallback) -> None:
         """Call `callback` for each message the server logs to this session.
@@ -415,20 +424,20 @@ class ConnectionMethods:
         LOG or DEBUG message, such as ``RAISE NOTICE`` in PL/pgSQL.
         """
         check_plain_callback(callback, 'log listener')
-        self._aconn.add_log_listener(self._log_relays.relay(None, callback))
+        self._aconn.add_log_listener(self._relays.relay('log', callback))
 
     def remove_log_listener(self, callback: LogCallback) -> None:
         """Stop calling `callback` for log messages (no error if it was not added)."""
-        self._aconn.remove_log_listener(self._log_relays.pop(None, callback))
+        self._aconn.remove_log_listener(self._relays.pop('log', callback))
 
     def add_termination_listener(self, callback: TerminationCallback) -> None:
         """Call ``callback(connection)`` once, when the connection is closed or lost."""
         check_plain_callback(callback, 'termination listener')
-        self._aconn.add_termination_listener(self._termination_relays.relay(None, callback))
+        self._aconn.add_termination_listener(self._relays.relay('termination', callback))
 
     def remove_termination_listener(self, callback: TerminationCallback) -> None:
         """Forget a callback given to :meth:`add_termination_listener`."""
-        self._aconn.remove_termination_listener(self._termination_relays.pop(None, callback))
+        self._aconn.remove_termination_listener(self._relays.pop('termination', callback))
 
     def add_query_logger(self, callback: Callable[[LoggedQuery], Any]) -> None:
         """Call `callback` with a :class:`LoggedQuery` after each query.
@@ -444,6 +453,11 @@ class ConnectionMethods:
     def remove_query_logger(self, callback: Callable[[LoggedQuery], Any]) -> None:
         """Stop calling `callback` (added with add_query_logger())."""
         self._aconn.remove_query_logger(callback)
+
+    def query_logger(self, callback: Callable[[LoggedQuery], Any]) -> ContextManager[None]:
+        """Context manager: `callback` logs the queries run inside the ``with`` block."""
+        check_plain_callback(callback, 'query logger')
+        return self._aconn.query_logger(callback)
 
     def set_type_codec(self, typename: str, *, schema: str = 'public',
                        encoder: Callable[[Any], Any], decoder: Callable[[Any], Any],

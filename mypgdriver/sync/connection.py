@@ -14,13 +14,10 @@ sources (copy_checks.py).
 """
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterator, Optional, Protocol, TypeVar
 
 from mypgdriver import exceptions
-from mypgdriver.connection import LoggedQuery
 from mypgdriver.core.deadlines import check_timeout
 from mypgdriver.sync._connection_methods import ConnectionMethods
 from mypgdriver.sync.copy_checks import CopyOutput, CopySource, ReadsBytes, WritesBytes
@@ -53,8 +50,7 @@ class Connection(ConnectionMethods):
     ``with connect(...) as conn:`` closes it at the end of the block.
     """
 
-    __slots__ = ('_aconn', '_runner', '_run', '_notifications', '_listener_relays',
-                 '_log_relays', '_termination_relays', '__weakref__')
+    __slots__ = ('_aconn', '_runner', '_run', '_notifications', '_relays', '__weakref__')
 
     def __init__(self, aconn: AsyncConnection, glue: SyncGlue) -> None:
         """Wrap `aconn`, opened on `glue` (use :func:`mypgdriver.sync.connect`)."""
@@ -63,9 +59,8 @@ class Connection(ConnectionMethods):
         self._run = self._runner.run
         self._notifications = NotificationBacklog(glue)
         self._notifications.attach(aconn)
-        self._listener_relays: RelayTable[Connection] = RelayTable(self)
-        self._log_relays: RelayTable[Connection] = RelayTable(self)
-        self._termination_relays: RelayTable[Connection] = RelayTable(self)
+        # The listeners' relays, by (kind, channel) or kind, and callback.
+        self._relays: RelayTable[Connection] = RelayTable(self)
 
     def __repr__(self) -> str:
         state = 'closed' if self.is_closed() else 'open'
@@ -81,7 +76,7 @@ class Connection(ConnectionMethods):
 
     # --- what differs from the asyncio methods (the others: ConnectionMethods) ---
 
-    # --- notifications, query logging ---
+    # --- notifications ---
 
     def notifies(self, timeout: Optional[float] = None) -> Iterator[Notification]:
         """Yield the notifications of the channels this session LISTENs to, as they arrive.
@@ -102,15 +97,6 @@ class Connection(ConnectionMethods):
             if notification is None:
                 return
             yield notification
-
-    @contextlib.contextmanager
-    def query_logger(self, callback: Callable[[LoggedQuery], object]) -> Iterator[None]:
-        """Context manager: `callback` logs the queries run inside the ``with`` block."""
-        self.add_query_logger(callback)
-        try:
-            yield
-        finally:
-            self.remove_query_logger(callback)
 
     # --- cancelling and closing ---
 
@@ -145,7 +131,7 @@ class Connection(ConnectionMethods):
         self._run(_terminated(self._aconn))
 
 
-# --- for mypgdriver.sync's pool (pool.py) and mypgdriver.dbapi, which drive the asyncio
+# --- for mypgdriver.sync's pool (its driver) and mypgdriver.dbapi, which drive the asyncio
 # Connection's policy ---
 
 _T = TypeVar('_T')
@@ -156,11 +142,6 @@ def async_connection(conn: Connection) -> AsyncConnection:
     return conn._aconn
 
 
-def run_async(conn: Connection, coro: Coroutine[Any, Any, _T]) -> _T:
-    """Drive `coro` (which uses ``async_connection(conn)``) as a call of `conn`: under its lock."""
-    return conn._run(coro)
-
-
 class CoroutineRunner(Protocol):
     """What call_runner() returns: drives a coroutine as a call of the connection."""
 
@@ -168,32 +149,17 @@ class CoroutineRunner(Protocol):
 
 
 def call_runner(conn: Connection) -> CoroutineRunner:
-    """run_async() bound to `conn`, for mypgdriver.dbapi's hot paths (one call less)."""
-    return conn._run
+    """What drives a coroutine (using ``async_connection(conn)``) as a call of `conn`, under its lock.
 
-
-def read_pending_input(conn: Connection) -> None:
-    """Read and handle what the server sent while `conn` was idle, without waiting.
-
-    Two non-blocking polls of the socket: a server's goodbye (a backend
-    terminated, a server shut down: its FATAL message, then the end of the
-    stream) is read, and the connection is found closed, before the pool
-    hands it out.
+    For the sync pool's driver and mypgdriver.dbapi, which run the asyncio
+    Connection's own policy.
     """
-    conn._run(_two_turns())
+    return conn._run
 
 
 def forget_notifications(conn: Connection) -> None:
     """Drop the notifications that notifies() has not yielded yet (see NotificationBacklog)."""
     conn._notifications.clear()
-
-
-async def _two_turns() -> None:
-    # A bare yield: the glue runs one turn (ready callbacks, a poll of the
-    # sockets with no wait) before resuming.  The first turn reads what was
-    # sent (the goodbye), the second the end of the stream after it.
-    await asyncio.sleep(0)
-    await asyncio.sleep(0)
 
 
 async def _terminated(aconn: AsyncConnection) -> None:

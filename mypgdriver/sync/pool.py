@@ -41,6 +41,7 @@ from typing import Any, Callable, Optional, Union
 from mypgdriver import tracing
 from mypgdriver.connecting.connector import resolve_json_option
 from mypgdriver.pool.arguments import check_pool_arguments
+from mypgdriver.pool.sizes import PoolSizes
 from mypgdriver.pool.stats import PoolCounters, PoolStats
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory
@@ -55,7 +56,7 @@ from mypgdriver.types import JsonCodec
 __all__ = ('Pool', 'PoolConnectionProxy', 'opened')
 
 
-class Pool(PoolShortcuts):
+class Pool(PoolShortcuts, PoolSizes[ThreadDriver]):
     """A thread-safe pool of :class:`mypgdriver.sync.Connection` (see :func:`create_pool`).
 
     ``with pool.acquire() as conn:`` takes a connection and gives it back at
@@ -149,30 +150,6 @@ class Pool(PoolShortcuts):
         self._hooks.start(core, f'mypgdriver.sync.Pool-{id(self):#x}')
 
     # --- information ---
-
-    def get_size(self) -> int:
-        """The number of open connections, idle and in use."""
-        return self._core.sizes()[0]
-
-    def get_init_size(self) -> int:
-        """The number of connections opened when the pool starts."""
-        return self._init_size
-
-    def get_min_size(self) -> int:
-        """The number of connections the pool keeps open, refilling in the background."""
-        return self._min_size
-
-    def get_max_size(self) -> int:
-        """The most connections the pool opens at the same time."""
-        return self._max_size
-
-    def get_idle_size(self) -> int:
-        """The number of open connections nobody holds."""
-        return self._core.sizes()[1]
-
-    def is_closing(self) -> bool:
-        """True once :meth:`close` or :meth:`terminate` was called."""
-        return self._core.closing or self._core.closed
 
     def get_stats(self) -> PoolStats:
         """A snapshot of the pool's counters (the asyncio pool's :class:`~mypgdriver.pool.PoolStats`).

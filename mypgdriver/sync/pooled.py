@@ -4,7 +4,6 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Optional
 
-from mypgdriver.pool.proxy import released_error
 from mypgdriver.sync.connection import Connection
 from mypgdriver.sync.driver import poolcore
 
@@ -59,18 +58,6 @@ class PoolConnectionProxy(_ProxyBase):
     # Query calls made through this proxy (the first gets the retry).
     _ops: int
 
-    def __repr__(self) -> str:
-        if self._con is None:
-            return f'<{type(self).__name__} [released] {id(self):#x}>'
-        return f'<{type(self).__name__} {self._con!r} {id(self):#x}>'
-
-    def is_closed(self) -> bool:
-        """True if the connection is closed; see :meth:`Connection.is_closed`."""
-        con = self._con
-        if con is None:
-            raise released_error('is_closed')
-        return con.is_closed()
-
     if TYPE_CHECKING:
         def __enter__(self) -> PoolConnectionProxy: ...
 
@@ -84,6 +71,8 @@ class PoolConnectionProxy(_ProxyBase):
         __enter__ = poolcore.enter_checkout
         __exit__ = poolcore.exit_checkout
         __getattr__ = poolcore.proxy_getattr
+        __repr__ = poolcore.proxy_repr
+        is_closed = poolcore.proxy_is_closed
         execute = poolcore.proxy_execute
         fetch = poolcore.proxy_fetch
         fetchrow = poolcore.proxy_fetchrow

@@ -12,6 +12,7 @@ Not an API: mypgdriver.sync.Pool (pool.py) makes one PoolHooks per pool.
 """
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import threading
@@ -26,9 +27,8 @@ from mypgdriver.sync.connect import connect as sync_connect
 from mypgdriver.sync.connection import (
     Connection,
     async_connection,
+    call_runner,
     forget_notifications,
-    read_pending_input,
-    run_async,
 )
 from mypgdriver.types import JsonCodec
 
@@ -116,12 +116,12 @@ class PoolHooks:
         """
         if con.is_closed():
             return False
-        read_pending_input(con)
+        call_runner(con)(_two_turns())
         return not con.is_closed()
 
     def begin_checkout(self, con: Connection, proxy: Any) -> None:
         """Hand `con` out as `proxy`: handles belong to this checkout; ``setup`` runs."""
-        run_async(con, _checkout_begun(async_connection(con), proxy))
+        call_runner(con)(_checkout_begun(async_connection(con), proxy))
         if self._setup is not None:
             self._setup(proxy)
 
@@ -137,14 +137,14 @@ class PoolHooks:
         """
         aconn = async_connection(con)
         if self._reset is None:
-            return run_async(con, _released(con, aconn, core, entry, timeout))
-        run_async(con, _checkout_ended(aconn))
+            return call_runner(con)(_released(con, aconn, core, entry, timeout))
+        call_runner(con)(_checkout_ended(aconn))
         verdict = core.release_verdict(entry, in_unknown_state(aconn))
         if verdict != REUSABLE:
             return verdict
         _warn_if_in_transaction(con)
         try:
-            run_async(con, end_open_transaction(aconn))
+            call_runner(con)(end_open_transaction(aconn))
             self._reset(con)
         except Exception as e:
             _log_reset_failure(aconn, e)
@@ -209,6 +209,14 @@ class PoolHooks:
                     continue
                 backoff.reset()
                 driver.make_available(entry)
+
+
+async def _two_turns() -> None:
+    # Two turns of the glue (each a poll of the socket with no wait): the
+    # first reads what was sent (a goodbye, a FATAL), the second the end
+    # of the stream after it.
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
 
 
 async def _checkout_begun(aconn: AsyncConnection, proxy: Any) -> None:

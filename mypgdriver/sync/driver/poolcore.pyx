@@ -62,11 +62,11 @@ from mypgdriver.pool.timeouts import DEADLINE_SLACK, TRANSIENT_CONNECT_ERRORS, o
 from mypgdriver.pool.proxy import (
     CONNECTION_LOST_ERRORS, protocol_of, read_idle_input, released_error,
 )
-from mypgdriver.sync.connection import async_connection, run_async
+from mypgdriver.sync.connection import async_connection, call_runner
 
 __all__ = ('ThreadDriver', 'PoolEntry', 'REUSABLE', 'RESET_FAILED', 'enter_checkout',
-           'exit_checkout', 'COUNTED_METHODS', 'proxy_getattr', 'proxy_execute', 'proxy_fetch',
-           'proxy_fetchrow', 'proxy_fetchval')
+           'exit_checkout', 'COUNTED_METHODS', 'proxy_getattr', 'proxy_repr', 'proxy_is_closed',
+           'proxy_execute', 'proxy_fetch', 'proxy_fetchrow', 'proxy_fetchval')
 
 cdef object _monotonic = time.monotonic
 cdef object _sleep = time.sleep
@@ -185,6 +185,24 @@ cdef class ThreadDriver:
     @property
     def closed(self):
         return self.core.closed
+
+    @property
+    def shut(self):
+        return self.core.shut
+
+    def size(self):
+        """The open connections, idle and in use."""
+        self._lock()
+        n = len(self.core.all)
+        self._unlock()
+        return n
+
+    def idle_size(self):
+        """The open connections nobody holds."""
+        self._lock()
+        n = len(self.core.idle)
+        self._unlock()
+        return n
 
     @property
     def generation(self):
@@ -714,6 +732,17 @@ cdef inline object _checked_out(proxy, str name):
     return con
 
 
+def proxy_repr(proxy):
+    if proxy._con is None:
+        return f'<{type(proxy).__name__} [released] {id(proxy):#x}>'
+    return f'<{type(proxy).__name__} {proxy._con!r} {id(proxy):#x}>'
+
+
+def proxy_is_closed(self) -> 'bool':
+    """True if the connection is closed; see :meth:`Connection.is_closed`."""
+    return _checked_out(self, 'is_closed').is_closed()
+
+
 def proxy_getattr(proxy, str name):
     """``proxy.name`` for what the proxy does not define: the connection's, refused once released.
 
@@ -755,7 +784,7 @@ cdef object _query(proxy, str name, tuple args, dict kwargs):
     aconn = async_connection(con)
     protocol = protocol_of(aconn)
     if protocol.input_waiting():
-        run_async(con, read_idle_input(aconn))
+        call_runner(con)(read_idle_input(aconn))
     sent = protocol.op_seq
     try:
         return getattr(con, name)(*args, **kwargs)
