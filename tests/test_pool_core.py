@@ -420,6 +420,9 @@ class StandInHooks:
     def log_close_timeout(self, timeout: float, in_use: int) -> None:
         self.log.append(f'close timed out with {in_use}')
 
+    def join(self) -> None:
+        pass    # no background thread here
+
 
 def make_driver(hooks: StandInHooks, max_size: int = 1, max_queries: int = 100) -> Any:
     from mypgdriver.sync.driver.poolcore import ThreadDriver

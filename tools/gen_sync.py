@@ -64,7 +64,9 @@ class BodyStyle:
     """How a generated body reaches the asyncio object.
 
     `kind` is ``'run'`` (``run(target.m(...))`` for a coroutine method,
-    ``target.m(...)`` for a plain one), ``'acquire'`` (``with
+    ``target.m(...)`` for a plain one), ``'direct'`` (``target.m(...)``
+    always: the sync pool's methods, whose target, its thread driver, has
+    the same methods blocking), ``'acquire'`` (``with
     self.acquire() as con: return con.m(...)``: the pool's shortcuts, which
     call the sync connection) or ``'cursor'`` (``self._on_cursor(lambda
     cursor: cursor.m(...))``: the sync cursors say which asyncio Cursor).
@@ -216,6 +218,25 @@ FACES: tuple[Face, ...] = (
             '    def _transaction(self) -> Any: ...\n'),
     ),
     Face(
+        output='mypgdriver/sync/_pool_methods.py',
+        class_name='PoolMethods',
+        doc='The methods of the sync Pool that are the asyncio Pool\'s, run by its thread '
+            'driver.\n\n'
+            'Each calls the method of the same name of the pool\'s ThreadDriver\n'
+            '(mypgdriver/sync/driver/poolcore.pyx), which blocks where the asyncio\n'
+            'one awaits.',
+        sources=(('mypgdriver/pool/pool.py', 'Pool'),),
+        methods=('get_stats', 'set_connect_args', 'expire_connections', 'acquire', 'release',
+                 'close', 'terminate'),
+        body=BodyStyle('direct', target='self._core'),
+        declarations=(
+            '# The hand-written Pool\'s, declared for type checkers.\n'
+            '_core: ThreadDriver\n'),
+        names=(('ThreadDriver', 'mypgdriver.sync.driver.poolcore', True),
+               ('PoolConnectionProxy', 'mypgdriver.sync.pooled', False),
+               ('PoolStats', 'mypgdriver.pool.stats', False)),
+    ),
+    Face(
         output='mypgdriver/sync/_pool_shortcuts.py',
         class_name='PoolShortcuts',
         doc='The shortcut methods of the sync Pool.\n\n'
@@ -356,6 +377,9 @@ ANNOTATION_RENAMES = {
     r'\bUnion\[(\w+), Awaitable\[\1\]\]': r'\1',
     # connect()'s `ssl` parameter would read as the module's name.
     r'\bssl\.SSLContext\b': 'SSLContext',
+    # `async with pool.acquire()` / `await pool.acquire()`: the sync acquire()
+    # returns the proxy itself.
+    r'\bPoolAcquireContext\b': 'PoolConnectionProxy',
     # The pool's callbacks: coroutine functions in asyncio, plain ones here.
     r'\bAwaitable\[None\]': 'object',
     r'\bAwaitable\[(\w+)\]': r'\1',
@@ -496,6 +520,34 @@ DOC_EDITS: dict[tuple[str, str], list[tuple[str, str]]] = {
         ('(an ``acquire()`` with a timeout retries within\nit)',
          '(an ``acquire()`` with a timeout retries within\nit, each attempt\'s connect '
          '`timeout` cut to what is left)'),
+    ],
+    ('PoolMethods', 'get_stats'): [
+        ('(a :class:`PoolStats`).',
+         '(a :class:`~mypgdriver.pool.PoolStats`).\n\n``shortcuts_pipelined`` is always 0: '
+         'the sync pool does not pipeline\nshortcut calls of several threads onto one '
+         'connection.'),
+    ],
+    ('PoolMethods', 'set_connect_args'): [
+        (':func:`mypgdriver.connect`.', ':func:`mypgdriver.sync.connect`.'),
+    ],
+    ('PoolMethods', 'acquire'): [
+        (':exc:`asyncio.TimeoutError` is raised, saying how many connections\nwere in use and '
+         'how many other tasks were waiting.',
+         ':exc:`TimeoutError` (:exc:`asyncio.TimeoutError`) is raised, saying\nhow many '
+         'connections were in use and how many other threads were\nwaiting.  An idle '
+         'connection is checked first: what the server sent it\nmeanwhile is read (one '
+         'non-blocking poll), so one whose backend was\nterminated is replaced, not handed '
+         'out.'),
+    ],
+    ('PoolMethods', 'close'): [
+        ('If\n``close()`` itself is cancelled or fails, the pool is terminated.',
+         'If\n``close()`` itself is interrupted or fails, the pool is terminated.'),
+    ],
+    ('PoolMethods', 'terminate'): [
+        ('including those in use, and the pool.',
+         'including those in use, and the pool.\n\nA call running on a connection in use is '
+         'cancelled on the server\nfirst; the threads holding connections get InterfaceError '
+         'at their\nnext use.'),
     ],
     ('ConnectionMethods', 'close'): [
         ('Termination listeners are scheduled before this returns.',
@@ -772,7 +824,7 @@ def _delegation(face: Face, method: Method, arguments: list[str], untyped: bool)
     if style.kind == 'cursor':
         return Call(f'self._on_cursor(lambda cursor: cursor.{method.name}(', arguments, '))')
     head, tail = f'{_UNTYPED if untyped else style.target}.{method.name}(', ')'
-    if method.is_async:
+    if method.is_async and style.kind == 'run':
         head, tail = f'{style.run}({head}', tail + ')'
     wrapper = _annotation(method, method.impl.returns).split('[')[0]
     if wrapper in WRAPPERS:

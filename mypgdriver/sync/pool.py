@@ -34,29 +34,27 @@ background thread (pool_hooks.py).  This module is the public API.
 """
 from __future__ import annotations
 
-import dataclasses
 from types import TracebackType
 from typing import Any, Callable, Optional, Union
 
-from mypgdriver import tracing
 from mypgdriver.connecting.connector import resolve_json_option
 from mypgdriver.pool.arguments import check_pool_arguments
 from mypgdriver.pool.sizes import PoolSizes
-from mypgdriver.pool.stats import PoolCounters, PoolStats
+from mypgdriver.pool.stats import PoolCounters
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory
+from mypgdriver.sync._pool_methods import PoolMethods
 from mypgdriver.sync._pool_shortcuts import PoolShortcuts
 from mypgdriver.sync.connection import Connection
 from mypgdriver.sync.driver.pool_hooks import PoolHooks
 from mypgdriver.sync.driver.poolcore import ThreadDriver
 from mypgdriver.sync.pooled import PoolConnectionProxy
-from mypgdriver.tracing import TELEMETRY
 from mypgdriver.types import JsonCodec
 
 __all__ = ('Pool', 'PoolConnectionProxy', 'opened')
 
 
-class Pool(PoolShortcuts, PoolSizes[ThreadDriver]):
+class Pool(PoolMethods, PoolShortcuts, PoolSizes[ThreadDriver]):
     """A thread-safe pool of :class:`mypgdriver.sync.Connection` (see :func:`create_pool`).
 
     ``with pool.acquire() as conn:`` takes a connection and gives it back at
@@ -132,118 +130,11 @@ class Pool(PoolShortcuts, PoolSizes[ThreadDriver]):
                  tb: Optional[TracebackType]) -> None:
         self.close()
 
-    # --- start-up ---
-
-    def _start(self) -> None:
-        """Open init_size connections (in the creating thread) and start the background thread."""
-        core = self._core
-        try:
-            for _ in range(self._init_size):
-                core.reserve_slot()
-                core.make_available(core.open_in_slot())
-        except BaseException:
-            self.terminate()
-            raise
-        if TELEMETRY.live:
-            # Reported in the connection metrics from now on.
-            tracing.name_pool(self, core.connect_dsn, core.connect_kwargs)
-        self._hooks.start(core, f'mypgdriver.sync.Pool-{id(self):#x}')
-
-    # --- information ---
-
-    def get_stats(self) -> PoolStats:
-        """A snapshot of the pool's counters (the asyncio pool's :class:`~mypgdriver.pool.PoolStats`).
-
-        ``shortcuts_pipelined`` is always 0: the sync pool does not pipeline
-        shortcut calls of several threads onto one connection.
-        """
-        entries, stats = self._core.stats()
-        return dataclasses.replace(stats, pipeline_depths=tuple(
-            (pipeline.in_flight, pipeline.max_in_flight) for pipeline in (
-                entry.con.get_pipeline_stats() for entry in entries)))
-
-    # --- configuration ---
-
-    def set_connect_args(self, dsn: Optional[str] = None, **connect_kwargs: Any) -> None:
-        """Use these connection arguments for every connection opened from now on.
-
-        Arguments are those of :func:`mypgdriver.sync.connect`.  Open
-        connections stay until they are replaced; call
-        :meth:`expire_connections` to replace them soon.
-        """
-        self._core.set_connect_args(dsn, connect_kwargs)
-
-    def expire_connections(self) -> None:
-        """Replace every open connection with a new one.
-
-        Idle connections are closed now (and refilled in the background up
-        to ``min_size``); connections in use are closed when released.
-        """
-        self._core.expire_connections()
-
-    # --- acquire ---
-
-    def acquire(self, *, timeout: Optional[float] = None) -> PoolConnectionProxy:
-        """Take a connection from the pool, waiting up to `timeout` seconds (None: no limit).
-
-        Use as ``with pool.acquire() as conn:`` (released at the end of the
-        block) or as ``conn = pool.acquire()`` followed by
-        :meth:`release`.  Waiting threads are served first come, first
-        served.  If no connection is available within `timeout` seconds,
-        :exc:`TimeoutError` (:exc:`asyncio.TimeoutError`) is raised, saying
-        how many connections were in use and how many other threads waited.
-        """
-        if TELEMETRY.live:
-            core = self._core
-            return tracing.run_acquire(
-                lambda: core.acquire(timeout),
-                tracing.name_pool(self, core.connect_dsn, core.connect_kwargs))
-        return self._core.acquire(timeout)
-
-    # --- release ---
-
-    def release(self, connection: PoolConnectionProxy, *,
-                timeout: Optional[float] = None) -> None:
-        """Give a connection back to the pool.
-
-        The connection is reset (see :func:`create_pool`'s `reset`) before
-        anyone else gets it; `timeout` bounds the default reset and defaults
-        to the timeout given to :meth:`acquire`.  A connection that cannot
-        be reused (closed, reset failed) is terminated and replaced rather
-        than reported.  Releasing an already released connection does
-        nothing.
-        """
-        self._core.release(connection, timeout)
-
-    # --- closing ---
-
-    def close(self, *, timeout: Optional[float] = None) -> None:
-        """Close the pool gracefully.
-
-        New acquires fail with :exc:`~mypgdriver.exceptions.InterfaceError`
-        at once, and so do those waiting.  Idle connections are closed now;
-        connections in use are closed as they are released, and ``close()``
-        returns when all are.  After `timeout` seconds (if given) those still
-        out are terminated (and a warning is logged).
-        """
-        # (interrupted, the core terminates the pool; the thread then stops by itself)
-        self._core.close(timeout)
-        self._hooks.join()
-
-    def terminate(self) -> None:
-        """Close every connection at once, including those in use, and the pool.
-
-        A call running on a connection in use is cancelled on the server
-        first; the threads holding connections get InterfaceError at their
-        next use.
-        """
-        self._core.terminate()
-        self._hooks.join()
-
-    # (The shortcuts, pool.fetch() ...: PoolShortcuts, generated by tools/gen_sync.py.)
+    # (get_stats(), acquire(), release(), close() ...: PoolMethods, and the shortcuts,
+    # pool.fetch() ...: PoolShortcuts, both generated by tools/gen_sync.py.)
 
 
 def opened(pool: Pool) -> Pool:
     """`pool` with its first connections open and its background thread started (create_pool())."""
-    pool._start()
+    pool._core.start(pool._init_size, f'mypgdriver.sync.Pool-{id(pool):#x}')
     return pool

@@ -7,10 +7,6 @@ from typing import TYPE_CHECKING, Optional
 from mypgdriver.sync.connection import Connection
 from mypgdriver.sync.driver import poolcore
 
-if TYPE_CHECKING:
-    from mypgdriver.pool.core import PooledConnection as PoolEntry
-    from mypgdriver.sync.pool import Pool
-
 __all__ = ('PoolConnectionProxy',)
 
 
@@ -48,15 +44,12 @@ class PoolConnectionProxy(_ProxyBase):
     second time behind the caller's back.
     """
 
+    # Set and read by the pool's thread driver (poolcore.pyx), which makes
+    # the proxies (never __init__) and ends them: the connection (None once
+    # released), its pool entry, the pool, the acquire's timeout, and the
+    # count of query calls made through it (the first gets the retry).
     __slots__ = ('_con', '_entry', '_pool', '_timeout', '_ops', '__weakref__')
 
-    # Made and ended by the pool's core (poolcore.pyx), never by __init__.
-    _pool: Pool
-    _entry: PoolEntry
-    _con: Optional[Connection]
-    _timeout: Optional[float]
-    # Query calls made through this proxy (the first gets the retry).
-    _ops: int
 
     if TYPE_CHECKING:
         def __enter__(self) -> PoolConnectionProxy: ...

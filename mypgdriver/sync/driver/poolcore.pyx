@@ -54,7 +54,8 @@ from cpython.pythread cimport (
 from mypgdriver.pool.core cimport Backoff, PoolCore, Waiter
 from mypgdriver.pool.slotaccess cimport read_slot, slot_offset, write_slot
 
-from mypgdriver import exceptions
+from mypgdriver import exceptions, tracing
+from mypgdriver.tracing import TELEMETRY
 from mypgdriver.pool.core import (
     CLOSING, IDLE, RELEASED_CLOSING, RESET_FAILED, RETIRED, REUSABLE, PooledConnection,
 )
@@ -176,6 +177,25 @@ cdef class ThreadDriver:
     cdef inline void _unlock(self):
         PyThread_release_lock(self._mutex)
 
+    # --- start-up ---
+
+    def start(self, int init_size, str thread_name):
+        """Open `init_size` connections (in this thread), then start the background thread.
+
+        A failure terminates the pool and is raised (create_pool() raises it).
+        """
+        try:
+            for _ in range(init_size):
+                self.reserve_slot()
+                self.make_available(self.open_in_slot())
+        except BaseException:
+            self.terminate()
+            raise
+        if TELEMETRY.live:
+            # Reported in the connection metrics from now on.
+            tracing.name_pool(self._pool, self.connect_dsn, self.connect_kwargs)
+        self._hooks.start(self, thread_name)
+
     # --- information ---
 
     @property
@@ -215,24 +235,38 @@ cdef class ThreadDriver:
         self._unlock()
         return n, idle
 
-    def stats(self):
-        """(the open connections, a PoolStats without pipeline_depths), at one instant."""
+    def get_stats(self):
+        """The pool's PoolStats (see Pool.get_stats)."""
+        self._lock()
+        entries = list(self.core.all)
+        self._unlock()
+        # (the connections' own counters read outside the lock: Python code)
+        depths = tuple([(stats.in_flight, stats.max_in_flight)
+                        for stats in [_con(entry).get_pipeline_stats() for entry in entries]])
         self._lock()
         try:
-            return list(self.core.all), self.core.snapshot()
+            return self.core.snapshot(depths)
         finally:
             self._unlock()
 
-    def set_connect_args(self, dsn, kwargs):
+    def set_connect_args(self, dsn=None, **connect_kwargs):
+        """Connect with these arguments from now on (see Pool.set_connect_args)."""
         self._lock()
         self.connect_dsn = dsn
-        self.connect_kwargs = kwargs
+        self.connect_kwargs = connect_kwargs
         self._unlock()
 
     # --- acquire ---
 
-    def acquire(self, timeout):
+    def acquire(self, timeout=None):
         """A proxy of a checked, checked-out connection (see Pool.acquire)."""
+        if TELEMETRY.live:
+            return tracing.run_acquire(
+                lambda: self._acquire(timeout),
+                tracing.name_pool(self._pool, self.connect_dsn, self.connect_kwargs))
+        return self._acquire(timeout)
+
+    cdef object _acquire(self, timeout):
         cdef double start = _monotonic()
         cdef object item
         cdef _ThreadWaiter waiter = None
@@ -475,7 +509,7 @@ cdef class ThreadDriver:
 
     # --- release ---
 
-    def release(self, connection, timeout):
+    def release(self, connection, timeout=None):
         """End the checkout of `connection` (a proxy) and reset or replace it (see Pool.release)."""
         cdef object entry
         cdef int verdict
@@ -645,8 +679,17 @@ cdef class ThreadDriver:
         self._unlock()
         self.discard_all(stale, True)
 
-    def close(self, timeout):
-        """Close gracefully (see Pool.close); False if it was closed or closing already."""
+    def close(self, timeout=None):
+        """Close gracefully (see Pool.close); False if it was closed or closing already.
+
+        Returns once the background thread (the hooks') has stopped too.
+        """
+        try:
+            return self._close_pool(timeout)
+        finally:
+            self._hooks.join()
+
+    cdef bint _close_pool(self, timeout) except -1:
         self._lock()
         if self.core.closed or self.core.closing:
             self._unlock()
@@ -675,12 +718,21 @@ cdef class ThreadDriver:
         return True
 
     def terminate(self):
-        """Close every connection at once, including those in use (see Pool.terminate)."""
+        """Close every connection at once, including those in use (see Pool.terminate).
+
+        Returns once the background thread (the hooks') has stopped too.
+        """
+        try:
+            self._terminate()
+        finally:
+            self._hooks.join()
+
+    cdef int _terminate(self) except -1:
         cdef object entry
         self._lock()
         if self.core.closed:
             self._unlock()
-            return
+            return 0
         entries = self.core.terminate('pool is closed')
         self._note_drained()
         self._kick()
@@ -698,6 +750,7 @@ cdef class ThreadDriver:
                     error = e
         if error is not None:
             raise error
+        return 0
 
 
 # --- the proxy's `with` block, compiled: entering it and leaving it cannot be interrupted ---
