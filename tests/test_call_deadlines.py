@@ -280,3 +280,67 @@ async def test_stalled_executemany_after_its_sync_reports_the_outcome_unknown(
     finally:
         proxy.resume()
         await monitor.execute(f"DROP TABLE {table}")
+
+
+# --- one Deadline per public call, by construction ---
+
+@pytest.fixture
+def deadlines_made(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The timeout of every Deadline made from now on (the class counts its instances)."""
+    from mypgdriver.core import deadlines
+
+    made: list[float] = []
+    original = deadlines.Deadline.__init__
+
+    def counting_init(self: Any, loop: Any, timeout: Any) -> None:
+        made.append(timeout)
+        original(self, loop, timeout)
+    monkeypatch.setattr(deadlines.Deadline, "__init__", counting_init)
+    return made
+
+
+CALLS_WITH_A_TIMEOUT: dict[str, Callable[[Any], Awaitable[Any]]] = {
+    "fetch": lambda c: c.fetch("SELECT $1::int", 1, timeout=30),
+    "fetchval (cache miss)": lambda c: c.fetchval("SELECT $1::int + 7", 1, timeout=30),
+    "execute (simple)": lambda c: c.execute("SELECT 1", timeout=30),
+    "executemany": lambda c: c.executemany("SELECT $1::int", [(1,), (2,)], timeout=30),
+    "copy_records_to_table": lambda c: c.copy_records_to_table(
+        "deadline_copy", records=[(1,), (2,)], timeout=30),
+    "copy_from_query": lambda c: c.copy_from_query(
+        "SELECT 1", output=lambda chunk: None, timeout=30),
+    "prepare": lambda c: c.prepare("SELECT $1::int * 3", timeout=30),
+    "reset": lambda c: c.reset(timeout=30),
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS_WITH_A_TIMEOUT))
+async def test_a_public_call_makes_one_deadline_and_steps_never_make_another(
+        conn, deadlines_made, name):
+    await conn.execute("CREATE TEMP TABLE IF NOT EXISTS deadline_copy (k int)")
+    deadlines_made.clear()
+    await CALLS_WITH_A_TIMEOUT[name](conn)
+    # Its steps (turn, prepare, introspect, run, drain) asked that one for
+    # the time left; none derived a deadline of its own from the timeout.
+    assert deadlines_made == [30]
+    deadlines_made.clear()
+    await conn.fetchval("SELECT 1")            # no timeout: the shared NO_DEADLINE
+    assert deadlines_made == []
+
+
+async def test_a_prepared_statement_call_and_a_transaction_make_one_deadline_each(
+        conn, deadlines_made):
+    statement = await conn.prepare("SELECT $1::int")
+    deadlines_made.clear()
+    assert await statement.fetchval(5, timeout=30) == 5
+    assert deadlines_made == [30]
+    deadlines_made.clear()
+    async with conn.transaction():
+        assert await conn.fetchval("SELECT 2", timeout=20) == 2
+    assert deadlines_made == [20]
+
+
+def test_a_sync_call_makes_one_deadline(sync_conn, deadlines_made):
+    # The sync API runs the asyncio call path: the same single deadline.
+    assert sync_conn.fetchval("SELECT $1::int", 4, timeout=30) == 4
+    sync_conn.executemany("SELECT $1::int", [(1,), (2,)], timeout=15)
+    assert deadlines_made == [30, 15]
