@@ -9,21 +9,27 @@ from mypgdriver.rows import RowFactory, choose_rows
 __all__ = ('check_pool_arguments',)
 
 
-def check_pool_arguments(*, min_size: int, max_size: int, init_size: Optional[int],
-                         max_queries: int, max_inactive_connection_lifetime: float,
-                         connect_retry_timeout: float, connection_class: type,
-                         connection_base: type, connection_base_name: str,
-                         record_class: type, row_factory: Optional[RowFactory[Any]],
-                         connect_kwargs: dict[str, Any]) -> int:
+def check_pool_arguments(connection_base: type, connection_base_name: str, /,
+                         arguments: dict[str, Any]) -> int:
     """Refuse the arguments a pool cannot run with; return the init_size to use.
+
+    `arguments` are the pool's __init__ arguments by name (its ``locals()``:
+    both pools take the same ones, so that this reads them, not a list of
+    them written in each pool).
 
     ValueError for sizes and durations out of range, TypeError for classes
     that are not subclasses of the API's Connection (`connection_base`,
     named `connection_base_name` in the message) or of Record.  A
-    `row_factory` is put into `connect_kwargs`: passed on to connect()
+    `row_factory` is put into ``connect_kwargs``: passed on to connect()
     only when given, as a `connect` callback written for asyncpg does not
     know the argument.
     """
+    min_size: int = arguments['min_size']
+    max_size: int = arguments['max_size']
+    init_size: Optional[int] = arguments['init_size']
+    connection_class = arguments['connection_class']
+    record_class = arguments['record_class']
+    row_factory: Optional[RowFactory[Any]] = arguments['row_factory']
     if max_size <= 0:
         raise ValueError('max_size is expected to be greater than zero')
     if min_size < 0:
@@ -36,12 +42,12 @@ def check_pool_arguments(*, min_size: int, max_size: int, init_size: Optional[in
         raise ValueError('init_size is smaller than min_size')
     if init_size > max_size:
         raise ValueError('init_size is greater than max_size')
-    if max_queries <= 0:
+    if arguments['max_queries'] <= 0:
         raise ValueError('max_queries is expected to be greater than zero')
-    if max_inactive_connection_lifetime < 0:
+    if arguments['max_inactive_connection_lifetime'] < 0:
         raise ValueError(
             'max_inactive_connection_lifetime is expected to be greater or equal to zero')
-    if connect_retry_timeout < 0:
+    if arguments['connect_retry_timeout'] < 0:
         raise ValueError('connect_retry_timeout is expected to be greater or equal to zero')
     if not (isinstance(connection_class, type) and issubclass(connection_class, connection_base)):
         raise TypeError(f'connection_class is expected to be a subclass of '
@@ -53,5 +59,5 @@ def check_pool_arguments(*, min_size: int, max_size: int, init_size: Optional[in
         if record_class is not Record:
             raise TypeError('pass record_class or row_factory to the pool, not both')
         choose_rows(None, row_factory)      # (refuses what is not callable)
-        connect_kwargs['row_factory'] = row_factory
+        arguments['connect_kwargs']['row_factory'] = row_factory
     return init_size

@@ -92,12 +92,7 @@ class Pool(PoolMethods, PoolShortcuts, PoolSizes[ThreadDriver]):
                  row_factory: Optional[RowFactory[Any]] = None,
                  json: Union[bool, JsonCodec] = False,
                  **connect_kwargs: Any) -> None:
-        self._init_size = check_pool_arguments(
-            min_size=min_size, max_size=max_size, init_size=init_size, max_queries=max_queries,
-            max_inactive_connection_lifetime=max_inactive_connection_lifetime,
-            connect_retry_timeout=connect_retry_timeout, connection_class=connection_class,
-            connection_base=Connection, connection_base_name='mypgdriver.sync.Connection',
-            record_class=record_class, row_factory=row_factory, connect_kwargs=connect_kwargs)
+        self._init_size = check_pool_arguments(Connection, 'mypgdriver.sync.Connection', locals())
         self._min_size = min_size
         self._max_size = max_size
         self._counters = PoolCounters()
