@@ -17,7 +17,6 @@ from mypgdriver.pool import PoolStats
 from mypgdriver.sync import Connection, Pool
 from tests.support.backends import HAVE_PROC_NET_TCP, wait_client_saw_eof
 from tests.support.waiting import SETTLE
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401  (a fixture)
 
 #: Upper bound of a call that must end at its (short) timeout, or at once:
 #: a loaded machine adds a fraction of it, a wait that is not bounded never ends.
@@ -35,13 +34,13 @@ def app_name() -> str:
 
 
 @pytest.fixture
-def observer(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:  # noqa: F811
+def observer(dsn: str, no_event_loop: list[str]) -> Iterator[Connection]:
     with mypgdriver.sync.connect(dsn) as conn:
         yield conn
 
 
 @pytest.fixture
-def make_pool(dsn: str, app_name: str, no_event_loop: list[str]) -> Iterator[Callable[..., Pool]]:  # noqa: F811
+def make_pool(dsn: str, app_name: str, no_event_loop: list[str]) -> Iterator[Callable[..., Pool]]:
     pools: list[Pool] = []
 
     def make(**kwargs: Any) -> Pool:

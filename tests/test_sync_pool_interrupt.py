@@ -39,7 +39,6 @@ import mypgdriver.sync as sync
 from mypgdriver.sync import Connection, Pool
 from tests.support.interrupts import Bomb, LineTrace
 from tests.support.waiting import SETTLE
-from tests.test_policy_without_event_loop import no_event_loop  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures('no_event_loop')
 
@@ -162,7 +161,7 @@ class Harness:
 
 
 @pytest.fixture
-def harness(pg_cluster: Any, no_event_loop: list[str]) -> Iterator[Harness]:  # noqa: F811
+def harness(pg_cluster: Any, no_event_loop: list[str]) -> Iterator[Harness]:
     with sync.connect(pg_cluster.dsn()) as observer:
         h = Harness(pg_cluster.dsn(), observer)
         try:
