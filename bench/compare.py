@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from bench.contenders import POOL, SYNC_POOL, THROUGHPUT, Lineup
+from bench.contenders import POOL, POOL_SHORTCUTS, SYNC_POOL, THROUGHPUT, Lineup
 
 Cell = tuple[str, int, str]     # (workload or scenario, concurrency or users, contender)
 
@@ -30,6 +30,7 @@ Cell = tuple[str, int, str]     # (workload or scenario, concurrency or users, c
 SECTIONS = (
     ("results", THROUGHPUT, "rows_per_s", "workload", "concurrency", "driver"),
     ("pool", POOL, "requests_per_s", None, "users", "contender"),
+    ("pool_shortcuts", POOL_SHORTCUTS, "requests_per_s", None, "users", "contender"),
     ("sync_pool", SYNC_POOL, "requests_per_s", None, "users", "contender"),
 )
 
