@@ -5,12 +5,13 @@
 Each RUN_DIR is an output folder of ``python -m bench`` (its results.json),
 run from one tree (``--before``: the baseline tree, ``--after``: the
 changed one), ideally interleaved (before, after, before, after) so that
-the machine's drift falls on both.  Rows/s move 10-20% from run to run
-here, so each cell is compared as its ratio to asyncpg measured in the same
-run (the lineup's baseline), and that ratio's change is set against the
-A/A control of the same runs: asyncpg measured twice, whose ratio to itself
-says how far a cell moves with no change at all.  A cell is flagged when
-its change is beyond the largest A/A deviation seen in any of the runs.
+the machine's drift falls on both.  ``--metric rate`` compares rows (or
+requests) per second as each cell's ratio to the lineup's baseline in the
+same run; ``--metric cpu`` the client CPU per query (request), the steady
+number.  Each cell's change of medians is set against its A/A spread: how
+far the runs of the same tree were apart (or, with one run per tree, the
+lineup's A/A control: its baseline measured twice in a run).  A cell is
+flagged when it got worse by more than that.
 """
 from __future__ import annotations
 
@@ -26,13 +27,22 @@ from bench.contenders import POOL, POOL_SHORTCUTS, SYNC_POOL, THROUGHPUT, Lineup
 Cell = tuple[str, int, str]     # (workload or scenario, concurrency or users, contender)
 
 
-#: (section of results.json, its lineup, the rate compared, the cell's name and level).
+#: (section of results.json, its lineup, the cell's name and level fields, who).
 SECTIONS = (
-    ("results", THROUGHPUT, "rows_per_s", "workload", "concurrency", "driver"),
-    ("pool", POOL, "requests_per_s", None, "users", "contender"),
-    ("pool_shortcuts", POOL_SHORTCUTS, "requests_per_s", None, "users", "contender"),
-    ("sync_pool", SYNC_POOL, "requests_per_s", None, "users", "contender"),
+    ("results", THROUGHPUT, "workload", "concurrency", "driver"),
+    ("pool", POOL, None, "users", "contender"),
+    ("pool_shortcuts", POOL_SHORTCUTS, None, "users", "contender"),
+    ("sync_pool", SYNC_POOL, None, "users", "contender"),
 )
+
+#: --metric -> (the fields read, per section kind; True if higher is better).
+METRICS = {
+    # Rows (requests) per second, as a ratio to the lineup's baseline in the
+    # same run: what the report charts, and what the machine's drift moves.
+    "rate": (("rows_per_s", "requests_per_s"), True),
+    # Client CPU per query (request), as measured: the steady number.
+    "cpu": (("cpu_per_query_us", "cpu_per_request_us"), False),
+}
 
 
 def _rows(data: dict[str, Any], section: str) -> list[dict[str, Any]]:
@@ -42,63 +52,81 @@ def _rows(data: dict[str, Any], section: str) -> list[dict[str, Any]]:
     return part or []
 
 
-def _cells(run: Path) -> dict[Cell, tuple[float, Lineup]]:
-    """Cell -> (its rate relative to its lineup's baseline in that run, the lineup)."""
+def _cells(run: Path, metric: str) -> dict[Cell, tuple[float, Lineup]]:
+    """Cell -> (its value in that run, its lineup); rates relative to the lineup's baseline."""
     data: dict[str, Any] = json.loads((run / "results.json").read_text())
+    fields, _ = METRICS[metric]
     out: dict[Cell, tuple[float, Lineup]] = {}
-    for section, lineup, metric, name, level, who in SECTIONS:
-        rate = {(row[name] if name else section, row[level], row[who]): row[metric]
-                for row in _rows(data, section) if row.get(metric)}
-        for (cell, at, contender), value in rate.items():
-            base = rate.get((cell, at, lineup.baseline))
-            if base:
-                out[cell, at, contender] = (value / base, lineup)
+    for section, lineup, name, level, who in SECTIONS:
+        field = fields[0] if section == "results" else fields[1]
+        value = {(row[name] if name else section, row[level], row[who]): row[field]
+                 for row in _rows(data, section) if row.get(field)}
+        for (cell, at, contender), v in value.items():
+            if metric == "rate":
+                base = value.get((cell, at, lineup.baseline))
+                if not base:
+                    continue
+                v = v / base
+            out[cell, at, contender] = (v, lineup)
     return out
 
 
-def _merged(runs: Sequence[Path]) -> dict[Cell, float]:
-    """The median ratio of each cell over `runs`."""
-    values: dict[Cell, list[float]] = {}
-    for run in runs:
-        for key, (ratio, _) in _cells(run).items():
-            values.setdefault(key, []).append(ratio)
-    return {key: statistics.median(v) for key, v in values.items()}
+def _spread(values: Sequence[float]) -> float:
+    """How far one tree's runs of a cell are apart: max/min - 1."""
+    return max(values) / min(values) - 1.0 if len(values) > 1 else 0.0
 
 
-def compare(before: Sequence[Path], after: Sequence[Path]) -> tuple[list[str], int]:
-    """The table's lines (markdown) and how many cells are slower beyond the A/A spread."""
-    b, a = _merged(before), _merged(after)
-    # Per lineup: the largest deviation of its A/A control from 1 in any run.
-    spread: dict[str, float] = {}
-    for runs in (before, after):
+def compare(before: Sequence[Path], after: Sequence[Path],
+            metric: str = "rate") -> tuple[list[str], int]:
+    """The table's lines (markdown) and how many cells are worse beyond their A/A spread.
+
+    A cell's A/A spread is how far the runs of the same tree were apart
+    (before's runs among themselves, after's among themselves: the larger);
+    with one run per tree, the lineup's A/A control (its baseline measured
+    twice in a run) stands in.
+    """
+    _, higher_better = METRICS[metric]
+    b: dict[Cell, list[float]] = {}
+    a: dict[Cell, list[float]] = {}
+    control: dict[str, float] = {}
+    for runs, into in ((before, b), (after, a)):
         for run in runs:
-            for (_, _, contender), (ratio, lineup) in _cells(run).items():
-                if contender == lineup.control:
-                    spread[lineup.baseline] = max(spread.get(lineup.baseline, 0.0),
-                                                  abs(ratio - 1.0))
-    lines = ["A/A spread per lineup (largest |control / baseline - 1| in any run): "
-             + ", ".join(f"{base} {value:.1%}" for base, value in spread.items()),
+            cells = _cells(run, metric)
+            for key, (value, lineup) in cells.items():
+                into.setdefault(key, []).append(value)
+                if key[2] == lineup.control:
+                    base = cells.get((key[0], key[1], lineup.baseline))
+                    if base:
+                        ratio = value if metric == "rate" else value / base[0]
+                        control[lineup.baseline] = max(control.get(lineup.baseline, 0.0),
+                                                       abs(ratio - 1.0))
+    lines = [f"metric: {metric} ({'higher' if higher_better else 'lower'} is better); "
+             f"{len(before)} run(s) before, {len(after)} after",
+             "A/A control per lineup (largest |control / baseline - 1| in any run): "
+             + ", ".join(f"{base} {value:.1%}" for base, value in control.items()),
              "",
-             "| cell | c/users | contender | before (x baseline) | after (x baseline) | change "
-             "| |",
-             "| --- | ---: | --- | ---: | ---: | ---: | --- |"]
-    slower = 0
-    lineups = {lineup.baseline: lineup for _, lineup, *_ in SECTIONS}
+             "| cell | c/users | contender | before | after | change (+ better) | A/A | |",
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+    worse = 0
+    lineups = [lineup for _, lineup, *_ in SECTIONS]
     for key in sorted(b.keys() & a.keys(), key=str):
         cell, at, contender = key
-        lineup = next((ln for ln in lineups.values()
-                       if contender in ln.contenders or contender == ln.control), None)
+        lineup = next((ln for ln in lineups if contender in ln.contenders), None)
         if lineup is None or contender in (lineup.baseline, lineup.control):
             continue
-        change = a[key] / b[key] - 1.0
-        limit = spread.get(lineup.baseline)
+        mb, ma = statistics.median(b[key]), statistics.median(a[key])
+        change = ma / mb - 1.0 if higher_better else mb / ma - 1.0
+        if len(b[key]) > 1 or len(a[key]) > 1:
+            limit = max(_spread(b[key]), _spread(a[key]))
+        else:
+            limit = control.get(lineup.baseline, 0.0)
         flag = ""
-        if limit is not None and change < -limit:
-            flag = "slower beyond A/A"
-            slower += 1
-        lines.append(f"| {cell} | {at} | {contender} | {b[key]:.2f} | {a[key]:.2f} | "
-                     f"{change:+.1%} | {flag} |")
-    return lines, slower
+        if change < -limit:
+            flag = "worse beyond A/A"
+            worse += 1
+        lines.append(f"| {cell} | {at} | {contender} | {mb:.3g} | {ma:.3g} | {change:+.1%} | "
+                     f"{limit:.1%} | {flag} |")
+    return lines, worse
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -107,11 +135,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", nargs="+", type=Path, required=True)
     parser.add_argument("--after", nargs="+", type=Path, required=True)
+    parser.add_argument("--metric", choices=sorted(METRICS), default="rate")
     options = parser.parse_args(argv)
-    lines, slower = compare(options.before, options.after)
+    lines, worse = compare(options.before, options.after, options.metric)
     print("\n".join(lines))
-    print(f"\n{slower} cell(s) slower beyond the A/A spread")
-    return 1 if slower else 0
+    print(f"\n{worse} cell(s) worse beyond their A/A spread")
+    return 1 if worse else 0
 
 
 if __name__ == "__main__":
