@@ -95,6 +95,8 @@ class Face:
     names: tuple[tuple[str, str, bool], ...] = ()
     #: The mixin's bases (default: the asyncio class's ``Generic[...]``, if any).
     bases: str = ''
+    #: Keyword-only parameters of the asyncio methods that the sync ones do not take.
+    dropped: tuple[str, ...] = ()
 
 
 _COMMON_NAMES: tuple[tuple[str, str, bool], ...] = (
@@ -226,13 +228,19 @@ FACES: tuple[Face, ...] = (
             '(mypgdriver/sync/driver/poolcore.pyx), which blocks where the asyncio\n'
             'one awaits.',
         sources=(('mypgdriver/pool/pool.py', 'Pool'),),
-        methods=('get_stats', 'set_connect_args', 'expire_connections', 'acquire', 'release',
-                 'close', 'terminate'),
+        methods=('__init__', 'get_stats', 'set_connect_args', 'expire_connections', 'acquire',
+                 'release', 'close', 'terminate'),
         body=BodyStyle('direct', target='self._core'),
+        # No event loop in the sync API.
+        dropped=('loop',),
         declarations=(
             '# The hand-written Pool\'s, declared for type checkers.\n'
-            '_core: ThreadDriver\n'),
+            '_core: ThreadDriver\n'
+            'if TYPE_CHECKING:\n'
+            '    def _configure(self, arguments: dict[str, Any]) -> None: ...\n'),
         names=(('ThreadDriver', 'mypgdriver.sync.driver.poolcore', True),
+               ('Connection', 'mypgdriver.sync.connection', False),
+               ('JsonCodec', 'mypgdriver.types', False),
                ('PoolConnectionProxy', 'mypgdriver.sync.pooled', False),
                ('PoolStats', 'mypgdriver.pool.stats', False)),
     ),
@@ -393,6 +401,15 @@ PARAMETER_TYPES = {
 
 #: Keywords passed only when not None (their asyncio default): see the module docstring.
 FAST_PATH_KEYWORDS = ('row_factory',)
+
+#: class -> (the body of its generated ``__init__``, its docstring): the
+#: signature is the asyncio class's, the set-up the sync class's own, given
+#: the arguments by name.
+CONSTRUCTORS = {
+    'PoolMethods': ('self._configure(locals())',
+                    'A pool, not opened yet: :func:`create_pool` makes and opens one (see '
+                    'there\nfor the arguments).'),
+}
 
 #: (class, method) -> a hand-written check called with the arguments first.
 PRECHECKS = {
@@ -874,6 +891,14 @@ def _body(face: Face, method: Method, indent: str) -> list[str]:
 
 def _method(face: Face, method: Method) -> str:
     indent = '    '
+    dropped = [name for name in face.dropped
+               if name in {a.arg for a in method.impl.args.kwonlyargs}]
+    if dropped:
+        method = dataclasses.replace(method, impl=_without(method.impl, dropped))
+    if method.name == '__init__':
+        body, doc = CONSTRUCTORS[face.class_name]
+        return (_signature(method, method.impl, indent) + '\n' + _docstring(doc, indent * 2)
+                + '\n' + indent * 2 + body + '\n')
     parts = []
     for overload in method.overloads:
         parts.append(f'{indent}@overload\n{_signature(method, overload, indent, ": ...")}\n')

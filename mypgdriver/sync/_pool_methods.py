@@ -7,10 +7,14 @@ regenerate; CI fails on a difference (``./dev.sh generate --check``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from mypgdriver.pool.stats import PoolStats
+from mypgdriver.protocol.record import Record
+from mypgdriver.rows import RowFactory
+from mypgdriver.sync.connection import Connection
 from mypgdriver.sync.pooled import PoolConnectionProxy
+from mypgdriver.types import JsonCodec
 
 if TYPE_CHECKING:
     from mypgdriver.sync.driver.poolcore import ThreadDriver
@@ -28,6 +32,23 @@ class PoolMethods:
 
     # The hand-written Pool's, declared for type checkers.
     _core: ThreadDriver
+    if TYPE_CHECKING:
+        def _configure(self, arguments: dict[str, Any]) -> None: ...
+
+    def __init__(self, dsn: Optional[str] = None, *, init_size: Optional[int] = None, min_size: int,
+                 max_size: int, max_queries: int, max_inactive_connection_lifetime: float,
+                 connect: Optional[Callable[..., Connection]] = None,
+                 setup: Optional[Callable[['PoolConnectionProxy'], object]] = None,
+                 init: Optional[Callable[[Connection], object]] = None,
+                 reset: Optional[Callable[[Connection], object]] = None,
+                 connection_class: type[Connection] = Connection,
+                 record_class: type[Record] = Record, connect_retry_timeout: float = 10.0,
+                 row_factory: Optional[RowFactory[Any]] = None,
+                 json: Union[bool, JsonCodec] = False, **connect_kwargs: Any) -> None:
+        """A pool, not opened yet: :func:`create_pool` makes and opens one (see there
+        for the arguments).
+        """
+        self._configure(locals())
 
     def get_stats(self) -> PoolStats:
         """A snapshot of the pool's counters (a :class:`~mypgdriver.pool.PoolStats`).

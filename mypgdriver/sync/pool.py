@@ -35,21 +35,18 @@ background thread (pool_hooks.py).  This module is the public API.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional
 
 from mypgdriver.connecting.connector import resolve_json_option
 from mypgdriver.pool.arguments import check_pool_arguments
 from mypgdriver.pool.sizes import PoolSizes
 from mypgdriver.pool.stats import PoolCounters
-from mypgdriver.protocol.record import Record
-from mypgdriver.rows import RowFactory
 from mypgdriver.sync._pool_methods import PoolMethods
 from mypgdriver.sync._pool_shortcuts import PoolShortcuts
 from mypgdriver.sync.connection import Connection
 from mypgdriver.sync.driver.pool_hooks import PoolHooks
 from mypgdriver.sync.driver.poolcore import ThreadDriver
 from mypgdriver.sync.pooled import PoolConnectionProxy
-from mypgdriver.types import JsonCodec
 
 __all__ = ('Pool', 'PoolConnectionProxy', 'opened')
 
@@ -76,38 +73,27 @@ class Pool(PoolMethods, PoolShortcuts, PoolSizes[ThreadDriver]):
     and replaced before it is handed out.
     """
 
-    def __init__(self, dsn: Optional[str] = None, *,
-                 init_size: Optional[int] = None,
-                 min_size: int,
-                 max_size: int,
-                 max_queries: int,
-                 max_inactive_connection_lifetime: float,
-                 connect: Optional[Callable[..., Connection]] = None,
-                 setup: Optional[Callable[[PoolConnectionProxy], object]] = None,
-                 init: Optional[Callable[[Connection], object]] = None,
-                 reset: Optional[Callable[[Connection], object]] = None,
-                 connection_class: type[Connection] = Connection,
-                 record_class: type[Record] = Record,
-                 connect_retry_timeout: float = 10.0,
-                 row_factory: Optional[RowFactory[Any]] = None,
-                 json: Union[bool, JsonCodec] = False,
-                 **connect_kwargs: Any) -> None:
-        self._init_size = check_pool_arguments(Connection, 'mypgdriver.sync.Connection', locals())
-        self._min_size = min_size
-        self._max_size = max_size
+    def _configure(self, arguments: dict[str, Any]) -> None:
+        """Set the pool up from its __init__'s arguments (by name: PoolMethods.__init__)."""
+        self._init_size = check_pool_arguments(Connection, 'mypgdriver.sync.Connection', arguments)
+        self._min_size = min_size = arguments['min_size']
+        self._max_size = max_size = arguments['max_size']
         self._counters = PoolCounters()
         # How connections are opened, checked, reset and closed (Python),
         # and the background thread.
-        self._hooks = PoolHooks(connect=connect, setup=setup, init=init, reset=reset,
-                                connection_class=connection_class, record_class=record_class,
-                                json=resolve_json_option(json), min_size=min_size)
+        self._hooks = PoolHooks(
+            connect=arguments['connect'], setup=arguments['setup'], init=arguments['init'],
+            reset=arguments['reset'], connection_class=arguments['connection_class'],
+            record_class=arguments['record_class'], json=resolve_json_option(arguments['json']),
+            min_size=min_size)
         # The pool core (slots, idle connections, waiting acquires) under its
         # lock, driven with threads (compiled: Ctrl-C safe).
-        self._core = ThreadDriver(self, self._hooks, PoolConnectionProxy, self._counters,
-                                  min_size=min_size, max_size=max_size, max_queries=max_queries,
-                                  max_inactive=max_inactive_connection_lifetime,
-                                  connect_dsn=dsn, connect_kwargs=connect_kwargs,
-                                  connect_retry_timeout=connect_retry_timeout)
+        self._core = ThreadDriver(
+            self, self._hooks, PoolConnectionProxy, self._counters, min_size=min_size,
+            max_size=max_size, max_queries=arguments['max_queries'],
+            max_inactive=arguments['max_inactive_connection_lifetime'],
+            connect_dsn=arguments['dsn'], connect_kwargs=arguments['connect_kwargs'],
+            connect_retry_timeout=arguments['connect_retry_timeout'])
         # db.client.connection.pool.name (tracing.name_pool(), once tracing is live).
         self._otel_pool_name: Optional[str] = None
 
