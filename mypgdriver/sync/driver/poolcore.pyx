@@ -41,6 +41,8 @@ The one window left is outside the pool: between acquire() returning and
 the caller storing the connection (or entering the ``with`` block), a
 signal can land, as for any call that returns a resource in Python.
 """
+cimport cython
+
 import functools
 import logging
 import threading
@@ -768,6 +770,8 @@ def exit_checkout(proxy, exc_type, exc, tb):
 
 
 # --- the proxy's calls, compiled: sync/pooled.py binds these as its methods ---
+# (no signature embedded in their docstrings: it would name proxy_fetch, not
+# the method fetch, and the docs would show it as text)
 
 #: The methods whose calls count toward the pool's ``max_queries`` (each
 #: sends at least one statement).
@@ -785,17 +789,20 @@ cdef inline object _checked_out(proxy, str name):
     return con
 
 
+@cython.embedsignature(False)
 def proxy_repr(proxy):
     if proxy._con is None:
         return f'<{type(proxy).__name__} [released] {id(proxy):#x}>'
     return f'<{type(proxy).__name__} {proxy._con!r} {id(proxy):#x}>'
 
 
+@cython.embedsignature(False)
 def proxy_is_closed(self) -> 'bool':
     """True if the connection is closed; see :meth:`Connection.is_closed`."""
     return _checked_out(self, 'is_closed').is_closed()
 
 
+@cython.embedsignature(False)
 def proxy_getattr(proxy, str name):
     """``proxy.name`` for what the proxy does not define: the connection's, refused once released.
 
@@ -849,21 +856,25 @@ cdef object _query(proxy, str name, tuple args, dict kwargs):
         return getattr(con, name)(*args, **kwargs)
 
 
+@cython.embedsignature(False)
 def proxy_execute(self, query, *args, **kwargs) -> 'str':
     """Run a command; see :meth:`Connection.execute`."""
     return _query(self, 'execute', (query,) + args, kwargs)
 
 
+@cython.embedsignature(False)
 def proxy_fetch(self, query, *args, **kwargs) -> 'list[Any]':
     """Run a query and return all rows; see :meth:`Connection.fetch`."""
     return _query(self, 'fetch', (query,) + args, kwargs)
 
 
+@cython.embedsignature(False)
 def proxy_fetchrow(self, query, *args, **kwargs) -> 'Any':
     """Run a query and return its first row; see :meth:`Connection.fetchrow`."""
     return _query(self, 'fetchrow', (query,) + args, kwargs)
 
 
+@cython.embedsignature(False)
 def proxy_fetchval(self, query, *args, **kwargs) -> 'Any':
     """Run a query and return one value of its first row; see :meth:`Connection.fetchval`."""
     return _query(self, 'fetchval', (query,) + args, kwargs)
