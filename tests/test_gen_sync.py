@@ -67,15 +67,15 @@ def test_a_new_asyncio_keyword_reaches_the_sync_face_by_regenerating(
         tree: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tree / 'mypgdriver/connection.py'
     text = source.read_text()
-    old = 'async def fetchval(self, query: str, *args: object, column: int | str = 0,'
+    old = 'async def executemany(self, command: str, args: ArgumentRows, *,'
     assert old in text
     source.write_text(text.replace(old, old + ' hint: Optional[str] = None,'))
     assert gen_sync.main(['--check', '--root', str(tree)]) == 1
     assert 'mypgdriver/sync/_connection_methods.py differs' in capsys.readouterr().err
     assert gen_sync.main(['--root', str(tree)]) == 0
     generated = (tree / 'mypgdriver/sync/_connection_methods.py').read_text()
-    assert 'column: int | str = 0, hint: Optional[str] = None,' in generated
-    assert 'self._aconn.fetchval(query, *args, column=column, hint=hint,' in generated
+    assert 'def executemany(self, command: str, args: Iterable[ArgumentRow], *, hint: Optional[str] = None,' in generated
+    assert 'self._aconn.executemany(command, args, hint=hint, timeout=timeout)' in generated
 
 
 def test_a_new_asyncio_connect_keyword_reaches_the_sync_connect_by_regenerating(
@@ -138,13 +138,29 @@ def test_docstrings_are_reworded_for_sync_code() -> None:
         'any iterable of rows'
 
 
-def test_fetch_leaves_out_row_factory_when_it_is_none() -> None:
-    # The hand-tuned shape of the hot path: one keyword argument less to match.
+def test_fetch_is_the_asyncio_body_on_the_compiled_call_path() -> None:
+    # fetch's statements are the asyncio method's own: its await of
+    # Session.execute becomes the CallRunner's execute(), any other await a
+    # run() of the coroutine.
     generated = (ROOT / 'mypgdriver/sync/_connection_methods.py').read_text()
-    assert ('        if row_factory is None:\n'
-            '            return self._run(self._aconn.fetch(query, *args, timeout=timeout,\n'
-            '                                               record_class=record_class))\n'
-            in generated)
+    assert ('        return self._execute(\n'
+            '            query, args, 0, timeout, False,\n'
+            '            record_class if row_factory is None else choose_rows(record_class, '
+            'row_factory))\n' in generated)
+    assert ('        if not args:\n'
+            '            return self._run(self._session.simple(query, timeout))\n'
+            '        return self._execute(query, args, 0, timeout, True, Record)\n' in generated)
+
+
+def test_an_await_inside_an_expression_stops_the_generator(
+        tree: pathlib.Path) -> None:
+    source = tree / 'mypgdriver/connection.py'
+    text = source.read_text()
+    old = '        return rows[0][column]\n'
+    assert old in text
+    source.write_text(text.replace(old, '        return rows[0][column] or await self._session.simple("")\n'))
+    with pytest.raises(SystemExit, match='fetchval'):
+        gen_sync.main(['--check', '--root', str(tree)])
 
 
 def test_asyncio_wording_left_in_a_sync_docstring_stops_the_generator(

@@ -4,7 +4,6 @@ recovery from schema changes (ALTER TABLE, ALTER TYPE)."""
 from __future__ import annotations
 
 import asyncio
-import types
 
 import pytest
 
@@ -71,11 +70,11 @@ async def test_recently_used_entries_survive_eviction(small_cache):
     assert set(await _statements(conn)) == {a, c, d}
 
 
-async def test_statement_lifetime_limit(connect_kwargs, monkeypatch):
+async def test_statement_lifetime_limit(connect_kwargs):
     # The cache's clock is the test's: on a loaded machine the 0.2 s could
     # pass between the first two calls.
     now = [1000.0]
-    monkeypatch.setattr(statement_cache, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    statement_cache.use_clock(lambda: now[0])
     conn = await mypgdriver.connect(**connect_kwargs, max_cached_statement_lifetime=0.2,
                                     max_cacheable_statement_size=100)
     try:
@@ -91,6 +90,7 @@ async def test_statement_lifetime_limit(connect_kwargs, monkeypatch):
         assert statements[query] != first
         assert first not in statements.values()
     finally:
+        statement_cache.use_clock(None)
         await conn.close()
 
 

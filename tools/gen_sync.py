@@ -150,11 +150,16 @@ FACES: tuple[Face, ...] = (
         declarations=(
             '# The hand-written Connection\'s (its __slots__), declared for type checkers.\n'
             '_aconn: AsyncConnection\n'
+            '_session: Session\n'
             '_runner: CallRunner\n'
             '_run: CoroutineRunner\n'
+            '_execute: ExecuteCall\n'
             '_relays: RelayTable[Connection]\n'),
         names=(('AsyncConnection', 'mypgdriver.connection', True),
                ('CoroutineRunner', 'mypgdriver.sync.connection', True),
+               ('ExecuteCall', 'mypgdriver.sync.connection', True),
+               ('Session', 'mypgdriver.core.session', True),
+               ('choose_rows', 'mypgdriver.rows', False),
                ('PreparedStatement', 'mypgdriver.sync.prepared', False),
                ('CursorFactory', 'mypgdriver.sync.cursor', False),
                ('Transaction', 'mypgdriver.sync.transaction', False),
@@ -401,6 +406,23 @@ PARAMETER_TYPES = {
 
 #: Keywords passed only when not None (their asyncio default): see the module docstring.
 FAST_PATH_KEYWORDS = ('row_factory',)
+
+#: class -> methods whose body is the asyncio method's own statements, made
+#: blocking (transliterated()): an awaited call named in COMPILED_CALLS
+#: becomes a call of the compiled call path, any other ``await e`` (a whole
+#: statement's value) ``run(e)``.  The rows a call returns are then handled
+#: by the asyncio code itself (fetchrow's first row, fetchval's column).
+TRANSLITERATED = {
+    'ConnectionMethods': ('execute', 'fetch', 'fetchrow', 'fetchval'),
+}
+
+#: Awaited calls of the asyncio bodies -> the blocking call that runs them:
+#: ``Session.execute`` through the connection's CallRunner.execute()
+#: (mypgdriver/sync/driver/runner.pyx: a cached statement runs without the
+#: Session's coroutine).
+COMPILED_CALLS = {
+    'self._session.execute': 'self._execute',
+}
 
 #: class -> (the body of its generated ``__init__``, its docstring): the
 #: signature is the asyncio class's, the set-up the sync class's own, given
@@ -662,7 +684,7 @@ class SourceText:
             self._line_starts.append(self._line_starts[-1] + len(line))
         self._encoded = text.encode()
 
-    def segment(self, node: ast.expr) -> str:
+    def segment(self, node: ast.expr | ast.stmt) -> str:
         """The source text of `node` (its column offsets count UTF-8 bytes)."""
         if node.end_lineno is None or node.end_col_offset is None:
             return ast.unparse(node)
@@ -672,6 +694,10 @@ class SourceText:
 
     def _byte_offset(self, lineno: int, col: int) -> int:
         return self._line_starts[lineno - 1] + col
+
+    def offset(self, lineno: int, col: int) -> int:
+        """The byte offset in the file of (`lineno`, `col`), as the ast gives them."""
+        return self._byte_offset(lineno, col)
 
 
 def read_class(root: Path, path: str, class_name: str) -> dict[str, Method]:
@@ -850,7 +876,44 @@ def _delegation(face: Face, method: Method, arguments: list[str], untyped: bool)
     return Call(head, arguments, tail)
 
 
+def transliterated(face: Face, method: Method, indent: str) -> list[str]:
+    """The asyncio method's statements (its docstring left out), blocking (see TRANSLITERATED)."""
+    fn = method.impl
+    statements = fn.body[1:] if ast.get_docstring(fn) is not None else fn.body
+    lines: list[str] = []
+    for statement in statements:
+        awaits = [node for node in ast.walk(statement) if isinstance(node, ast.Await)]
+        whole = {id(node.value) for node in ast.walk(statement)
+                 if isinstance(node, (ast.Return, ast.Assign, ast.Expr))
+                 and isinstance(node.value, ast.Await)}
+        if any(id(node) not in whole for node in awaits):
+            raise SystemExit(f'gen_sync: {face.class_name}.{method.name}: an await that is '
+                             "not a statement's whole value")
+        text = method.source.segment(statement)
+        start = method.source.offset(statement.lineno, statement.col_offset)
+        # Replaced from the last await back, so that earlier offsets stay true.
+        for node in sorted(awaits, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+            value = node.value
+            inner = method.source.segment(value)
+            if isinstance(value, ast.Call) and method.source.segment(value.func) in COMPILED_CALLS:
+                func = method.source.segment(value.func)
+                replacement = COMPILED_CALLS[func] + inner[len(func):]
+            else:
+                replacement = f'{face.body.run}({inner})'
+            lo = method.source.offset(node.lineno, node.col_offset) - start
+            hi = method.source.offset(node.end_lineno or node.lineno,
+                                      node.end_col_offset or 0) - start
+            encoded = text.encode()
+            text = (encoded[:lo] + replacement.encode() + encoded[hi:]).decode()
+        first, *rest = text.split('\n')
+        lines.append(indent + first)
+        lines.extend(rest)
+    return lines
+
+
 def _body(face: Face, method: Method, indent: str) -> list[str]:
+    if method.name in TRANSLITERATED.get(face.class_name, ()):
+        return transliterated(face, method, indent)
     fn = method.impl
     keywords = {a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults)}
     returns = _annotation(method, fn.returns)

@@ -99,6 +99,10 @@ RETRYABLE_ERRORS = (exceptions.InvalidCachedStatementError,
                     exceptions.OutdatedSchemaCacheError,
                     exceptions.InvalidSQLStatementNameError,
                     exceptions.DuplicatePreparedStatementError)
+#: The errors of a cached statement's run that send it to execute_in_line()
+#: (its retry step): a schema change or a dropped statement (RETRYABLE_ERRORS),
+#: or a codec's refusal of an argument (a client-side DataError: nothing was sent).
+CACHED_RUN_RETRIES = (exceptions.DataError, *RETRYABLE_ERRORS)
 _NAME_TROUBLE = (exceptions.InvalidSQLStatementNameError,
                  exceptions.DuplicatePreparedStatementError)
 # What an open portal's fetch may find stale: a composite's fields changed.
@@ -458,20 +462,52 @@ class Session:
             # Sent at once if the caller may send now (nobody waiting before
             # it, room in the pipeline, and no DDL called on the connection
             # since the statement was last known good: schema_epoch), else
-            # None (the slow half below).
+            # None (the slow half: execute_declined()).
             fut = proto.bind_execute(state, args, limit, timeout, want_status, rows_as,
                                      True)
-            if fut is not None:
-                try:
-                    return await fut
-                except (asyncio.CancelledError, asyncio.TimeoutError) as e:
-                    await self.interrupted(fut, e)
-                    raise
-        except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
+        except CACHED_RUN_RETRIES as e:
             return await self.execute_in_line(query, args, limit, deadline, want_status,
                                               rows_as, True, failed=(e, state))
-        # Declined (someone before the caller, a full pipeline, or DDL since
-        # the statement was last known good): the slow half, with its turn.
+        if fut is None:
+            return await self.execute_declined(query, state, args, limit, deadline, want_status,
+                                               rows_as)
+        try:
+            return await fut
+        except (Exception, asyncio.CancelledError) as e:
+            return await self.finish_cached(fut, e, query, args, limit, deadline, want_status,
+                                            rows_as, state)
+
+    async def finish_cached(self, fut: Any, error: BaseException, query: str, args: Any,
+                            limit: int, deadline: Deadline, want_status: int, rows_as: Any,
+                            state: StatementState) -> Any:
+        """execute() of a cached statement whose wait for `fut` (its answer) ended in `error`.
+
+        The one copy of what follows a failed or interrupted run of the hot
+        path, for execute() and for the sync driver's compiled call path
+        (mypgdriver/sync/driver/runner.pyx), which waits for the answer
+        itself and hands over here on anything but a result: a cancellation
+        (Ctrl-C) or a timeout abandons the operation and settles before the
+        error is raised (interrupted()); a schema change, a dropped
+        statement or a codec's refusal runs the statement in line
+        (CACHED_RUN_RETRIES, execute_in_line()); any other error is raised.
+        """
+        try:
+            if isinstance(error, (asyncio.CancelledError, asyncio.TimeoutError)):
+                await self.interrupted(fut, error)
+            raise error
+        except CACHED_RUN_RETRIES as e:
+            return await self.execute_in_line(query, args, limit, deadline, want_status,
+                                              rows_as, True, failed=(e, state))
+
+    async def execute_declined(self, query: str, state: StatementState, args: Any, limit: int,
+                               deadline: Deadline, want_status: int, rows_as: Any) -> Any:
+        """execute() of a cached statement that bind_execute() declined to send at once.
+
+        Someone is before the caller, the pipeline is full, or DDL was called
+        since the statement was last known good: the slow half, with its
+        turn.
+        """
+        proto = self.protocol
         if state.schema_epoch != proto.schema_epoch:
             return await self.execute_verified(query, state, args, limit, deadline, want_status,
                                                rows_as, False)
@@ -480,7 +516,7 @@ class Session:
                                              rows_as)
             if fut is not None:
                 return await self.wait(fut)
-        except (exceptions.DataError, *RETRYABLE_ERRORS) as e:
+        except CACHED_RUN_RETRIES as e:
             return await self.execute_in_line(query, args, limit, deadline, want_status,
                                               rows_as, True, failed=(e, state))
         # The statement changed meaning while we waited for our turn (see

@@ -1,4 +1,6 @@
-from mypgdriver.protocol.coreproto cimport CoreProtocol, Operation
+from libc.stdint cimport int32_t
+from mypgdriver.protocol.coreproto cimport CoreProtocol, Operation, StatusSink
+from mypgdriver.protocol.statement cimport StatementState
 
 
 cdef class BaseProtocol(CoreProtocol):
@@ -48,7 +50,11 @@ cdef class BaseProtocol(CoreProtocol):
         public long schema_epoch
         Operation spare_op          # an answered operation, reused by the next _make_op
 
-    cdef Operation _make_op(self, int kind, int recv_state, object timeout, bint exclusive)
+    cdef Operation _make_op(self, int kind, int recv_state, object timeout, bint exclusive,
+                            object waiter=*)
+    cdef object send_bind_execute(self, StatementState st, args, int32_t limit, timeout,
+                                  int want, record_class, bint check_turn, StatusSink sink,
+                                  object waiter)
     cdef object _start_op(self, Operation op)
     cdef bint _admits(self, bint exclusive, bint bypass)
     cdef _wake_turns(self)

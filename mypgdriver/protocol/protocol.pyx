@@ -608,9 +608,12 @@ cdef class BaseProtocol(CoreProtocol):
 
     # --- operations in flight ---
 
-    cdef Operation _make_op(self, int kind, int recv_state, object timeout, bint exclusive):
+    cdef Operation _make_op(self, int kind, int recv_state, object timeout, bint exclusive,
+                            object waiter=None):
         # Everything that can fail comes before any change of state: a bad
-        # timeout must leave the connection as it was.
+        # timeout must leave the connection as it was.  `waiter`: what the
+        # caller waits on (None: a Future of the loop; the sync call path
+        # passes a Waiter, waiter.pyx).
         cdef Operation op
         cdef double delay = 0
         if self.state == STATE_CLOSED:
@@ -647,7 +650,7 @@ cdef class BaseProtocol(CoreProtocol):
         op.delay = delay
         op.end_sent = False
         op.late_timeout = False
-        op.waiter = self.loop.create_future()
+        op.waiter = self.loop.create_future() if waiter is None else waiter
         return op
 
     cdef object _start_op(self, Operation op):
@@ -1119,6 +1122,13 @@ cdef class BaseProtocol(CoreProtocol):
         `sink` (a PreparedStatement's) also receives the status tag when the
         operation succeeds.
         """
+        return self.send_bind_execute(st, args, limit, timeout, want, record_class, check_turn,
+                                      sink, None)
+
+    cdef object send_bind_execute(self, StatementState st, args, int32_t limit, timeout,
+                                  int want, record_class, bint check_turn, StatusSink sink,
+                                  object waiter):
+        # bind_execute(), with the `waiter` the caller waits on (None: a Future).
         if check_turn and (self.n_turn_waiters or self.reserved
                            or not self._admits(False, False)
                            or (sink is None and st.schema_epoch != self.schema_epoch)):
@@ -1131,7 +1141,8 @@ cdef class BaseProtocol(CoreProtocol):
             kind = row_kind_of(st, record_class)
             if kind == ROW_MAKER:
                 maker = make_row_maker(st, record_class)
-        cdef Operation op = self._make_op(OP_BIND_EXECUTE, STATE_BIND_EXECUTE, timeout, False)
+        cdef Operation op = self._make_op(OP_BIND_EXECUTE, STATE_BIND_EXECUTE, timeout, False,
+                                          waiter)
         op.want = want
         op.status_sink = sink
         op.statement = st

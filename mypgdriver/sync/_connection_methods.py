@@ -22,7 +22,7 @@ from typing import (
 from mypgdriver._typing import ArgumentRow, RecordT, RowT
 from mypgdriver.connection import LoggedQuery, PipelineStats
 from mypgdriver.protocol.record import Record
-from mypgdriver.rows import RowFactory
+from mypgdriver.rows import RowFactory, choose_rows
 from mypgdriver.server_info import ConnectionSettings, ServerVersion
 from mypgdriver.sync.copy_checks import (
     CopyOutput,
@@ -38,9 +38,11 @@ from mypgdriver.sync.transaction import Transaction
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection as AsyncConnection
+    from mypgdriver.core.session import Session
     from mypgdriver.sync.connection import (
         Connection,
         CoroutineRunner,
+        ExecuteCall,
         LogCallback,
         NotificationCallback,
         TerminationCallback,
@@ -56,8 +58,10 @@ class ConnectionMethods:
 
     # The hand-written Connection's (its __slots__), declared for type checkers.
     _aconn: AsyncConnection
+    _session: Session
     _runner: CallRunner
     _run: CoroutineRunner
+    _execute: ExecuteCall
     _relays: RelayTable[Connection]
 
     def get_server_pid(self) -> int:
@@ -108,7 +112,9 @@ class ConnectionMethods:
         statements separated by semicolons may be given; the tag of the last
         one is returned.
         """
-        return self._run(self._aconn.execute(query, *args, timeout=timeout))
+        if not args:
+            return self._run(self._session.simple(query, timeout))
+        return self._execute(query, args, 0, timeout, True, Record)
 
     def executemany(self, command: str, args: Iterable[ArgumentRow], *,
                     timeout: Optional[float] = None) -> None:
@@ -174,12 +180,9 @@ class ConnectionMethods:
         (:mod:`mypgdriver.rows`: ``dict_row``, ``tuple_row``,
         ``class_row(MyDataclass)``...).  Pass one or the other, not both.
         """
-        if row_factory is None:
-            return self._run(self._aconn.fetch(query, *args, timeout=timeout,
-                                               record_class=record_class))
-        untyped: Any = self._aconn
-        return self._run(untyped.fetch(query, *args, timeout=timeout, record_class=record_class,
-                                       row_factory=row_factory))
+        return self._execute(
+            query, args, 0, timeout, False,
+            record_class if row_factory is None else choose_rows(record_class, row_factory))
 
     @overload
     def fetchrow(self, query: str, *args: object, timeout: Optional[float] = None,
@@ -200,17 +203,18 @@ class ConnectionMethods:
 
         `record_class` and `row_factory` as in :meth:`fetch`.
         """
-        if row_factory is None:
-            return self._run(self._aconn.fetchrow(query, *args, timeout=timeout,
-                                                  record_class=record_class))
-        untyped: Any = self._aconn
-        return self._run(untyped.fetchrow(query, *args, timeout=timeout, record_class=record_class,
-                                          row_factory=row_factory))
+        rows = self._execute(
+            query, args, 1, timeout, False,
+            record_class if row_factory is None else choose_rows(record_class, row_factory))
+        return rows[0] if rows else None
 
     def fetchval(self, query: str, *args: object, column: int | str = 0,
                  timeout: Optional[float] = None) -> Any:
         """Run a query and return one value of the first row (None if no rows)."""
-        return self._run(self._aconn.fetchval(query, *args, column=column, timeout=timeout))
+        rows = self._execute(query, args, 1, timeout, False, Record)
+        if not rows:
+            return None
+        return rows[0][column]
 
     @overload
     def prepare(self, query: str, *, name: Optional[str] = None, timeout: Optional[float] = None,

@@ -15,7 +15,17 @@ sources (copy_checks.py).
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterator, Optional, Protocol, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Coroutine,
+    Iterator,
+    Optional,
+    Protocol,
+    Sequence,
+    TypeVar,
+)
 
 from mypgdriver import exceptions
 from mypgdriver.core.deadlines import check_timeout
@@ -50,13 +60,17 @@ class Connection(ConnectionMethods):
     ``with connect(...) as conn:`` closes it at the end of the block.
     """
 
-    __slots__ = ('_aconn', '_runner', '_run', '_notifications', '_relays', '__weakref__')
+    __slots__ = ('_aconn', '_session', '_runner', '_run', '_execute', '_notifications', '_relays',
+                 '__weakref__')
 
     def __init__(self, aconn: AsyncConnection, glue: SyncGlue) -> None:
         """Wrap `aconn`, opened on `glue` (use :func:`mypgdriver.sync.connect`)."""
         self._aconn = aconn
-        self._runner = CallRunner(glue)
+        self._session = aconn._session
+        self._runner = CallRunner(glue, self._session)
         self._run = self._runner.run
+        # Session.execute() run to its end (the compiled call path).
+        self._execute = self._runner.execute
         self._notifications = NotificationBacklog(glue)
         self._notifications.attach(aconn)
         # The listeners' relays, by (kind, channel) or kind, and callback.
@@ -146,6 +160,13 @@ class CoroutineRunner(Protocol):
     """What call_runner() returns: drives a coroutine as a call of the connection."""
 
     def __call__(self, coro: Coroutine[Any, Any, _T], /) -> _T: ...
+
+
+class ExecuteCall(Protocol):
+    """CallRunner.execute: ``Session.execute(query, args, limit, timeout, want, rows_as)`` run to its end."""
+
+    def __call__(self, query: str, args: Sequence[Any], limit: int, timeout: Optional[float],
+                 want: int, rows_as: Any, /) -> Any: ...
 
 
 def call_runner(conn: Connection) -> CoroutineRunner:

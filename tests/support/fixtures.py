@@ -296,10 +296,18 @@ def open_sync_conn(dsn: str) -> Iterator[SyncConnect]:
     yield from _blocking_factory(mypgdriver.sync.connect, dsn)
 
 
-@pytest.fixture
-def sync_conn(open_sync_conn: SyncConnect, no_event_loop: list[str]) -> Any:
-    """A ``mypgdriver.sync`` connection as the superuser, with no event loop allowed."""
-    return open_sync_conn()
+@pytest.fixture(params=['compiled', 'policy'])
+def sync_conn(request: pytest.FixtureRequest, open_sync_conn: SyncConnect,
+              no_event_loop: list[str]) -> Any:
+    """A ``mypgdriver.sync`` connection as the superuser, with no event loop allowed.
+
+    Each test runs twice: with the compiled call path of cached statements
+    (runner.pyx), and with every call through the Session's coroutines
+    (``compiled = False``): the two must behave the same.
+    """
+    conn = open_sync_conn()
+    conn._runner.compiled = request.param == 'compiled'
+    return conn
 
 
 @pytest.fixture

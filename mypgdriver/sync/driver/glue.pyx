@@ -139,12 +139,6 @@ def _poll(dict interest, timeout):
 cdef class Handle:
     """What call_soon()/call_later() return: cancel() is all the callers use."""
 
-    cdef readonly double when
-    cdef readonly unsigned long long seq
-    cdef object callback
-    cdef tuple args
-    cdef public bint cancelled
-
     def __init__(self, double when, unsigned long long seq, callback, tuple args):
         self.when = when
         self.seq = seq
@@ -171,8 +165,6 @@ cdef class Caller:
     asyncio task: the driver throws ``CancelledError`` into the call where
     it waits, as the event loop would into the task.
     """
-
-    cdef public bint interrupted
 
     def done(self):
         return False
@@ -225,29 +217,6 @@ class BackgroundTask(asyncio.Future):
 
 cdef class SyncGlue:
     """Stands in for the event loop of one connection; driven by run(), one call at a time."""
-
-    cdef public object time
-    cdef public object get_debug
-    cdef public object create_future
-    cdef object ready           # collections.deque of Handle
-    cdef list timers            # heap of Handle
-    cdef unsigned long long seq
-    cdef public Caller caller
-    # The connection's protocol, once open (open_connection()).
-    cdef public object protocol
-    # The open transports the driver reads: the connection's, and briefly
-    # a CancelRequest's or an SSLRequest's.
-    cdef public list transports
-    # Sockets being connected or shaken hands with: (socket, writable, Future).
-    cdef public list io_waiters
-    # Set by a transport (or the driver) when a KeyboardInterrupt came out
-    # of a blocking wait, with nothing received: a clean interruption.
-    cdef public bint interrupted_cleanly
-    # Calls of run() in progress (a CancelRequest is driven inside a call).
-    cdef int depth
-    # Tests: called at each clean interruption point (before each blocking
-    # wait); raising KeyboardInterrupt there is a clean interruption.
-    cdef public object wait_hook
 
     def __init__(self):
         import collections
@@ -381,9 +350,6 @@ cdef class SyncGlue:
 
     def run(self, coro):
         """Drive `coro` (a call of the asyncio API) to its end, blocking; its result."""
-        cdef Caller caller = self.caller
-        cdef int done = 0
-        interrupted = None
         try:
             # A signal that came while the caller's own code ran is raised
             # here, before anything is sent.
@@ -391,6 +357,35 @@ cdef class SyncGlue:
         except BaseException:
             coro.close()
             raise
+        return self.drive(coro, None)
+
+    def run_interrupted(self, coro, interrupted):
+        """Drive `coro` for a call that the KeyboardInterrupt `interrupted` reached; then raise it.
+
+        For the compiled call path (runner.pyx), which waits for its answer
+        outside any coroutine: when Ctrl-C lands in that wait, on_interrupt()
+        was called (as run() does), and `coro` is the policy's handling of
+        the interruption (it abandons the operation, as a CancelledError
+        thrown into the Session's await does under run()).  Whatever `coro`
+        ends with, the caller gets `interrupted`, as from run().
+        """
+        return self.drive(coro, interrupted)
+
+    cdef int on_interrupt(self) except -1:
+        # A KeyboardInterrupt came out of a wait of a call: in a blocking
+        # wait, nothing was received (clean); anywhere else (Python code the
+        # driver ran, or a wait nested in another call's), the connection
+        # is closed first, never left in doubt.
+        if not self.interrupted_cleanly or self.depth > 1:
+            self._close_in_doubt()
+        self.interrupted_cleanly = False
+        return 0
+
+    cdef object drive(self, coro, object interrupted):
+        # run()'s loop.  `interrupted`: a KeyboardInterrupt that already
+        # reached the call (run_interrupted()), raised at the end.
+        cdef Caller caller = self.caller
+        cdef int done = 0
         self.depth += 1
         try:
             awaited = mpg_coro_send(coro, &done)
@@ -417,9 +412,7 @@ cdef class SyncGlue:
                     # the connection is closed first.
                     if interrupted is None:
                         interrupted = exc
-                    if not self.interrupted_cleanly or self.depth > 1:
-                        self._close_in_doubt()
-                    self.interrupted_cleanly = False
+                    self.on_interrupt()
                     awaited = coro.throw(_CancelledError())
                     continue
                 if caller.interrupted:
@@ -458,7 +451,7 @@ cdef class SyncGlue:
             raise interrupted from None
         return awaited
 
-    def _close_in_doubt(self):
+    cpdef _close_in_doubt(self):
         """Ctrl-C landed in Python code during a call: close the connection (never in doubt).
 
         If the server is running something, a CancelRequest goes first, so

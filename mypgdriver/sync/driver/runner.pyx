@@ -34,13 +34,24 @@ from cpython.pythread cimport (
     PyThread_type_lock,
 )
 
+import asyncio
+
 from mypgdriver import exceptions
+from mypgdriver.core.deadlines import NO_DEADLINE, Deadline, check_timeout
+from mypgdriver.core.session import CACHED_RUN_RETRIES
+from mypgdriver.tracing import TELEMETRY
+
+from mypgdriver.protocol.protocol cimport BaseProtocol
+from mypgdriver.protocol.waiter cimport CANCELLED, FINISHED, PENDING, Waiter
+from mypgdriver.sync.driver.glue cimport SyncGlue
 
 cdef extern from "pythread.h":
     PyLockStatus PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds,
                                              int intr_flag) nogil
 
 __all__ = ('CallRunner',)
+
+_CancelledError = asyncio.CancelledError
 
 _REENTRANT = ('cannot call the connection from inside one of its own calls: a '
               'listener, log listener, termination listener or query logger runs '
@@ -91,7 +102,22 @@ cdef class CallRunner:
     """Runs coroutines of one asyncio Connection on its SyncGlue, one thread at a time."""
 
     cdef readonly object _glue
+    cdef SyncGlue _sync_glue
     cdef object _glue_run
+    # The connection's Session and protocol (execute()'s call path).
+    cdef object _session
+    cdef BaseProtocol _protocol
+    # The Session's parts that never change, read without an attribute lookup.
+    cdef list _loggers
+    cdef object _cache
+    cdef object _blocks
+    cdef object _closes
+    cdef object _admission
+    # False: every call runs the Session's coroutine (tests run the same
+    # checks through both paths).
+    cdef public bint compiled
+    # Calls whose Bind/Execute the compiled call path sent.
+    cdef readonly unsigned long long compiled_calls
     cdef PyThread_type_lock _lock
     # The thread running a call now (`running`: its ident in `owner`).
     # Read without the lock by the same thread (re-entrance) and by
@@ -103,7 +129,7 @@ cdef class CallRunner:
     # CancelRequest aimed at it is on its way (see cancel.py).
     cdef EndLock _end_lock
 
-    def __cinit__(self, glue):
+    def __cinit__(self, glue, session=None):
         self._lock = PyThread_allocate_lock()
         if self._lock == NULL:
             raise MemoryError()
@@ -112,9 +138,20 @@ cdef class CallRunner:
         if self._lock != NULL:
             PyThread_free_lock(self._lock)
 
-    def __init__(self, glue):
+    def __init__(self, glue, session=None):
         self._glue = glue
+        self._sync_glue = glue
         self._glue_run = glue.run
+        self._session = session
+        self._protocol = None if session is None else session.protocol
+        self.compiled = True
+        self.compiled_calls = 0
+        if session is not None:
+            self._loggers = session.query_loggers
+            self._cache = session.stmt_cache
+            self._blocks = session.blocks
+            self._closes = session.closes
+            self._admission = session.admission
         self._running = False
         self._end_lock = EndLock()
 
@@ -144,6 +181,104 @@ cdef class CallRunner:
             self._running = False
             PyThread_release_lock(self._end_lock.lock)
             PyThread_release_lock(self._lock)
+
+    def execute(self, query, args, int limit, timeout, int want, rows_as):
+        """``Session.execute(query, args, limit, timeout, want, rows_as)`` run to its end, under the lock.
+
+        A statement of the statement cache on a connection with nothing in
+        the way takes the compiled call path (_execute_cached()); any other
+        call runs the Session's coroutine, as run() does.
+        """
+        cdef unsigned long me = PyThread_get_thread_ident()
+        if self._running and self._owner == me:
+            raise exceptions.InterfaceError(_REENTRANT)
+        _acquire(self._lock)
+        self._owner = me
+        self._running = True
+        try:
+            return self._execute_cached(query, args, limit, timeout, want, rows_as)
+        finally:
+            try:
+                _acquire(self._end_lock.lock)
+            except BaseException:
+                self._running = False
+                PyThread_release_lock(self._lock)
+                raise
+            self._running = False
+            PyThread_release_lock(self._end_lock.lock)
+            PyThread_release_lock(self._lock)
+
+    cdef object _execute_cached(self, query, args, int limit, timeout, int want, rows_as):
+        # The compiled call path.  It is Session.execute()'s hot path when
+        # every one of its checks passes, and nothing else: each check that
+        # could do anything but let the call through (a query logger or
+        # tracing, a closed connection, a transaction block or Close to be
+        # synced first, a cache miss, a declined send) hands the whole call
+        # to the Session's execute() or to the step of it that takes over
+        # at that point (execute_in_line(), execute_declined(),
+        # finish_cached()), so those rules have one owner.  What it adds is
+        # the wait: the glue's wait_for() on a Waiter instead of a
+        # coroutine awaiting a Future.
+        cdef SyncGlue glue = self._sync_glue
+        cdef BaseProtocol proto = self._protocol
+        cdef Waiter waiter
+        session = self._session
+        if (proto is None or not self.compiled or glue.depth or self._loggers or TELEMETRY.live
+                or session.closed):
+            return self._glue_run(session.execute(query, args, limit, timeout, want, rows_as))
+        if timeout is None:
+            timeout = session.command_timeout
+        else:
+            timeout = check_timeout(timeout)
+        if rows_as is None:
+            rows_as = session.rows_default
+        if (self._blocks.active or self._closes) and self._admission.needs_sync():
+            return self._glue_run(session.execute(query, args, limit, timeout, want, rows_as))
+        state = self._cache.get(query)
+        if state is None:
+            return self._glue_run(session.execute(query, args, limit, timeout, want, rows_as))
+        deadline = NO_DEADLINE if timeout is None else Deadline(glue, timeout)
+        # As run(): a signal that came while the caller's own code ran is
+        # raised here, before anything is sent.
+        PyErr_CheckSignals()
+        waiter = Waiter.__new__(Waiter, glue)
+        try:
+            sent = proto.send_bind_execute(state, args, limit, timeout, want, rows_as, True,
+                                           None, waiter)
+        except CACHED_RUN_RETRIES as e:
+            return self._glue_run(session.execute_in_line(
+                query, args, limit, deadline, want, rows_as, True, failed=(e, state)))
+        if sent is None:
+            return self._glue_run(session.execute_declined(
+                query, state, args, limit, deadline, want, rows_as))
+        self.compiled_calls += 1
+        glue.depth += 1
+        try:
+            glue.wait_for(waiter)
+        except KeyboardInterrupt as exc:
+            # As run() throws CancelledError into the Session's await.
+            glue.on_interrupt()
+            glue.depth -= 1
+            return glue.run_interrupted(session.finish_cached(
+                waiter, _CancelledError(), query, args, limit, deadline, want, rows_as, state),
+                exc)
+        except BaseException:
+            glue.depth -= 1
+            raise
+        glue.depth -= 1
+        if glue.ready:
+            glue.run_ready()
+        if waiter.state == FINISHED and not waiter.failed:
+            return waiter.value
+        if waiter.state == FINISHED:
+            error = waiter.value
+        else:
+            # Cancelled, or the caller interrupted (a stream's feeder only:
+            # never this operation): as a CancelledError under run().
+            glue.caller.interrupted = False
+            error = _CancelledError()
+        return self._glue_run(session.finish_cached(
+            waiter, error, query, args, limit, deadline, want, rows_as, state))
 
     def is_running(self):
         """True while some thread runs a call (a snapshot: it may end at once)."""
