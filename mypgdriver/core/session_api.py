@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from mypgdriver.core.session import Session
     from mypgdriver.protocol.statement import StatementState
 
-__all__ = ('Result', 'StatementRunner', 'RowStream', 'StepwiseCopyIn', 'StepwiseCopyOut')
+__all__ = ('Result', 'StatementRunner', 'RowStream', 'StepwiseCopyIn', 'StepwiseCopyOut',
+           'WANT_RESULT', 'result_of')
 
 # Session.execute()'s `want_status` is annotated as a bool (rows or tag);
 # the protocol's third answer, the whole result, is an int like the others.
@@ -75,7 +76,13 @@ class Result:
         self.description = description
 
 
-def _result(rows: list[Any], status: Optional[str], state: StatementState) -> Result:
+def result_of(rows: list[Any], status: Optional[str], state: StatementState) -> Result:
+    """The Result of one run from what ``Session.execute(..., WANT_RESULT, ...)`` answered.
+
+    For StatementRunner.run() and for a face that runs the Session's
+    execute() through the sync driver's compiled call path (the DB-API:
+    ``execute_call()`` of :mod:`mypgdriver.sync.connection`).
+    """
     if not state.has_rows:
         return Result(None, status, None)
     # description_of() makes it once per statement and keeps it on the state.
@@ -132,7 +139,7 @@ class StatementRunner:
         """
         rows, status, state = await self.session.execute(query, args, 0, None, _WANT_RESULT,
                                                          rows_as)
-        return _result(rows, status, state)
+        return result_of(rows, status, state)
 
     async def run_each(self, query: str, arguments: Iterable[Sequence[Any]],
                        rows_as: Any) -> tuple[list[tuple[list[Any], str]],
@@ -157,7 +164,7 @@ class StatementRunner:
                 return groups, None
             state = await session.prepare_state(query, session.resolve_timeout(None),
                                                 cache=False)
-        return groups, _result([], None, state).description
+        return groups, result_of([], None, state).description
 
     async def simple(self, query: str) -> str:
         """Run `query` with the simple query protocol (several statements allowed): the last tag.
@@ -213,7 +220,7 @@ class RowStream:
         session.statements.hold(state)
         session.statements.attach(state)
         #: The statement's result columns (None: it returns no rows).
-        self.description = _result([], None, state).description
+        self.description = result_of([], None, state).description
 
     async def fetch(self, rows_as: Any) -> Result:
         """Run the statement once: its rows, status tag and description."""
@@ -228,7 +235,7 @@ class RowStream:
             await session.refresh_codecs(state, deadline)
         rows, status, state = await session.run_state(
             state, (), 0, deadline, WANT_RESULT, rows_as)
-        return _result(rows, status, state)
+        return result_of(rows, status, state)
 
     def close(self) -> None:
         """Let the statement go: its Close is sent before the connection's next call."""

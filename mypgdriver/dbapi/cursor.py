@@ -345,7 +345,7 @@ class Cursor:
                 return self
             try:
                 try:
-                    result = link.run(statements.run(text, args, self._rows_as))
+                    result = link.run_statement(text, args, self._rows_as)
                 except exceptions.DataError as e:
                     # Refused by a codec: a str goes again as text, as in psycopg.
                     result = link.run_str_as_text(text, args, self._rows_as, e)

@@ -13,9 +13,9 @@ import threading
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from mypgdriver import exceptions
-from mypgdriver.core.session_api import Result, StatementRunner
+from mypgdriver.core.session_api import WANT_RESULT, Result, StatementRunner, result_of
 from mypgdriver.protocol.statement import StrAsTextArguments, refused_argument
-from mypgdriver.sync.connection import async_connection, call_runner
+from mypgdriver.sync.connection import async_connection, call_runner, execute_call
 
 if TYPE_CHECKING:
     from mypgdriver import sync
@@ -27,7 +27,7 @@ __all__ = ('ConnectionLink',)
 class ConnectionLink:
     """The state a DB-API connection and its cursors share (see the module docstring)."""
 
-    __slots__ = ('connection', 'run', 'statements', 'in_transaction', 'lock', 'autocommit',
+    __slots__ = ('connection', 'run', 'execute', 'statements', 'in_transaction', 'lock', 'autocommit',
                  'isolation_level', 'read_only', 'deferrable')
 
     def __init__(self, connection: sync.Connection, autocommit: bool) -> None:
@@ -35,6 +35,8 @@ class ConnectionLink:
         self.connection = connection
         #: Drives a coroutine of the asyncio connection as a call of the sync one.
         self.run = call_runner(connection)
+        #: The Session's execute() as a call of the sync connection (its compiled call path).
+        self.execute = execute_call(connection)
         #: The interface the statements run through (the Session's statement cache).
         self.statements = StatementRunner(async_connection(connection))
         #: The server's transaction status (a bound method: read on every execute()).
@@ -72,6 +74,16 @@ class ConnectionLink:
         if not self.autocommit and not self.in_transaction():
             self.begin()
 
+    def run_statement(self, query: str, args: Sequence[Any], rows_as: Any) -> Result:
+        """StatementRunner.run(query, args, rows_as), blocking: its one Result.
+
+        The Session's execute() through the sync connection's compiled call
+        path (a cached statement runs without a coroutine), with the same
+        promises as StatementRunner.run().
+        """
+        rows, status, state = self.execute(query, args, 0, None, WANT_RESULT, rows_as)
+        return result_of(rows, status, state)
+
     def run_str_as_text(self, query: str, args: Sequence[Any], rows_as: Any,
                         refusal: exceptions.DataError) -> Result:
         """After `query`'s codecs refused one of `args`: its Result with the str bound as text.
@@ -91,7 +103,7 @@ class ConnectionLink:
         if refused is None or not isinstance(args[refused], str):
             raise refusal
         try:
-            return self.run(self.statements.run(query, StrAsTextArguments(args), rows_as))
+            return self.run_statement(query, StrAsTextArguments(args), rows_as)
         except BaseException as outcome:
             # The server's answer stands on its own: not an error "during
             # handling" of the refusal, which was only the cue to send as text.

@@ -178,6 +178,15 @@ def call_runner(conn: Connection) -> CoroutineRunner:
     return conn._run
 
 
+def execute_call(conn: Connection) -> ExecuteCall:
+    """`conn`'s ``Session.execute()`` run to its end as a call of `conn` (the compiled call path).
+
+    For mypgdriver.dbapi, whose cursors run the Session's execute() as the
+    sync Connection's fetch() does.
+    """
+    return conn._execute
+
+
 def forget_notifications(conn: Connection) -> None:
     """Drop the notifications that notifies() has not yielded yet (see NotificationBacklog)."""
     conn._notifications.clear()
