@@ -1,7 +1,12 @@
 from typing import Callable, Optional
 
+from typing_extensions import disjoint_base
+
 from mypgdriver.protocol.statement import StatementState
 
+__all__ = ('StatementCache', 'use_clock')
+
+@disjoint_base
 class StatementCache:
     """Maps query text to its prepared StatementState, least recently used first out."""
 

@@ -1,11 +1,16 @@
 from collections.abc import Callable, Generator
 from typing import Any
 
+from typing_extensions import Self, disjoint_base
+
+__all__ = ('Waiter',)
+
+@disjoint_base
 class Waiter:
     """A Future-like one-shot outcome of one operation (see the module docstring)."""
 
     _asyncio_future_blocking: bool
-    def __init__(self, loop: Any) -> None: ...
+    def __new__(cls, loop: Any) -> Self: ...
     @property
     def loop(self) -> Any: ...
     def get_loop(self) -> Any: ...
