@@ -251,3 +251,30 @@ def test_an_evicted_statement_is_prepared_again(open_sync_conn: Any) -> None:
     assert compiled_calls(conn) == before
     assert conn.fetchval(queries[0], 2) == 2
     assert compiled_calls(conn) == before + 1
+
+
+def test_other_threads_run_while_a_cached_call_waits(conn: Any) -> None:
+    # docs/guide/sync.rst: the GIL is released while the call waits.
+    assert conn.fetchval(SLEEP, 0) == ''
+    stop = threading.Event()
+    ticks = [0]
+
+    def spin() -> None:
+        while not stop.is_set():
+            ticks[0] += 1
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        time.sleep(0.05)
+        before = ticks[0]
+        calls = compiled_calls(conn)
+        assert conn.fetchval(SLEEP, 0.5) == ''
+        during = ticks[0] - before
+    finally:
+        stop.set()
+        spinner.join()
+    assert compiled_calls(conn) == calls + 1
+    # Python code of another thread ran through most of the wait (a spin
+    # loop counts millions per second; a held GIL would let it run only at
+    # the interpreter's switch interval, and not at all in a blocking recv).
+    assert during > 100_000

@@ -155,32 +155,43 @@ cdef class CallRunner:
         self._running = False
         self._end_lock = EndLock()
 
-    def run(self, coro):
-        """Drive `coro` to its end on the glue, holding the connection's lock; its result."""
+    cdef int _enter(self) except -1:
+        # Take the connection for the current thread (waiting for another
+        # thread's call); a call from inside one of its own calls is refused.
         cdef unsigned long me = PyThread_get_thread_ident()
         if self._running and self._owner == me:
-            coro.close()
             raise exceptions.InterfaceError(_REENTRANT)
-        try:
-            _acquire(self._lock)
-        except BaseException:
-            coro.close()    # (interrupted while waiting for another thread's call)
-            raise
+        _acquire(self._lock)
         self._owner = me
         self._running = True
+        return 0
+
+    cdef int _leave(self) except -1:
+        # Give the connection back, once no cancel() aimed at the call is
+        # on its way (the end lock).
+        try:
+            _acquire(self._end_lock.lock)
+        except BaseException:
+            # (interrupted while a cancel() was being sent)
+            self._running = False
+            PyThread_release_lock(self._lock)
+            raise
+        self._running = False
+        PyThread_release_lock(self._end_lock.lock)
+        PyThread_release_lock(self._lock)
+        return 0
+
+    def run(self, coro):
+        """Drive `coro` to its end on the glue, holding the connection's lock; its result."""
+        try:
+            self._enter()
+        except BaseException:
+            coro.close()    # (refused, or interrupted while waiting for another thread's call)
+            raise
         try:
             return self._glue_run(coro)
         finally:
-            try:
-                _acquire(self._end_lock.lock)
-            except BaseException:
-                # (interrupted while a cancel() was being sent)
-                self._running = False
-                PyThread_release_lock(self._lock)
-                raise
-            self._running = False
-            PyThread_release_lock(self._end_lock.lock)
-            PyThread_release_lock(self._lock)
+            self._leave()
 
     def execute(self, query, args, int limit, timeout, int want, rows_as):
         """``Session.execute(query, args, limit, timeout, want, rows_as)`` run to its end, under the lock.
@@ -189,24 +200,11 @@ cdef class CallRunner:
         the way takes the compiled call path (_execute_cached()); any other
         call runs the Session's coroutine, as run() does.
         """
-        cdef unsigned long me = PyThread_get_thread_ident()
-        if self._running and self._owner == me:
-            raise exceptions.InterfaceError(_REENTRANT)
-        _acquire(self._lock)
-        self._owner = me
-        self._running = True
+        self._enter()
         try:
             return self._execute_cached(query, args, limit, timeout, want, rows_as)
         finally:
-            try:
-                _acquire(self._end_lock.lock)
-            except BaseException:
-                self._running = False
-                PyThread_release_lock(self._lock)
-                raise
-            self._running = False
-            PyThread_release_lock(self._end_lock.lock)
-            PyThread_release_lock(self._lock)
+            self._leave()
 
     cdef object _execute_cached(self, query, args, int limit, timeout, int want, rows_as):
         # The compiled call path.  It is Session.execute()'s hot path when
