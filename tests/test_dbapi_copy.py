@@ -197,7 +197,7 @@ def test_write_row_sends_blocks_as_they_fill(conn_with_table: Connection):
     with cur.copy('COPY dbapi_c FROM STDIN') as copy:
         for _ in range(300):        # ~300 KB: sent in blocks of 128 KiB
             copy.write_row(row)
-        assert copy._text_rows.size < mypgdriver.dbapi.copy.WRITE_BUFFER_BYTES
+        assert 0 < copy.pending_size < mypgdriver.dbapi.copy.WRITE_BUFFER_BYTES
     assert cur.rowcount == 300
     row = conn_with_table.execute('SELECT count(*), sum(length(name)) FROM dbapi_c').fetchone()
     assert row == (300, 300_000)

@@ -5,9 +5,10 @@ import does: `conn = mypgdriver.dbapi.connect(...)`, `conn.autocommit =
 True` (as the psycopg2 contender sets it), one `cur = conn.cursor()` and
 per query `cur.execute(sql, params)` with `%s` placeholders (the
 workload's `pyformat_sql`, as the psycopg contenders send it) and
-`cur.fetchall()`; `cur.executemany` for batches; COPY through
-`cur.copy("COPY ... FROM STDIN")` and `write_row` per record (psycopg 3's
-shape); a named (server-side) cursor with `itersize` inside a transaction
+`cur.fetchall()`; `cur.executemany` for batches; binary COPY through
+`cur.copy("COPY ... FROM STDIN (FORMAT BINARY)")`, `set_types` with the
+workload's column types and `write_row` per record (psycopg 3's shape, as
+bench/drivers/psycopg_driver.py writes it); a named (server-side) cursor with `itersize` inside a transaction
 ended by `conn.commit()` for streaming (psycopg2's shape).  The worker runs
 it as it runs every sync driver: one thread per connection.
 
@@ -37,6 +38,22 @@ def _fetch(conn: Any, w: Workload) -> Runner:
 
 
 def _copy(conn: Any, w: Workload) -> Runner:
+    cur = conn.cursor()
+    sql = f"COPY {w.table} ({', '.join(w.columns)}) FROM STDIN (FORMAT BINARY)"
+    types, records = list(w.column_types), w.records
+
+    def run() -> int:
+        with cur.copy(sql) as copy:
+            copy.set_types(types)
+            for record in records:
+                copy.write_row(record)
+        return len(records)
+
+    return run
+
+
+def text_copy(conn: Any, w: Workload) -> Runner:
+    """The text-format COPY (`write_row` without types), for bench/copy_cpu.py's comparison."""
     cur = conn.cursor()
     sql = f"COPY {w.table} ({', '.join(w.columns)}) FROM STDIN"
     records = w.records

@@ -3,6 +3,9 @@
 >>> with cur.copy('COPY t (id, name) FROM STDIN') as copy:
 ...     copy.write_row((1, 'a'))          # text format, one row
 ...     copy.write(b'2\\tb\\n')             # or blocks of data as they come
+>>> with cur.copy('COPY t (id, name) FROM STDIN (FORMAT BINARY)') as copy:
+...     copy.set_types(['int4', 'text'])  # binary: the codecs of the columns
+...     copy.write_row((1, 'a'))          # encoded as copy_records_to_table() does
 >>> with cur.copy('COPY t TO STDOUT') as copy:
 ...     for row in copy.rows():           # ('1', 'a'), ('2', 'b'): strings, NULL is None
 ...         ...
@@ -15,7 +18,9 @@ threads' calls on it wait until the block ends.
 
 This module drives the core's COPY steps one call at a time (the start,
 each block, the end) through :mod:`mypgdriver.core.session_api`
-(StepwiseCopyIn and StepwiseCopyOut of mypgdriver/copy.py).
+(StepwiseCopyIn and StepwiseCopyOut of mypgdriver/copy.py).  Copy is built
+on copyrows.CopyRows, whose write_row() runs in C (copyrows.pyx): the
+user's loop calling it is the only Python call per row.
 """
 from __future__ import annotations
 
@@ -24,7 +29,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Union
 
 from mypgdriver.core.session_api import StepwiseCopyIn, StepwiseCopyOut
+from mypgdriver.dbapi.copyrows import FLUSH_BYTES, ROWS_BINARY, ROWS_CLOSED, ROWS_TEXT, CopyRows
 from mypgdriver.dbapi.copytext import TextRows
+from mypgdriver.dbapi.copytypes import TypeSpec, copy_codecs
 from mypgdriver.exceptions import pep249
 
 if TYPE_CHECKING:
@@ -33,50 +40,55 @@ if TYPE_CHECKING:
 __all__ = ('Copy',)
 
 #: Data written is sent once this much is pending.
-WRITE_BUFFER_BYTES = 128 * 1024
+WRITE_BUFFER_BYTES = FLUSH_BYTES
 
 _FROM_STDIN = re.compile(r'\bFROM\s+STDIN\b', re.IGNORECASE)
 _TO_STDOUT = re.compile(r'\bTO\s+STDOUT\b', re.IGNORECASE)
+# In the options after STDIN/STDOUT (and before a WHERE): FORMAT binary,
+# FORMAT 'binary', or the old syntax's BINARY.
+_BINARY = re.compile(r'\bbinary\b', re.IGNORECASE)
+_WHERE = re.compile(r'\bWHERE\b', re.IGNORECASE)
 
 # COPY's text format (PostgreSQL docs, COPY, "Text Format").
 _UNESCAPE = re.compile(r'\\(?:([0-7]{1,3})|x([0-9a-fA-F]{1,2})|(.))', re.DOTALL)
 _UNESCAPED = {'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}
 
 
-class Copy:
+class Copy(CopyRows):
     """A COPY in progress on a cursor's connection (use ``with cursor.copy(sql) as copy:``).
 
-    For ``COPY ... FROM STDIN``: write() and write_row(); the COPY ends
-    (and its status goes to the cursor's statusmessage and rowcount) when
-    the ``with`` block ends, or fails on the server, copying nothing, if
-    the block raises.  For ``COPY ... TO STDOUT``: iterate for blocks of
-    data (bytes), read() one block, or rows() for the rows of the text
-    format as tuples of strings (None for NULL); leaving the block before
-    the end cancels the rest on the server (inside a transaction, the
-    transaction then fails: roll it back).
+    For ``COPY ... FROM STDIN``: write() and write_row() (for a binary
+    COPY, set_types() first); the COPY ends (and its status goes to the
+    cursor's statusmessage and rowcount) when the ``with`` block ends, or
+    fails on the server, copying nothing, if the block raises.  For
+    ``COPY ... TO STDOUT``: iterate for blocks of data (bytes), read() one
+    block, or rows() for the rows of the text format as tuples of strings
+    (None for NULL); leaving the block before the end cancels the rest on
+    the server (inside a transaction, the transaction then fails: roll it
+    back).
     """
 
-    __slots__ = ('_cursor', '_link', '_statement', '_direction', '_steps', '_pending',
-                 '_pending_size', '_text_rows', '_started', '_finished', '_status', '_remainder')
+    __slots__ = ('_cursor', '_link', '_statement', '_direction', '_binary', '_steps',
+                 '_started', '_finished', '_status', '_remainder')
 
     def __init__(self, cursor: Cursor, statement: str) -> None:
         """Use :meth:`Cursor.copy`."""
-        if _FROM_STDIN.search(statement):
+        match = _FROM_STDIN.search(statement)
+        if match:
             direction = 'in'
-        elif _TO_STDOUT.search(statement):
-            direction = 'out'
         else:
-            raise pep249.ProgrammingError(
-                'cursor.copy() runs COPY ... FROM STDIN or COPY ... TO STDOUT')
+            match = _TO_STDOUT.search(statement)
+            if match is None:
+                raise pep249.ProgrammingError(
+                    'cursor.copy() runs COPY ... FROM STDIN or COPY ... TO STDOUT')
+            direction = 'out'
+        options = _WHERE.split(statement[match.end():], 1)[0]
         self._cursor = cursor
         self._link = cursor.connection.link
         self._statement = statement
         self._direction = direction
+        self._binary = _BINARY.search(options) is not None
         self._steps: Union[StepwiseCopyIn, StepwiseCopyOut, None] = None
-        self._pending: list[bytes] = []
-        self._pending_size = 0
-        # write_row()'s lines, formatted in C (mypgdriver/dbapi/copytext.pyx).
-        self._text_rows = TextRows()
         self._started = False
         self._finished = False
         self._status: Optional[str] = None
@@ -86,6 +98,11 @@ class Copy:
     def direction(self) -> str:
         """'in' for COPY FROM STDIN, 'out' for COPY TO STDOUT."""
         return self._direction
+
+    @property
+    def binary(self) -> bool:
+        """Whether the statement asks for the binary format (``FORMAT BINARY``)."""
+        return self._binary
 
     def __enter__(self) -> Copy:
         link = self._link
@@ -101,6 +118,8 @@ class Copy:
         except BaseException:
             link.lock.release()
             raise
+        if self._direction == 'in':
+            self.set_rows_mode(ROWS_BINARY if self._binary else ROWS_TEXT)
         return self
 
     def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
@@ -111,35 +130,59 @@ class Copy:
             self._link.lock.release()
         self._cursor.show_command(self._status)
 
+    def set_types(self, types: Sequence[TypeSpec]) -> None:
+        """Say the type of each column the COPY moves, in the statement's column order.
+
+        Each is a type name (``'int4'``, ``'integer'``, ``'text'``,
+        ``'timestamptz'``, ``'numeric'``, ``'int4[]'``...) or an OID.  A
+        binary ``COPY ... FROM STDIN`` needs them before write_row(): each
+        value is then encoded by the codec of its column's type, the one
+        copy_records_to_table() and query arguments use.  Built-in types are
+        known by name; another type (an enum, a domain, a composite) once the
+        connection has met it (a query used it), as ``'schema.name'``
+        (``public`` by default) or by OID: the COPY holds the connection, so
+        it cannot be asked.  Unknown types raise ProgrammingError, a type
+        without a binary codec NotSupportedError (copy it as text).  For a
+        text-format COPY the types are checked and otherwise not needed:
+        write_row() writes each value's text.
+        """
+        if self._finished:
+            raise pep249.ProgrammingError(
+                'set_types() is allowed only inside the "with cursor.copy(...)" block')
+        binary = self._binary and self._direction == 'in'
+        codecs, names = copy_codecs(types, self._link.statements.session.codecs, binary)
+        if binary:
+            self.set_rows_types(codecs, names)
+
     # --- COPY FROM STDIN --------------------------------------------------------------------
 
     def write(self, buffer: Union[bytes, bytearray, memoryview, str]) -> None:
-        """Send a block of data in the COPY's format (a str is encoded as UTF-8)."""
-        self._check_active('in', 'write')
-        data = buffer.encode() if isinstance(buffer, str) else bytes(buffer)
-        if self._text_rows.size:
-            rows = self._text_rows.take()       # the rows written before
-            self._pending.append(rows)
-            self._pending_size += len(rows)
-        self._pending.append(data)
-        self._pending_size += len(data)
-        if self._pending_size >= WRITE_BUFFER_BYTES:
-            self._flush()
+        """Send a block of data in the COPY's format (a str is encoded as UTF-8).
 
-    def write_row(self, row: Sequence[Any]) -> None:
-        """Send one row in the text format (the COPY must use it: the default).
-
-        None is NULL; str, int, float, Decimal, bool (t/f), bytes (as
-        ``\\x`` hex for bytea), date/time values (ISO) and UUIDs are written
-        as their text; lists, tuples and dicts raise NotSupportedError
-        (write them with write() in the format of the column's type).
-        Formatted in C, into a buffer sent once 128 KiB are pending.
+        It goes after the rows written before it.  In a binary COPY the
+        data is sent as it is: the file header and trailer that write_row()
+        adds for its rows are not added for data written here.
         """
-        self._check_active('in', 'write_row')
-        rows = self._text_rows
-        rows.add(row)
-        if rows.size >= WRITE_BUFFER_BYTES:
+        self._check_active('in', 'write')
+        # (bytes() takes any buffer layout, as it did.)
+        data = (buffer.encode() if isinstance(buffer, str)
+                else buffer if type(buffer) is bytes else bytes(buffer))
+        if len(data) >= WRITE_BUFFER_BYTES:
+            # A big block goes as it is, after what is pending (no copy).
             self._flush()
+            self._send(data)
+            return
+        self.add_data(data)
+        if self.pending_size >= WRITE_BUFFER_BYTES:
+            self._flush()
+
+    # write_row() is CopyRows's, in C (copyrows.pyx).
+
+    def refuse_write_row(self) -> None:
+        self._check_active('in', 'write_row')
+
+    def send_pending(self) -> None:
+        self._flush()
 
     # --- COPY TO STDOUT ---------------------------------------------------------------------
 
@@ -193,13 +236,11 @@ class Copy:
                 f'{method}() is allowed only inside the "with cursor.copy(...)" block')
 
     def _flush(self) -> None:
-        if self._text_rows.size:
-            self._pending.append(self._text_rows.take())
-        if not self._pending:
-            return
-        data = self._pending[0] if len(self._pending) == 1 else b''.join(self._pending)
-        self._pending = []
-        self._pending_size = 0
+        data = self.take_pending()
+        if data:
+            self._send(data)
+
+    def _send(self, data: bytes) -> None:
         steps = self._steps
         assert isinstance(steps, StepwiseCopyIn)
         self._link.run(steps.send(data))
@@ -208,10 +249,12 @@ class Copy:
         if self._finished or not self._started:
             return
         self._finished = True
+        self.set_rows_mode(ROWS_CLOSED)
         run = self._link.run
         steps = self._steps
         if isinstance(steps, StepwiseCopyIn):
             if exc is None:
+                self.end_rows()
                 self._flush()
                 self._status = run(steps.finish())
             else:

@@ -18,6 +18,8 @@ from mypgdriver.protocol.buffer cimport (
 from mypgdriver.protocol.record cimport (
     RecordDescriptor, record_new, record_set_item, record_finish)
 from mypgdriver.codecs.base cimport Codec, FORMAT_BINARY, FORMAT_TEXT, text_encode
+from mypgdriver.protocol.copybinary cimport (
+    encode_copy_tuple, write_copy_binary_header, write_copy_binary_trailer)
 
 from collections.abc import Mapping, Sequence, Set as AbstractSet
 
@@ -632,7 +634,7 @@ cdef class StatementState:
         its index; the caller then fails the COPY, so nothing is committed.
         """
         cdef Py_ssize_t ncols = PyTuple_GET_SIZE(self.column_codecs)
-        cdef Py_ssize_t index = base_index, j, off
+        cdef Py_ssize_t index = base_index, j
         cdef Codec codec
         if header:
             for j in range(ncols):
@@ -641,15 +643,13 @@ cdef class StatementState:
                     raise DataError(
                         f'column {self.column_names[j]!r} has a type without a binary codec '
                         f'(oid {codec.oid}); use copy_to_table() with a text format instead')
-            buf.write_raw(b'PGCOPY\n\xff\r\n\x00', 11)
-            buf.write_int32(0)      # flags
-            buf.write_int32(0)      # header extension length
+            write_copy_binary_header(buf)
         # One try for the whole batch, not one per value (saving and
         # restoring the exception state per value cost ~40 instructions);
-        # `encoding` tells a codec's error from our own DataErrors.
-        cdef bint encoding = False
-        j = 0
-        cdef object value = None
+        # `column` (set while a codec runs) tells a codec's error from our
+        # own DataErrors.  The row format is mypgdriver/protocol/copybinary.pxd's.
+        cdef Py_ssize_t column = -1
+        cdef object record = None
         try:
             for record in records:
                 if type(record) is not tuple:
@@ -658,27 +658,17 @@ cdef class StatementState:
                     raise DataError(
                         f'invalid record {index}: expected {ncols} values, '
                         f'got {PyTuple_GET_SIZE(record)}')
-                buf.write_int16(<int16_t>ncols)
-                for j in range(ncols):
-                    value = <object>PyTuple_GET_ITEM(record, j)
-                    if value is None:
-                        buf.write_int32(-1)
-                        continue
-                    codec = <Codec>PyTuple_GET_ITEM(self.column_codecs, j)
-                    off = buf.reserve_length()
-                    encoding = True
-                    codec.c_encode(codec, buf, value)
-                    encoding = False
-                    buf.patch_length(off, <int32_t>(buf.length - off - 4))
+                encode_copy_tuple(buf, self.column_codecs, <tuple>record, &column)
                 index += 1
         except Exception as e:
-            if not encoding:
+            if column < 0:
                 raise
+            value = record[column]
             raise argument_error_class(e)(
                 f'invalid input in record {index}, column '
-                f'{self.column_names[j]!r}: {value!r} ({e})') from e
+                f'{self.column_names[column]!r}: {value!r} ({e})') from e
         if trailer:
-            buf.write_int16(-1)
+            write_copy_binary_trailer(buf)
         return 0
 
     # Introspection helpers used by the Python API (PreparedStatement).
