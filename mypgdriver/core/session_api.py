@@ -42,9 +42,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from mypgdriver.connection import session_of
 from mypgdriver.copy import StepwiseCopyIn, StepwiseCopyOut
+from mypgdriver.core.result import Result, result_of
 from mypgdriver.protocol.protocol import ROWS_PER_STATEMENT, WANT_RESULT
 from mypgdriver.protocol.record import Record
-from mypgdriver.rows import Column, description_of
+from mypgdriver.rows import Column
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection
@@ -57,39 +58,6 @@ __all__ = ('Result', 'StatementRunner', 'RowStream', 'StepwiseCopyIn', 'Stepwise
 # Session.execute()'s `want_status` is annotated as a bool (rows or tag);
 # the protocol's third answer, the whole result, is an int like the others.
 _WANT_RESULT: Any = WANT_RESULT
-
-
-class Result:
-    """One result of a statement: its rows (None for a command), status tag and description.
-
-    `description` is the DB-API's: one :class:`~mypgdriver.rows.Column` per
-    result column (name, type OID, size, type modifier), None when the
-    statement returns no rows.
-    """
-
-    __slots__ = ('rows', 'status', 'description')
-
-    def __init__(self, rows: Optional[list[Any]], status: Optional[str],
-                 description: Optional[tuple[Column, ...]]) -> None:
-        self.rows = rows
-        self.status = status
-        self.description = description
-
-
-def result_of(rows: list[Any], status: Optional[str], state: StatementState) -> Result:
-    """The Result of one run from what ``Session.execute(..., WANT_RESULT, ...)`` answered.
-
-    For StatementRunner.run() and for a face that runs the Session's
-    execute() through the sync driver's compiled call path (the DB-API:
-    ``execute_call()`` of :mod:`mypgdriver.sync.connection`).
-    """
-    if not state.has_rows:
-        return Result(None, status, None)
-    # description_of() makes it once per statement and keeps it on the state.
-    described = state.result_description
-    if described is None:
-        described = description_of(state)
-    return Result(rows, status, described.description)
 
 
 class StatementRunner:

@@ -29,6 +29,7 @@ from typing import (
 
 from mypgdriver import exceptions
 from mypgdriver.core.session_api import Result
+from mypgdriver.dbapi.cursorcore import CursorCore
 from mypgdriver.exceptions import pep249
 from mypgdriver.exceptions._hints import append_hint
 from mypgdriver.paramstyle import PYFORMAT, convert, utility_statement_hint
@@ -187,7 +188,7 @@ def runs_as_script(query: str) -> bool:
     return first_keyword(query) not in _PREPARED_KEYWORDS or has_several_statements(query)
 
 
-class Cursor:
+class Cursor(CursorCore):
     """A DB-API cursor (client-side): the result of each execute is fetched whole.
 
     Made by :meth:`Connection.cursor`.  execute() runs the query and keeps
@@ -196,29 +197,19 @@ class Cursor:
     to hold in memory, use a server-side cursor (``conn.cursor(name=...)``).
     """
 
-    __slots__ = ('_conn', '_link', 'arraysize', 'row_factory_', '_rows_as', '_results', '_index',
-                 '_rows', '_pos', '_description', '_rowcount', '_status', '_query', '_closed',
-                 '__weakref__')
+    # Its state, execute() and the fetches are CursorCore's (cursorcore.pyx).
+    __slots__ = ()
 
     def __init__(self, connection: Connection, *,
                  row_factory: Optional[RowFactory[Any]] = None) -> None:
         """Use :meth:`Connection.cursor`."""
+        super().__init__(connection.link)
         self._conn = connection
-        self._link = connection.link
         #: The default number of rows fetchmany() returns (PEP 249; 1 by default).
         self.arraysize = 1
         factory = row_factory if row_factory is not None else connection.row_factory
         self.row_factory_: RowFactory[Any] = factory
-        self._rows_as: Any = rows_as_for(self, factory)
-        self._results: list[Result] = []
-        self._index = 0
-        self._rows: Optional[list[Any]] = None
-        self._pos = 0
-        self._description: Optional[tuple[Column, ...]] = None
-        self._rowcount: Optional[int] = -1
-        self._status: Optional[str] = None
-        self._query: Optional[str] = None
-        self._closed = False
+        self._rows_as = rows_as_for(self, factory)
 
     def __repr__(self) -> str:
         state = 'closed' if self._closed else 'open'
@@ -297,72 +288,51 @@ class Cursor:
 
     # --- running --------------------------------------------------------------------------
 
-    def execute(self, query: str, params: Optional[Params] = None, *,
-                prepare: Optional[bool] = None) -> Self:
-        """Run `query` with `params` bound on the server; returns the cursor itself.
+    # execute()'s parts in Python (CursorCore.execute() calls them):
 
-        `params`: a sequence for ``%s`` placeholders, a mapping for
-        ``%(name)s`` (``%%`` is a percent sign); never interpolated into the
-        text.  Without `params` the query is sent as it is (no placeholders,
-        ``%`` needs no doubling), and commands other than
-        SELECT/INSERT/UPDATE/DELETE/MERGE/VALUES/WITH/SHOW/EXPLAIN/FETCH/CALL
-        (DDL, SET...) run with the simple query protocol.  Several
-        statements separated by semicolons are then allowed, and every
-        one's result is kept, as in psycopg 3: the cursor shows the first,
-        nextset() moves to the next.  They run one after the other (one
-        round trip each), all or none applied: in autocommit mode inside a
-        BEGIN ... COMMIT of their own, so VACUUM, CREATE DATABASE and the
-        like fail there as in a multi-statement simple query.  A script that
-        controls its transaction (BEGIN, COMMIT, SAVEPOINT...), runs COPY or
-        defines a ``BEGIN ATOMIC ... END`` function body is sent whole as
-        one simple query instead: the cursor then holds the last command's
-        status and no rows.  Outside autocommit, the first
-        statement opens a transaction (BEGIN).  `prepare` is accepted for
-        psycopg 3 compatibility: statements are always prepared and cached.
+    def _ran_as_script(self, text: str) -> bool:
+        """For an execute() without parameters: run `text` as a script if it is one; whether it was.
+
+        A statement the cache holds is never a script.  A script is run as
+        CursorCore.execute()'s docstring says: statement by statement,
+        keeping every result, or whole as one simple query.
         """
         link = self._link
-        if self._closed:
-            raise pep249.InterfaceError('the cursor is closed')
-        with link.lock:
-            if params is None:
-                text = query
-                args: Sequence[Any] = ()
-            else:
-                converted = convert(query, PYFORMAT)
-                text = converted.text
-                args = converted.arguments(params)
-            self._query = text
-            if not link.autocommit and not link.in_transaction():
-                link.begin()
-            statements = link.statements
-            if (params is None and not statements.is_cached(text)
-                    and runs_as_script(text)):
-                several = split_statements(text) if has_several_statements(text) else None
-                if several is not None:
-                    self._run_statements(several)
-                else:
-                    self._set_command(link.simple(text))
-                return self
-            try:
-                try:
-                    result = link.run_statement(text, args, self._rows_as)
-                except exceptions.DataError as e:
-                    # Refused by a codec: a str goes again as text, as in psycopg.
-                    result = link.run_str_as_text(text, args, self._rows_as, e)
-            except exceptions.QueryParameterError:
+        if link.statements.is_cached(text) or not runs_as_script(text):
+            return False
+        several = split_statements(text) if has_several_statements(text) else None
+        if several is not None:
+            self._run_statements(several)
+        else:
+            self._set_command(link.simple(text))
+        return True
+
+    def _recover(self, error: Exception, text: str, args: Sequence[Any],
+                 params: Optional[Params]) -> Result:
+        """After execute()'s run of `text` raised `error`: the Result it recovers to, or the error.
+
+        A value a codec refused (DataError, raised before anything was
+        sent) goes again with a str bound as text, as psycopg binds it; an
+        InterfaceError of a wrong parameter count says what the server
+        expects; a server error on a statement that takes no parameters
+        (SET, DDL) gets a hint.  Any other error is raised as it is.
+        """
+        link = self._link
+        try:
+            if isinstance(error, exceptions.DataError):
+                # Refused by a codec: a str goes again as text, as in psycopg.
+                return link.run_str_as_text(text, args, self._rows_as, error)
+            raise error
+        except exceptions.QueryParameterError:
+            raise
+        except exceptions.InterfaceError:
+            expected = link.statements.parameter_count(text)
+            if expected is None or expected == len(args):
                 raise
-            except exceptions.InterfaceError:
-                expected = statements.parameter_count(text)
-                if expected is None or expected == len(args):
-                    raise
-                raise _parameter_count_error(text, len(args), expected) from None
-            except exceptions.PostgresError as e:
-                _add_parameter_hint(e, text, params)
-                raise
-            self._results = [result]
-            self._index = 0
-            self._select_result(result)
-        return self
+            raise _parameter_count_error(text, len(args), expected) from None
+        except exceptions.PostgresError as e:
+            _add_parameter_hint(e, text, params)
+            raise
 
     def executemany(self, query: str, params_seq: Iterable[Params], *,
                     returning: bool = False) -> None:
@@ -478,32 +448,6 @@ class Cursor:
 
     # --- fetching -------------------------------------------------------------------------
 
-    def fetchone(self) -> Any:
-        """The next row of the current result, or None at its end."""
-        rows = self._current_rows()
-        pos = self._pos
-        if pos < len(rows):
-            self._pos = pos + 1
-            return rows[pos]
-        return None
-
-    def fetchmany(self, size: Optional[int] = None) -> list[Any]:
-        """The next `size` rows (default: :attr:`arraysize`); fewer at the end."""
-        rows = self._current_rows()
-        if size is None:
-            size = self.arraysize
-        pos = self._pos
-        end = min(pos + size, len(rows))
-        self._pos = end
-        return rows[pos:end]
-
-    def fetchall(self) -> list[Any]:
-        """All the remaining rows of the current result."""
-        rows = self._current_rows()
-        pos = self._pos
-        self._pos = len(rows)
-        return rows[pos:]
-
     def __iter__(self) -> Iterator[Any]:
         rows = self._current_rows()
         while self._pos < len(rows):
@@ -600,13 +544,6 @@ class Cursor:
             self._description = None
             self._status = None
             self._rowcount = -1
-
-    def _select_result(self, result: Result) -> None:
-        self._rows = result.rows
-        self._pos = 0
-        self._description = result.description
-        self._status = result.status
-        self._rowcount = None
 
 
 def _add_parameter_hint(error: exceptions.PostgresError, query: str, params: object) -> None:

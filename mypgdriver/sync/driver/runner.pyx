@@ -78,8 +78,6 @@ cdef int _acquire(PyThread_type_lock lock) except -1:
 cdef class EndLock:
     """The lock a call ends under; ``with runner.end_lock:`` holds it (cancel.py)."""
 
-    cdef PyThread_type_lock lock
-
     def __cinit__(self):
         self.lock = PyThread_allocate_lock()
         if self.lock == NULL:
@@ -100,34 +98,6 @@ cdef class EndLock:
 
 cdef class CallRunner:
     """Runs coroutines of one asyncio Connection on its SyncGlue, one thread at a time."""
-
-    cdef readonly object _glue
-    cdef SyncGlue _sync_glue
-    cdef object _glue_run
-    # The connection's Session and protocol (execute()'s call path).
-    cdef object _session
-    cdef BaseProtocol _protocol
-    # The Session's parts that never change, read without an attribute lookup.
-    cdef list _loggers
-    cdef object _cache
-    cdef object _blocks
-    cdef object _closes
-    cdef object _admission
-    # False: every call runs the Session's coroutine (tests run the same
-    # checks through both paths).
-    cdef public bint compiled
-    # Calls whose Bind/Execute the compiled call path sent.
-    cdef readonly unsigned long long compiled_calls
-    cdef PyThread_type_lock _lock
-    # The thread running a call now (`running`: its ident in `owner`).
-    # Read without the lock by the same thread (re-entrance) and by
-    # cancel() (is a call running?).
-    cdef bint _running
-    cdef unsigned long _owner
-    # Taken to end a call and by a cross-thread cancel() while it sends: a
-    # call does not return (and the next one does not start) while a
-    # CancelRequest aimed at it is on its way (see cancel.py).
-    cdef EndLock _end_lock
 
     def __cinit__(self, glue, session=None):
         self._lock = PyThread_allocate_lock()
@@ -193,7 +163,7 @@ cdef class CallRunner:
         finally:
             self._leave()
 
-    def execute(self, query, args, int limit, timeout, int want, rows_as):
+    cpdef object execute(self, query, args, int limit, timeout, int want, rows_as):
         """``Session.execute(query, args, limit, timeout, want, rows_as)`` run to its end, under the lock.
 
         A statement of the statement cache on a connection with nothing in
