@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import mypgdriver
+import mypgdriver.rows
 import mypgdriver.sync
 from tests.support.backends import wait_sleeping_sync
 
@@ -278,3 +279,110 @@ def test_other_threads_run_while_a_cached_call_waits(conn: Any) -> None:
     # loop counts millions per second; a held GIL would let it run only at
     # the interpreter's switch interval, and not at all in a blocking recv).
     assert during > 100_000
+
+
+# --- PreparedStatement (CallRunner.run_prepared) -------------------------------------------
+
+def test_a_prepared_statement_takes_the_compiled_path(conn: Any) -> None:
+    stmt = conn.prepare(CACHED)
+    before = compiled_calls(conn)
+    assert stmt.fetchval(21) == 42
+    assert stmt.fetch(5)[0][0] == 10
+    assert stmt.get_statusmsg() == 'SELECT 1'     # (fetch's: fetchrow's run stops at a row)
+    assert stmt.fetchrow(6)[0] == 12
+    assert stmt.fetch(7, row_factory=mypgdriver.rows.tuple_row) == [(14,)]
+    assert stmt.fetchrow(8, row_factory=mypgdriver.rows.dict_row) == {'?column?': 16}
+    assert compiled_calls(conn) == before + 5
+    empty = conn.prepare('SELECT 1 WHERE $1::bool')
+    assert empty.fetch(False) == []
+    assert empty.get_statusmsg() == 'SELECT 0'
+    assert empty.fetchrow(False) is None
+    assert empty.fetchval(False) is None
+
+
+def test_a_prepared_statement_with_the_path_switched_off(conn: Any) -> None:
+    conn._runner.compiled = False
+    stmt = conn.prepare(CACHED)
+    assert stmt.fetchval(2) == 4
+    assert stmt.fetch(3)[0][0] == 6
+    assert compiled_calls(conn) == 0
+
+
+def test_a_prepared_statement_dropped_by_discard_all_is_prepared_again(conn: Any) -> None:
+    stmt = conn.prepare(CACHED)
+    assert stmt.fetchval(1) == 2
+    conn.execute('DISCARD ALL')
+    assert stmt.fetchval(2) == 4
+    before = compiled_calls(conn)
+    assert stmt.fetchval(3) == 6
+    assert compiled_calls(conn) == before + 1
+
+
+@pytest.mark.parametrize('compiled', [True, False])
+def test_a_prepared_statement_whose_result_types_changed(conn: Any, sync_observer: Any,
+                                                         compiled: bool) -> None:
+    # asyncpg's rule: a PreparedStatement keeps its types; the server's
+    # refusal is raised (not retried), the same on both paths.
+    conn._runner.compiled = compiled
+    conn.execute('CREATE TABLE IF NOT EXISTS compiled_prepared (a int)')
+    try:
+        conn.execute('TRUNCATE compiled_prepared')
+        conn.execute('INSERT INTO compiled_prepared VALUES ($1)', 1)
+        stmt = conn.prepare('SELECT * FROM compiled_prepared WHERE a = $1')
+        assert tuple(stmt.fetchrow(1)) == (1,)
+        sync_observer.execute('ALTER TABLE compiled_prepared ADD COLUMN b int DEFAULT 7')
+        before = compiled_calls(conn)
+        with pytest.raises(mypgdriver.exceptions.InvalidCachedStatementError,
+                           match='cached statement plan is invalid'):
+            stmt.fetchrow(1)
+        assert compiled_calls(conn) == before + (1 if compiled else 0)
+        assert not conn.is_in_transaction()
+        again = conn.prepare('SELECT * FROM compiled_prepared WHERE a = $1')
+        assert tuple(again.fetchrow(1)) == (1, 7)
+    finally:
+        conn.execute('DROP TABLE compiled_prepared')
+
+
+def test_a_prepared_statement_s_codec_refusal_sends_nothing(conn: Any) -> None:
+    stmt = conn.prepare(CACHED)
+    with pytest.raises(mypgdriver.exceptions.DataError):
+        stmt.fetchval('not a number')
+    assert stmt.fetchval(2) == 4
+
+
+def test_a_prepared_statement_s_server_error_fails_the_transaction(conn: Any) -> None:
+    stmt = conn.prepare('SELECT 1 / $1::int')
+    tx = conn.transaction()
+    tx.start()
+    assert stmt.fetchval(1) == 1
+    with pytest.raises(mypgdriver.exceptions.DivisionByZeroError):
+        stmt.fetchval(0)
+    with pytest.raises(mypgdriver.exceptions.InFailedSQLTransactionError):
+        stmt.fetchval(1)
+    assert conn.is_in_transaction()
+    tx.rollback()
+    assert not conn.is_in_transaction()
+    assert stmt.fetchval(1) == 1
+
+
+@pytest.mark.parametrize('timeout', [0.05, 0.3])
+def test_a_timeout_bounds_a_prepared_call(conn: Any, sync_observer: Any,
+                                          timeout: float) -> None:
+    stmt = conn.prepare(SLEEP)
+    assert stmt.fetchval(0) == ''
+    pid = conn.get_server_pid()
+    before = compiled_calls(conn)
+    started = time.monotonic()
+    with pytest.raises(asyncio.TimeoutError):
+        stmt.fetchval(10, timeout=timeout)
+    assert time.monotonic() - started < timeout + 2
+    assert compiled_calls(conn) == before + 1
+    assert state_of(sync_observer, pid)[0] == 'idle'
+    assert stmt.fetchval(0) == ''
+
+
+def test_a_prepared_statement_of_a_closed_connection(conn: Any) -> None:
+    stmt = conn.prepare(CACHED)
+    conn.close()
+    with pytest.raises(mypgdriver.exceptions.InterfaceError):
+        stmt.fetchval(1)

@@ -180,6 +180,21 @@ def test_interrupted_fetchval(harness: Harness) -> None:
     print('fetchval', n, harness.outcomes)
 
 
+def test_interrupted_prepared_fetchval(harness: Harness) -> None:
+    # A PreparedStatement's run: CallRunner.run_prepared()'s compiled path.
+    statements: dict[int, Any] = {}
+
+    def call(conn: Any) -> None:
+        stmt = statements.get(id(conn))
+        if stmt is None:
+            stmt = statements[id(conn)] = conn.prepare('SELECT $1::int * 2')
+        assert stmt.fetch(21)[0][0] == 42
+        assert stmt.get_statusmsg() == 'SELECT 1'
+    call(harness.conn)      # prepared: the interrupts hit bind/execute only
+    n = sweep(harness, call)
+    print('prepared fetchval', n, harness.outcomes)
+
+
 def test_interrupted_fetch_of_many_rows(harness: Harness) -> None:
     def call(conn: Any) -> None:
         rows = conn.fetch(MANY_ROWS)

@@ -191,6 +191,7 @@ FACES: tuple[Face, ...] = (
             '_runner: CallRunner\n'
             '_statement: async_prepared.PreparedStatement[RowT]\n'),
         names=(('async_prepared', 'mypgdriver.prepared', True),
+               ('choose_rows', 'mypgdriver.rows', False),
                ('CursorFactory', 'mypgdriver.sync.cursor', False)),
     ),
     Face(
@@ -414,14 +415,18 @@ FAST_PATH_KEYWORDS = ('row_factory',)
 #: by the asyncio code itself (fetchrow's first row, fetchval's column).
 TRANSLITERATED = {
     'ConnectionMethods': ('execute', 'fetch', 'fetchrow', 'fetchval'),
+    'PreparedStatementMethods': ('fetch', 'fetchrow', 'fetchval'),
 }
 
-#: Awaited calls of the asyncio bodies -> the blocking call that runs them:
-#: ``Session.execute`` through the connection's CallRunner.execute()
-#: (mypgdriver/sync/driver/runner.pyx: a cached statement runs without the
-#: Session's coroutine).
-COMPILED_CALLS = {
-    'self._session.execute': 'self._execute',
+#: Awaited calls of the asyncio bodies -> the blocking call that runs them,
+#: and what a first argument ``self`` becomes (None: no such argument):
+#: ``Session.execute`` through the connection's CallRunner.execute(),
+#: ``Session.run_prepared`` through CallRunner.run_prepared() given the
+#: asyncio statement the sync one wraps (mypgdriver/sync/driver/runner.pyx:
+#: the compiled call path, a run without the Session's coroutine).
+COMPILED_CALLS: dict[str, tuple[str, Optional[str]]] = {
+    'self._session.execute': ('self._execute', None),
+    'self._session.run_prepared': ('self._runner.run_prepared', 'self._statement'),
 }
 
 #: class -> (the body of its generated ``__init__``, its docstring): the
@@ -897,7 +902,14 @@ def transliterated(face: Face, method: Method, indent: str) -> list[str]:
             inner = method.source.segment(value)
             if isinstance(value, ast.Call) and method.source.segment(value.func) in COMPILED_CALLS:
                 func = method.source.segment(value.func)
-                replacement = COMPILED_CALLS[func] + inner[len(func):]
+                call, own = COMPILED_CALLS[func]
+                arguments = inner[len(func):]
+                if own is not None:
+                    if not (value.args and method.source.segment(value.args[0]) == 'self'):
+                        raise SystemExit(f'gen_sync: {face.class_name}.{method.name}: {func}() '
+                                         'is not given self first')
+                    arguments = '(' + own + arguments[len('(self'):]
+                replacement = call + arguments
             else:
                 replacement = f'{face.body.run}({inner})'
             lo = method.source.offset(node.lineno, node.col_offset) - start

@@ -824,22 +824,56 @@ class Session:
         fut = proto.bind_execute(state, args, limit, timeout, WANT_ROWS, rows_as,
                                  True, sink)
         if fut is None:
-            fut = await self.bind_after_turn(state, args, limit, deadline, WANT_ROWS,
-                                             rows_as, sink)
-            if fut is None:
-                # (bind_after_turn took the line.)
-                return await self.run_prepared_in_line(stmt, args, limit, deadline, True,
-                                                       rows_as)
+            return await self.run_prepared_declined(stmt, state, args, limit, deadline,
+                                                    rows_as, sink)
         try:
-            result = await fut
-        except (asyncio.CancelledError, asyncio.TimeoutError) as e:
-            await self.interrupted(fut, e)
-            raise
+            return await fut
+        except (Exception, asyncio.CancelledError) as e:
+            return await self.finish_prepared(fut, e, stmt, state, args, limit, deadline,
+                                              rows_as)
+
+    async def finish_prepared(self, fut: Any, error: BaseException,
+                              stmt: PreparedStatement[Any], state: StatementState, args: Any,
+                              limit: int, deadline: Deadline, rows_as: Any) -> Any:
+        """run_prepared() of `state` whose wait for `fut` (its answer) ended in `error`.
+
+        The one copy of what follows a failed or interrupted run, for
+        run_prepared() and for the sync driver's compiled call path
+        (CallRunner.run_prepared() of mypgdriver/sync/driver/runner.pyx): a
+        cancellation (Ctrl-C) or a timeout abandons the operation and
+        settles before the error is raised (interrupted()); a schema change
+        or a dropped statement prepares it again and runs it in the
+        caller's place (RETRYABLE_ERRORS, retry_in_place()); any other
+        error is raised.
+        """
+        try:
+            if isinstance(error, (asyncio.CancelledError, asyncio.TimeoutError)):
+                await self.interrupted(fut, error)
+            raise error
         except RETRYABLE_ERRORS as e:
             self.retry_in_place(e, state.query, described=True)
             return await self.run_prepared_in_line(stmt, args, limit, deadline, True,
                                                    rows_as, retry=True)
-        return result
+
+    async def run_prepared_declined(self, stmt: PreparedStatement[Any], state: StatementState,
+                                    args: Any, limit: int, deadline: Deadline, rows_as: Any,
+                                    sink: Any) -> Any:
+        """run_prepared() of `state` when bind_execute() declined to send it at once.
+
+        Someone is before the caller, or the pipeline is full: the slow
+        half, with its turn (for run_prepared() and the compiled call path).
+        """
+        fut = await self.bind_after_turn(state, args, limit, deadline, WANT_ROWS,
+                                         rows_as, sink)
+        if fut is None:
+            # (bind_after_turn took the line.)
+            return await self.run_prepared_in_line(stmt, args, limit, deadline, True,
+                                                   rows_as)
+        try:
+            return await fut
+        except (Exception, asyncio.CancelledError) as e:
+            return await self.finish_prepared(fut, e, stmt, state, args, limit, deadline,
+                                              rows_as)
 
     async def run_prepared_in_line(self, stmt: PreparedStatement[Any], args: Any, limit: int,
                                    deadline: Deadline, held: bool, rows_as: Any, *,

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Generic, Iterable, Optional, overload
 
 from mypgdriver._typing import ArgumentRow, OtherRowT, RowT
-from mypgdriver.rows import RowFactory
+from mypgdriver.protocol.record import Record
+from mypgdriver.rows import RowFactory, choose_rows
 from mypgdriver.sync.cursor import CursorFactory
 
 if TYPE_CHECKING:
@@ -64,9 +65,9 @@ class PreparedStatementMethods(Generic[RowT]):
         rows (prepare()'s `record_class` or `row_factory`) for this call.
         """
         if row_factory is None:
-            return self._runner.run(self._statement.fetch(*args, timeout=timeout))
-        untyped: Any = self._statement
-        return self._runner.run(untyped.fetch(*args, timeout=timeout, row_factory=row_factory))
+            return self._runner.run_prepared(self._statement, args, 0, timeout, 'fetch')
+        return self._runner.run_prepared(self._statement, args, 0, timeout, 'fetch',
+                                                choose_rows(None, row_factory))
 
     @overload
     def fetchrow(self, *args: object, timeout: Optional[float] = None,
@@ -80,14 +81,17 @@ class PreparedStatementMethods(Generic[RowT]):
                  row_factory: Optional[RowFactory[Any]] = None) -> Any:
         """Run the statement and return the first row, or None (`row_factory` as in fetch())."""
         if row_factory is None:
-            return self._runner.run(self._statement.fetchrow(*args, timeout=timeout))
-        untyped: Any = self._statement
-        return self._runner.run(untyped.fetchrow(*args, timeout=timeout, row_factory=row_factory))
+            rows = self._runner.run_prepared(self._statement, args, 1, timeout, 'fetchrow')
+        else:
+            rows = self._runner.run_prepared(self._statement, args, 1, timeout, 'fetchrow',
+                                                    choose_rows(None, row_factory))
+        return rows[0] if rows else None
 
     def fetchval(self, *args: object, column: int | str = 0,
                  timeout: Optional[float] = None) -> Any:
         """Run the statement and return one value of the first row (None if no rows)."""
-        return self._runner.run(self._statement.fetchval(*args, column=column, timeout=timeout))
+        rows = self._runner.run_prepared(self._statement, args, 1, timeout, 'fetchval', Record)
+        return rows[0][column] if rows else None
 
     def executemany(self, args: Iterable[ArgumentRow], *, timeout: Optional[float] = None) -> None:
         """Run the statement once per argument sequence, pipelined and atomic.

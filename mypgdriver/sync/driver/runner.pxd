@@ -4,6 +4,7 @@
 from cpython.pythread cimport PyThread_type_lock
 
 from mypgdriver.protocol.protocol cimport BaseProtocol
+from mypgdriver.protocol.waiter cimport Waiter
 from mypgdriver.sync.driver.glue cimport SyncGlue
 
 
@@ -44,3 +45,7 @@ cdef class CallRunner:
     cdef int _leave(self) except -1
     cpdef object execute(self, query, args, int limit, timeout, int want, rows_as)
     cdef object _execute_cached(self, query, args, int limit, timeout, int want, rows_as)
+    cpdef object run_prepared(self, stmt, args, int limit, timeout, method, rows_as=*)
+    cdef object _run_prepared(self, stmt, args, int limit, timeout, method, rows_as)
+    cdef object _wait(self, SyncGlue glue, Waiter waiter)
+    cdef object _failure(self, SyncGlue glue, Waiter waiter)

@@ -3,6 +3,7 @@ from typing import Any, Coroutine, Generator, Literal, Optional, Sequence, TypeV
 
 from typing_extensions import disjoint_base
 
+from mypgdriver.prepared import PreparedStatement
 from mypgdriver.sync.driver.glue import SyncGlue
 
 __all__ = ('CallRunner',)
@@ -34,6 +35,8 @@ class CallRunner:
     def run(self, coro: _Driven[_T]) -> _T: ...
     def execute(self, query: str, args: Sequence[Any], limit: int, timeout: Optional[float],
                 want: int, rows_as: Any) -> Any: ...
+    def run_prepared(self, stmt: PreparedStatement[Any], args: Sequence[Any], limit: int,
+                     timeout: Optional[float], method: str, rows_as: Any = None) -> Any: ...
     def is_running(self) -> bool: ...
     def in_call(self) -> bool: ...
     @property

@@ -39,6 +39,7 @@ import asyncio
 from mypgdriver import exceptions
 from mypgdriver.core.deadlines import NO_DEADLINE, Deadline, check_timeout
 from mypgdriver.core.session import CACHED_RUN_RETRIES
+from mypgdriver.protocol.protocol import WANT_ROWS
 from mypgdriver.tracing import TELEMETRY
 
 from mypgdriver.protocol.protocol cimport BaseProtocol
@@ -52,6 +53,7 @@ cdef extern from "pythread.h":
 __all__ = ('CallRunner',)
 
 _CancelledError = asyncio.CancelledError
+cdef int _WANT_ROWS = WANT_ROWS
 
 _REENTRANT = ('cannot call the connection from inside one of its own calls: a '
               'listener, log listener, termination listener or query logger runs '
@@ -220,33 +222,107 @@ cdef class CallRunner:
             return self._glue_run(session.execute_declined(
                 query, state, args, limit, deadline, want, rows_as))
         self.compiled_calls += 1
+        interrupt = self._wait(glue, waiter)
+        if interrupt is not None:
+            # As run() throws CancelledError into the Session's await.
+            return glue.run_interrupted(session.finish_cached(
+                waiter, _CancelledError(), query, args, limit, deadline, want, rows_as, state),
+                interrupt)
+        if waiter.state == FINISHED and not waiter.failed:
+            return waiter.value
+        return self._glue_run(session.finish_cached(
+            waiter, self._failure(glue, waiter), query, args, limit, deadline, want, rows_as,
+            state))
+
+    cpdef object run_prepared(self, stmt, args, int limit, timeout, method, rows_as=None):
+        """``Session.run_prepared(stmt, args, limit, timeout, method, rows_as)`` run to its end, under the lock.
+
+        A PreparedStatement's fetch(), fetchrow() and fetchval(): with
+        nothing in the way, the compiled call path (_run_prepared()); any
+        other call runs the Session's coroutine, as run() does.
+        """
+        self._enter()
+        try:
+            return self._run_prepared(stmt, args, limit, timeout, method, rows_as)
+        finally:
+            self._leave()
+
+    cdef object _run_prepared(self, stmt, args, int limit, timeout, method, rows_as):
+        # Session.run_prepared()'s hot path when every one of its checks
+        # passes (as _execute_cached() is execute()'s): anything else hands
+        # the call to run_prepared() itself, or to the step of it that takes
+        # over (run_prepared_declined(), finish_prepared()).
+        cdef SyncGlue glue = self._sync_glue
+        cdef BaseProtocol proto = self._protocol
+        cdef Waiter waiter
+        session = self._session
+        if proto is None or not self.compiled or glue.depth or TELEMETRY.live:
+            return self._glue_run(session.run_prepared(stmt, args, limit, timeout, method,
+                                                       rows_as))
+        state = stmt._state
+        if timeout is None:
+            timeout = session.command_timeout
+        else:
+            timeout = check_timeout(timeout)
+        if rows_as is None:
+            rows_as = stmt._rows_as
+            if rows_as is None:
+                rows_as = session.rows_default
+        if (stmt._checkout != session.checkout or session.closed or state.closed
+                or ((self._blocks.active or self._closes) and self._admission.needs_sync())
+                or state.codecs_generation != session.codecs.generation):
+            return self._glue_run(session.run_prepared(stmt, args, limit, timeout, method,
+                                                       rows_as))
+        deadline = NO_DEADLINE if timeout is None else Deadline(glue, timeout)
+        # As run(): a signal that came while the caller's own code ran is
+        # raised here, before anything is sent.
+        PyErr_CheckSignals()
+        waiter = Waiter.__new__(Waiter, glue)
+        sink = stmt._status
+        sent = proto.send_bind_execute(state, args, limit, timeout, _WANT_ROWS, rows_as, True,
+                                       sink, waiter)
+        if sent is None:
+            return self._glue_run(session.run_prepared_declined(
+                stmt, state, args, limit, deadline, rows_as, sink))
+        self.compiled_calls += 1
+        interrupt = self._wait(glue, waiter)
+        if interrupt is not None:
+            return glue.run_interrupted(session.finish_prepared(
+                waiter, _CancelledError(), stmt, state, args, limit, deadline, rows_as),
+                interrupt)
+        if waiter.state == FINISHED and not waiter.failed:
+            return waiter.value
+        return self._glue_run(session.finish_prepared(
+            waiter, self._failure(glue, waiter), stmt, state, args, limit, deadline, rows_as))
+
+    cdef object _wait(self, SyncGlue glue, Waiter waiter):
+        # The compiled call path's wait for `waiter`: None once it has its
+        # answer (or was cancelled), or the KeyboardInterrupt that stopped
+        # it (the glue told: on_interrupt()), for the caller to hand over
+        # as run() throws CancelledError into the Session's await.
         glue.depth += 1
         try:
             glue.wait_for(waiter)
         except KeyboardInterrupt as exc:
-            # As run() throws CancelledError into the Session's await.
             glue.on_interrupt()
             glue.depth -= 1
-            return glue.run_interrupted(session.finish_cached(
-                waiter, _CancelledError(), query, args, limit, deadline, want, rows_as, state),
-                exc)
+            return exc
         except BaseException:
             glue.depth -= 1
             raise
         glue.depth -= 1
         if glue.ready:
             glue.run_ready()
-        if waiter.state == FINISHED and not waiter.failed:
-            return waiter.value
+        return None
+
+    cdef object _failure(self, SyncGlue glue, Waiter waiter):
+        # What a wait that did not end in a result hands over: the error, or
+        # for a cancelled one (the caller interrupted: a stream's feeder
+        # only, never this operation) a CancelledError, as under run().
         if waiter.state == FINISHED:
-            error = waiter.value
-        else:
-            # Cancelled, or the caller interrupted (a stream's feeder only:
-            # never this operation): as a CancelledError under run().
-            glue.caller.interrupted = False
-            error = _CancelledError()
-        return self._glue_run(session.finish_cached(
-            waiter, error, query, args, limit, deadline, want, rows_as, state))
+            return waiter.value
+        glue.caller.interrupted = False
+        return _CancelledError()
 
     def is_running(self):
         """True while some thread runs a call (a snapshot: it may end at once)."""
