@@ -53,8 +53,10 @@ DEFAULT_WORKLOADS = "batch,copyfrom,oneplusone,generate_series"
 #: (no event loop), or psycopg2's cursor (execute + fetchall, as its users
 #: write it; libpq's instructions are the client's too) for comparison;
 #: "dbapi" is mypgdriver.dbapi's cursor called the same way (autocommit),
-#: "psycopg" psycopg 3's blocking cursor.
-CALLS = ("stmt", "conn", "pipeline", "sync", "dbapi", "psycopg2", "psycopg")
+#: "psycopg" psycopg 3's blocking cursor.  A COPY workload (copyfrom) runs
+#: as the bench drivers of those clients run it (see run_copy_client);
+#: "dbapi_text" is the DB-API's text-format COPY, for comparison.
+CALLS = ("stmt", "conn", "pipeline", "sync", "dbapi", "dbapi_text", "psycopg2", "psycopg")
 #: --row-factory: what conn.fetch makes its rows as (conn, pipeline and sync
 #: calls): "record" passes nothing (the default, and all an older tree knows),
 #: the others pass that factory of mypgdriver.rows.
@@ -80,6 +82,9 @@ def run_client(root: str, workload_name: str, queries: int, params: dict[str, An
     if row_factory != "record":
         import mypgdriver.rows
         kwargs["row_factory"] = getattr(mypgdriver.rows, row_factory)
+    if workload.kind == "copy" and call in ("sync", "dbapi", "dbapi_text", "psycopg"):
+        run_copy_client(workload, queries, params, call)
+        return
     if call in ("sync", "dbapi", "psycopg2", "psycopg"):
         run_sync_client(workload, queries, params, call, kwargs)
         return
@@ -104,6 +109,38 @@ def run_client(root: str, workload_name: str, queries: int, params: dict[str, An
         await close()
 
     uvloop.run(main())
+
+
+def run_copy_client(workload: Any, queries: int, params: dict[str, Any], call: str) -> None:
+    """A COPY workload through a blocking client, as its bench driver runs it.
+
+    "sync": mypgdriver.sync's copy_records_to_table; "dbapi": the DB-API's
+    binary COPY (set_types + write_row); "dbapi_text": its text COPY
+    (write_row without types); "psycopg": psycopg 3's binary COPY.
+    """
+    from bench.drivers import mypgdriver_dbapi_driver
+
+    if call == "sync":
+        from bench.drivers.mypgdriver_sync_driver import DRIVER as sync_driver
+        session = sync_driver.open(params, workload)
+        run, close = session.run, session.close
+    elif call == "dbapi":
+        session = mypgdriver_dbapi_driver.DRIVER.open(params, workload)
+        run, close = session.run, session.close
+    elif call == "dbapi_text":
+        import mypgdriver.dbapi
+
+        conn = mypgdriver.dbapi.connect(autocommit=True, **params)
+        run, close = mypgdriver_dbapi_driver.text_copy(conn, workload), conn.close
+    else:
+        from bench.drivers.psycopg_driver import DRIVER as psycopg_driver
+        session = psycopg_driver.open(params, workload)
+        run, close = session.run, session.close
+    for _ in range(WARMUP_QUERIES):
+        run()
+    for _ in range(queries):
+        run()
+    close()
 
 
 def run_sync_client(workload: Any, queries: int, params: dict[str, Any], call: str,

@@ -236,11 +236,23 @@ class Copy(CopyRows):
                 f'{method}() is allowed only inside the "with cursor.copy(...)" block')
 
     def _flush(self) -> None:
-        data = self.take_pending()
-        if data:
-            self._send(data)
+        if not self.pending_size:
+            return
+        # Sent from the pending buffer itself (CopyRows exports it), then
+        # cleared: the protocol copies it into its message.
+        view = memoryview(self)
+        try:
+            self._send(view)
+        finally:
+            try:
+                view.release()
+            except BufferError:
+                # A slice is still referenced (by the traceback of a failed
+                # send): the buffer is released with it.
+                pass
+        self.clear_pending()
 
-    def _send(self, data: bytes) -> None:
+    def _send(self, data: Union[bytes, memoryview]) -> None:
         steps = self._steps
         assert isinstance(steps, StepwiseCopyIn)
         self._link.run(steps.send(data))
