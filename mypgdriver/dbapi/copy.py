@@ -69,7 +69,7 @@ class Copy(CopyRows):
     """
 
     __slots__ = ('_cursor', '_link', '_statement', '_direction', '_binary', '_steps',
-                 '_started', '_finished', '_status', '_remainder')
+                 '_started', '_finished', '_status', '_remainder', '_wrote_data')
 
     def __init__(self, cursor: Cursor, statement: str) -> None:
         """Use :meth:`Cursor.copy`."""
@@ -93,6 +93,7 @@ class Copy(CopyRows):
         self._finished = False
         self._status: Optional[str] = None
         self._remainder = b''
+        self._wrote_data = False
 
     @property
     def direction(self) -> str:
@@ -164,6 +165,7 @@ class Copy(CopyRows):
         adds for its rows are not added for data written here.
         """
         self._check_active('in', 'write')
+        self._wrote_data = True
         # (bytes() takes any buffer layout, as it did.)
         data = (buffer.encode() if isinstance(buffer, str)
                 else buffer if type(buffer) is bytes else bytes(buffer))
@@ -266,7 +268,8 @@ class Copy(CopyRows):
         steps = self._steps
         if isinstance(steps, StepwiseCopyIn):
             if exc is None:
-                self.end_rows()
+                # A binary COPY of no data at all still sends a valid file.
+                self.end_rows(self._binary and not self._wrote_data)
                 self._flush()
                 self._status = run(steps.finish())
             else:

@@ -148,9 +148,16 @@ cdef class CopyRows:
         self.check_unexported()
         self.pending.write_bytelike(data)
 
-    def end_rows(self):
-        """Close a binary COPY's data with its trailer, if write_row() wrote its header."""
+    def end_rows(self, bint complete=False):
+        """Close a binary COPY's data with its trailer, if write_row() wrote its header.
+
+        `complete`: also write the header if no row did (an empty binary
+        COPY, whose data must still be a valid file).
+        """
         self.check_unexported()
+        if complete and not self.header_written:
+            write_copy_binary_header(self.pending)
+            self.header_written = True
         if self.header_written:
             write_copy_binary_trailer(self.pending)
             self.header_written = False
