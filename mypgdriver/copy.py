@@ -895,7 +895,7 @@ class StepwiseCopyIn:
             raise
         self._fut = fut
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: Union[bytes, memoryview]) -> None:
         """Send a block of data (nothing once the server failed the COPY: finish() says why)."""
         assert self._fut is not None
         await self._connection._send_copy_data(data, self._fut)

@@ -242,7 +242,7 @@ class Copy(CopyRows):
             return
         # Sent from the pending buffer itself (CopyRows exports it), then
         # cleared: the protocol copies it into its message.
-        view = memoryview(self)
+        view = self.pending_view()
         try:
             self._send(view)
         finally:

@@ -177,6 +177,10 @@ cdef class CopyRows:
         self.check_unexported()
         self.pending.reset()
 
+    def pending_view(self):
+        """A read-only memoryview of what is pending (see __getbuffer__); release it after use."""
+        return memoryview(self)
+
     # The pending data as a buffer: Copy sends memoryview(self) and then
     # clears it, instead of copying it into a bytes object first (the
     # protocol copies it into its CopyData message anyway; one copy of
