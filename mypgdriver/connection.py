@@ -21,6 +21,7 @@ from mypgdriver.core.deadlines import check_timeout, timeout_error
 from mypgdriver.core.session import LoggedQuery, Session, warn_unclosed
 from mypgdriver.cursor import CursorFactory, check_prefetch
 from mypgdriver.listeners import ListenersMixin
+from mypgdriver.pipeline import Pipeline
 from mypgdriver.prepared import PreparedStatement
 from mypgdriver.protocol.protocol import DEFAULT_MAX_PIPELINE, check_record_class
 from mypgdriver.protocol.record import Record
@@ -456,6 +457,20 @@ class Connection(TypeCodecsMixin, CopyMixin, ListenersMixin, metaclass=_Connecti
         check_prefetch(prefetch)
         return CursorFactory(self, self._session, query, None, args, prefetch, timeout,
                              rows_as)
+
+    def pipeline(self) -> Pipeline:
+        """A pipeline: ``async with conn.pipeline() as p:`` sends statements without waiting.
+
+        ``await p.fetchval(...)`` (and execute, fetch, fetchrow: this
+        connection's arguments) queues a statement and returns a
+        :class:`~mypgdriver.pipeline.PipelineResult`; ``await result``
+        waits for its own answer.  Leaving the block is a sync point (it
+        raises the first error nobody awaited); ``await p.sync()`` makes
+        one inside.  Other tasks' calls wait for the end of the block.
+        Rules for errors and transactions: docs/guide/pipeline.rst.
+        """
+        self._session.check_open()
+        return Pipeline(self._session)
 
     def transaction(self, *, isolation: Optional[str] = None, readonly: bool = False,
                     deferrable: bool = False) -> Transaction:

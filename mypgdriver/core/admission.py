@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Optional
 
+from mypgdriver import exceptions
 from mypgdriver.core import waits
 from mypgdriver.core.deadlines import NO_DEADLINE, Deadline
 
@@ -35,11 +36,19 @@ if TYPE_CHECKING:
     from mypgdriver.protocol.statement import StatementState
 
 
+#: The error of a call on the connection itself made inside its pipeline's block.
+PIPELINE_REFUSED = (
+    'cannot run this call while a pipeline is open on the connection: inside the block '
+    'only the pipeline\'s execute(), fetch(), fetchrow(), fetchval() and sync() are '
+    'pipelined; COPY, transaction(), prepare(), cursors, executemany() and the '
+    'connection\'s own query methods are refused (leave the pipeline block first)')
+
+
 class Admission:
     """Turns, the line and the connection held alone, for one connection."""
 
     __slots__ = ('protocol', 'loop', 'blocks', 'statements', 'line_task', 'line_depth',
-                 'current_task', '_check_open', '_is_closed')
+                 'current_task', 'pipeline_owner', '_check_open', '_is_closed')
 
     def __init__(self, protocol: Any, loop: Any, blocks: BlockOwner,
                  statements: StatementRegistry, current_task: Callable[[], Any],
@@ -55,6 +64,8 @@ class Admission:
         #: Who "the caller" is: the current asyncio task, or the caller that
         #: a glue driving the coroutines without an event loop names.
         self.current_task = current_task
+        #: The caller whose pipeline holds the connection (mypgdriver/core/pipeline.py).
+        self.pipeline_owner: Any = None
         self._check_open = check_open
         self._is_closed = is_closed
 
@@ -153,6 +164,10 @@ class Admission:
         queued first and passing the held line.
         """
         proto = self.protocol
+        if proto.pipeline_on and self.pipeline_owner is not None and (
+                self.pipeline_owner is self.current_task()):
+            # Its turn would come at the end of the block it runs in.
+            raise exceptions.InterfaceError(PIPELINE_REFUSED)
         first = bypass
         while True:
             fut = proto.turn(exclusive, first, bypass)

@@ -184,7 +184,8 @@ class Session:
                  'rows_default',
                  'statements', 'stmt_cache', 'closes', 'blocks', 'admission', 'codecs', 'query_loggers', 'closed',
                  'checkout', 'facade', 'server_version', 'introspection_query', 'conn_id',
-                 'schema_sent', 'current_task', '_portal_ids', '_savepoint_ids', '_trace_attributes',
+                 'schema_sent', 'current_task', 'pipeline', '_portal_ids', '_savepoint_ids',
+                 '_trace_attributes',
                  '__weakref__')
 
     def __init__(self, protocol: Any, loop: Any, addr: Any, params: Any, config: Any,
@@ -239,6 +240,8 @@ class Session:
         # names.  Not on the hot path.
         self.current_task: Callable[[], Any] = waits.caller_identity(loop)
         self.blocks = BlockOwner(self.current_task)
+        # The open pipeline (mypgdriver/core/pipeline.py: PipelineCore), if any.
+        self.pipeline: Any = None
         self.admission = Admission(protocol, loop, self.blocks, self.statements,
                                    self.current_task, self.check_open, self.is_closed)
         protocol.on_statements_dropped = self.statements.forget_server_statements
@@ -300,6 +303,11 @@ class Session:
         """
         proto = self.protocol
         if self.blocks.cleanup is not None:
+            return True
+        if proto.pipeline_on and (proto.pipe_unsynced or proto.depth):
+            # Statements of a pipeline since its last sync point: the server
+            # runs them in a transaction (an implicit one, or a BEGIN's), whose
+            # end the next ReadyForQuery will tell.
             return True
         if proto.depth and proto.gate() is not None:
             # A cancelled statement not answered yet.  (Once it is, the last
@@ -1298,8 +1306,16 @@ class Session:
             self.statements.cache.put(query, state)
         return state
 
-    async def introspect_types(self, oids: Iterable[int], timeout: Timeout) -> None:
-        """Teach the codec registry about `oids` (and what they contain)."""
+    async def introspect_types(self, oids: Iterable[int], timeout: Timeout,
+                               fetch: Optional[Callable[..., Awaitable[list[Record]]]] = None
+                               ) -> None:
+        """Teach the codec registry about `oids` (and what they contain).
+
+        `fetch`: what runs the catalog query (default fetch_catalog(); a
+        pipeline's runs it inside the pipeline).
+        """
+        if fetch is None:
+            fetch = self.fetch_catalog
         if self.introspection_query is None:
             version = self.server_version
             num = version.major * 10000 + version.micro if version.major >= 10 else (
@@ -1310,7 +1326,7 @@ class Session:
         # Chunks keep the query's estimated cost under jit_above_cost (see
         # introspection.py); one query covers every realistic statement.
         for start in range(0, len(oids), introspection.MAX_OIDS_PER_QUERY):
-            rows.extend(await self.fetch_catalog(
+            rows.extend(await fetch(
                 self.introspection_query,
                 (oids[start:start + introspection.MAX_OIDS_PER_QUERY],), timeout))
         self.codecs.add_types(introspection.rows_to_type_info(rows))

@@ -27,6 +27,7 @@ __all__ = (
     'ProtocolError',
     'TargetServerAttributeNotMatched',
     'OutdatedSchemaCacheError',
+    'PipelineAborted',
 )
 
 
@@ -308,6 +309,22 @@ class InternalClientError(pep249.InterfaceError):
     A DB-API ``InterfaceError`` (:mod:`mypgdriver.exceptions.pep249`), not
     mypgdriver's (asyncpg's) ``InterfaceError``.
     """
+
+
+class PipelineAborted(InterfaceMessage, pep249.OperationalError):
+    """A pipelined statement that the server did not run: an earlier one of its pipeline failed.
+
+    After an error the server skips every statement up to the pipeline's
+    next sync point (PostgreSQL docs, "Pipelining"): each of them raises
+    this, and the one that failed raises its own error.  A DB-API
+    ``OperationalError``, as psycopg's ``errors.PipelineAborted``; not a
+    ``PostgresError`` (the server sent no error for it).
+    """
+
+    def __init__(self, msg: str, *, detail: str | None = None,
+                 hint: str | None = None) -> None:
+        InterfaceMessage.__init__(self, detail=detail, hint=hint)
+        Exception.__init__(self, msg)
 
 
 class ProtocolError(InternalClientError):

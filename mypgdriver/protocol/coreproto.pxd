@@ -45,6 +45,8 @@ cdef class Operation:
         bint exclusive                # nothing else may be in flight with it
         bint carries_parse            # it creates its named statement (parse_pending): Parse first
         bint abandoned                # its caller gave up: drain, discard the result
+        bint pipelined                # a pipeline's statement (no Sync of its own): answered
+                                      # at its CommandComplete / ErrorResponse, not at ReadyForQuery
         bint timed                    # `delay` is a timeout
         double delay
         double deadline               # when it times out (loop time), if timed
@@ -121,6 +123,7 @@ cdef class CoreProtocol:
         bint many_needs_parse             # executemany of the unnamed statement: Parse first
         str many_savepoint                # executemany: the savepoint its first write opened
         bint parse_unconfirmed            # the head carries a named Parse not yet answered
+        bint head_pipelined               # the head is a pipelined statement (Operation.pipelined)
 
     # --- hooks the asyncio layer implements ---
     cdef int _write(self, object data) except -1
@@ -131,6 +134,8 @@ cdef class CoreProtocol:
     cdef int _on_statements_dropped(self) except -1
     cdef int _on_statement_unusable(self, StatementState st, object error) except -1
     cdef int _on_goodbye(self, object error) except -1
+    cdef int _on_pipelined_end(self, bint server_error) except -1
+    cdef int _on_pipeline_skipped(self) except -1
 
     # --- operations ---
     cdef int _reset_result(self) except -1
@@ -151,6 +156,8 @@ cdef class CoreProtocol:
     cdef int _finish_execute(self, WriteBuffer buf, StatementState st, str portal,
                              int32_t limit) except -1
     cdef int _send_bind_portal(self, StatementState st, object args, str portal) except -1
+    cdef int _write_pipelined(self, WriteBuffer buf, StatementState st, object args,
+                              int32_t limit) except -1
     cdef int _send_close(self, char kind, list names) except -1
     cdef int _start_many(self, StatementState st) except -1
     cdef int _write_many(self, StatementState st, object rows, Py_ssize_t base_index,

@@ -97,6 +97,11 @@ cdef dict read_fields(Frame *frame):
     return fields
 
 
+cdef bint _is_fatal(object err):
+    severity = getattr(err, 'severity_en', None) or getattr(err, 'severity', None)
+    return severity == 'FATAL' or severity == 'PANIC'
+
+
 @cython.freelist(32)
 @cython.final
 cdef class Operation:
@@ -273,6 +278,19 @@ cdef class CoreProtocol:
             self.result_error = error
         return 0
 
+    cdef int _on_pipelined_end(self, bint server_error) except -1:
+        # A pipelined statement's last message arrived (CommandComplete,
+        # EmptyQueryResponse, PortalSuspended, its ErrorResponse, or the
+        # answer to its Describe): it is answered without a ReadyForQuery.
+        # `server_error`: the server failed it, and skips every message up
+        # to the next Sync (PostgreSQL docs, "Pipelining").
+        return self._advance()
+
+    cdef int _on_pipeline_skipped(self) except -1:
+        # ReadyForQuery while the head is a pipelined statement: the server
+        # skipped it after an earlier error of its pipeline.
+        return self._advance()
+
     cdef int _on_statement_unusable(self, StatementState st, object error) except -1:
         # The Parse that was to create `st` on the server (carried in front
         # of its first Bind) failed, so no statement of that name exists; or
@@ -316,6 +334,7 @@ cdef class CoreProtocol:
         self.row_maker = op.row_maker
         self.copy_out_sink = op.copy_out_sink
         self.parse_unconfirmed = op.carries_parse
+        self.head_pipelined = op.pipelined
         if self.state != STATE_CLOSED:
             self.state = op.recv_state
         return 0
@@ -352,6 +371,7 @@ cdef class CoreProtocol:
         self.statement = None
         self.row_maker = None
         self.parse_unconfirmed = False
+        self.head_pipelined = False
         return 0
 
     cdef bytes _build_startup_message(self):
@@ -459,6 +479,27 @@ cdef class CoreProtocol:
         buf.start_message(b'S')
         buf.end_message()
         self._write(buf.to_bytes())
+        st.parse_pending = False
+        return 0
+
+    cdef int _write_pipelined(self, WriteBuffer buf, StatementState st, object args,
+                              int32_t limit) except -1:
+        # A pipeline's statement: [Parse + Describe] Bind Execute, appended
+        # to `buf` with no Sync (the pipeline's sync point sends it).  A
+        # DataError of the encoding leaves `buf` as it was.
+        cdef Py_ssize_t mark = buf.length
+        try:
+            if not st.name or st.parse_pending:
+                self._write_parse(buf, st)
+            st.encode_bind(buf, '', args)
+        except BaseException:
+            buf.length = mark
+            buf.msg_start = -1
+            raise
+        buf.start_message(b'E')
+        buf.write_byte(0)
+        buf.write_int32(limit)
+        buf.end_message()
         st.parse_pending = False
         return 0
 
@@ -742,6 +783,8 @@ cdef class CoreProtocol:
                 self.row_ends.append((self.rows_len, self.result_status))
             if self.last_tag_drops:
                 self._on_statements_dropped()
+            if self.head_pipelined:
+                return self._on_pipelined_end(False)
         elif mtype == b'Z':
             return self._on_ready_for_query(frame)
         elif mtype == b'2' or mtype == b'3':
@@ -752,6 +795,8 @@ cdef class CoreProtocol:
             if self.state == STATE_PREPARE:
                 if self.statement is not None:
                     self.statement.set_row_description(frame)
+                if self.head_pipelined:
+                    return self._on_pipelined_end(False)
             elif self.state != STATE_SIMPLE_QUERY:
                 self._check_redescribed(frame, False)
             # In a simple query rows are not returned to the caller.
@@ -764,13 +809,19 @@ cdef class CoreProtocol:
             if self.state == STATE_PREPARE:
                 if self.statement is not None:
                     self.statement.set_no_data()
+                if self.head_pipelined:
+                    return self._on_pipelined_end(False)
             else:
                 self._check_redescribed(frame, True)
         elif mtype == b's':
             self.portal_suspended = True
+            if self.head_pipelined:
+                return self._on_pipelined_end(False)
         elif mtype == b'I':
             if self.result_status is None:
                 self.result_status = ''
+            if self.head_pipelined:
+                return self._on_pipelined_end(False)
         elif mtype == b'E':
             return self._on_error_response(frame)
         elif mtype == b'N':
@@ -905,6 +956,10 @@ cdef class CoreProtocol:
             self.parse_unconfirmed = False
             if self.statement is not None:
                 self._on_statement_unusable(self.statement, err)
+        if self.head_pipelined and not _is_fatal(err):
+            # (A FATAL ends the session: the connection's loss answers the
+            # statement, with the connection error that says so.)
+            return self._on_pipelined_end(True)
         if self.state == STATE_STARTUP:
             # No ReadyForQuery follows a startup failure: the server closes.
             self.state = STATE_CLOSED
@@ -920,6 +975,11 @@ cdef class CoreProtocol:
             raise exceptions.ProtocolError(
                 f'invalid transaction status {chr(status)!r} in ReadyForQuery')
         self.xact_status = chr(status)
+        # Pipelined statements still queued before the sync point were
+        # skipped by the server after an error (the failed one was
+        # answered at its ErrorResponse).
+        while self.cur is not None and self.cur.pipelined:
+            self._on_pipeline_skipped()
         # The head operation is complete (_on_result hands out its result
         # and moves on to the next one).
         self._on_result()

@@ -1,6 +1,7 @@
 from libc.stdint cimport int32_t
 from mypgdriver.protocol.coreproto cimport CoreProtocol, Operation, StatusSink
 from mypgdriver.protocol.statement cimport StatementState
+from mypgdriver.protocol.buffer cimport WriteBuffer
 
 
 cdef class BaseProtocol(CoreProtocol):
@@ -50,6 +51,21 @@ cdef class BaseProtocol(CoreProtocol):
         public long schema_epoch
         Operation spare_op          # an answered operation, reused by the next _make_op
 
+        # Pipeline mode (Connection.pipeline(); mypgdriver/core/pipeline.py):
+        # statements written with no Sync between them, into pipe_buf, sent
+        # when a result is needed, at a sync point, or when pipe_buf is big.
+        readonly bint pipeline_on
+        # The server failed a statement of the segment open now (after the
+        # last Sync written): it skips the rest of it, so nothing more is sent.
+        readonly bint pipeline_failed
+        # Statements written since the last Sync (0: the segment is closed).
+        readonly Py_ssize_t pipe_unsynced
+        # Operations numbered up to this one have been handed to the transport.
+        readonly long pipe_flushed_seq
+        readonly long pipe_sends     # writes of pipelined messages to the transport (tests count them)
+        bint pipe_need_flush         # statements written since the last Flush or Sync
+        WriteBuffer pipe_buf
+
     cdef Operation _make_op(self, int kind, int recv_state, object timeout, bint exclusive,
                             object waiter=*)
     cdef object send_bind_execute(self, StatementState st, args, int32_t limit, timeout,
@@ -73,3 +89,5 @@ cdef class BaseProtocol(CoreProtocol):
     cdef _interrupt_stream(self, int reason)
     cdef _time_out_committing(self, Operation op)
     cdef int _flush_out(self) except -1
+    cdef int _pipe_send(self) except -1
+    cdef object _push_sync(self, bint abort)

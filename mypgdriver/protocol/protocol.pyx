@@ -79,6 +79,7 @@ cdef enum OpKind:
     OP_EXECUTE_MANY = 6
     OP_COPY = 7
     OP_PORTAL = 8
+    OP_PIPELINE_SYNC = 9
 
 # What a bind/execute operation gives its caller (C constants: compared per
 # result; the Python names below are for the Session).
@@ -111,6 +112,8 @@ cdef str _op_name(int kind, int recv_state):
         return 'cursor open' if recv_state == STATE_BIND_EXECUTE else 'close'
     if kind == OP_STARTUP:
         return 'connection startup'
+    if kind == OP_PIPELINE_SYNC:
+        return 'pipeline sync'
     return 'query'
 
 
@@ -160,6 +163,12 @@ cdef class BaseProtocol(CoreProtocol):
         self.schema_epoch = 0
         self.on_statements_dropped = None
         self.on_statement_unusable = None
+        self.pipeline_on = False
+        self.pipeline_failed = False
+        self.pipe_unsynced = 0
+        self.pipe_flushed_seq = 0
+        self.pipe_need_flush = False
+        self.pipe_buf = WriteBuffer()
 
     # --- asyncio.Protocol interface ---
 
@@ -619,7 +628,7 @@ cdef class BaseProtocol(CoreProtocol):
         if self.state == STATE_CLOSED:
             raise self._closed_error()
         if self.excl_op is not None or (exclusive and self.cur is not None) or (
-                self.exclusive and not exclusive):
+                self.exclusive and not exclusive and not self.pipeline_on):
             # The Session admits callers so that this never happens; the
             # protocol refuses anything that would interleave with a COPY or
             # executemany stream all the same.
@@ -800,6 +809,12 @@ cdef class BaseProtocol(CoreProtocol):
         # held beyond OUT_PENDING_LIMIT bytes.
         if self.transport is None:
             raise exceptions.ConnectionDoesNotExistError('connection is not open')
+        if self.pipeline_on:
+            # Behind the pipeline's statements, in order (see _flush_out).
+            self.pipe_buf.write_bytes(data)
+            if self.pipe_buf.length >= OUT_PENDING_LIMIT:
+                self._flush_out()
+            return 0
         if self.out_pending is None:
             if self.cur is None:
                 self.transport.write(data)
@@ -820,18 +835,31 @@ cdef class BaseProtocol(CoreProtocol):
         return 0
 
     cdef int _flush_out(self) except -1:
-        # Everything held back goes to the transport, in order.
+        # Everything held back goes to the transport, in order: what was
+        # held before a pipeline started, then the pipeline's messages.
         pending = self.out_pending
-        if pending is None:
-            return 0
-        self.out_pending = None
-        self.out_pending_size = 0
+        if pending is not None:
+            self.out_pending = None
+            self.out_pending_size = 0
+            if self.transport is not None and self.state != STATE_CLOSED:
+                if len(pending) == 1:
+                    self.transport.write(pending[0])
+                else:
+                    self.transport.write(b''.join(pending))
+        if self.pipe_buf.length:
+            self._pipe_send()
+        return 0
+
+    cdef int _pipe_send(self) except -1:
+        cdef WriteBuffer buf = self.pipe_buf
         if self.transport is None or self.state == STATE_CLOSED:
+            buf.reset()
             return 0
-        if len(pending) == 1:
-            self.transport.write(pending[0])
-        else:
-            self.transport.write(b''.join(pending))
+        data = buf.to_bytes()
+        buf.reset()
+        self.pipe_flushed_seq = self.op_seq
+        self.pipe_sends += 1
+        self.transport.write(data)
         return 0
 
     def _flush_scheduled(self):
@@ -925,8 +953,198 @@ cdef class BaseProtocol(CoreProtocol):
         op.copy_out_sink = None
         op.abandoned = False
         op.carries_parse = False
+        op.pipelined = False
         op.seq = 0
         self.spare_op = op
+
+    # --- pipeline mode (mypgdriver/core/pipeline.py) ---
+    #
+    # A pipelined statement is one operation with no Sync of its own: it is
+    # answered at its CommandComplete (or EmptyQueryResponse, PortalSuspended,
+    # ErrorResponse); a sync point is an operation of its own answered at
+    # ReadyForQuery.  After a server error the server skips every message
+    # up to the next Sync: the statements queued behind the failed one
+    # before the next sync point are failed at once with PipelineAborted.
+
+    cdef int _on_pipelined_end(self, bint server_error) except -1:
+        cdef Operation op
+        error = self.result_error
+        self._on_result()
+        if not server_error:
+            return 0
+        op = self.cur
+        while op is not None and op.pipelined:
+            _fail_skipped(self, op, error)
+            op = op.next
+        if op is None and self.pipeline_on:
+            # No Sync written after it yet: whatever is sent before the next
+            # one would be skipped too.
+            self.pipeline_failed = True
+        return 0
+
+    cdef int _on_pipeline_skipped(self) except -1:
+        cdef Operation op = self.cur
+        waiter = op.waiter
+        op.waiter = None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(pipeline_aborted_error())
+        return self._advance()
+
+    def pipeline_begin(self):
+        """Enter pipeline mode; the caller holds the connection alone (Admission.hold())."""
+        if self.state == STATE_CLOSED:
+            raise self._closed_error()
+        if not self.exclusive or self.cur is not None:
+            raise exceptions.InternalClientError('pipeline_begin() without the connection held')
+        self.pipeline_on = True
+        self.pipeline_failed = False
+        self.pipe_unsynced = 0
+        self.pipe_need_flush = False
+
+    def pipeline_end(self):
+        """Leave pipeline mode and end the connection's hold (Admission.release()).
+
+        A segment still open gets its sync point first, aborted (a failing
+        Execute, then Sync): a pipeline never leaves statements without
+        the Sync that ends them.  One compiled step, so that Ctrl-C cannot
+        land between leaving pipeline mode and giving the connection back.
+        """
+        try:
+            if self.pipe_unsynced and self.state != STATE_CLOSED:
+                self._push_sync(True).add_done_callback(_retrieve_outcome)
+            self._flush_out()
+        finally:
+            self.pipeline_on = False
+            self.pipeline_failed = False
+            self.pipe_unsynced = 0
+            self.pipe_buf.reset()
+            self.release_exclusive()
+
+    def pipeline_bind_execute(self, StatementState st, args, int32_t limit, int want,
+                              record_class):
+        """Write Bind/Execute of `st` (Parse first if needed) with no Sync; the statement's Future.
+
+        Its result is what bind_execute()'s is for `want`.  Nothing goes out
+        until pipeline_flush() or a sync point (or OUT_PENDING_LIMIT bytes).
+        """
+        cdef int kind = ROW_RECORD
+        cdef object maker = None
+        if record_class is not Record and record_class is not None:
+            kind = row_kind_of(st, record_class)
+            if kind == ROW_MAKER:
+                maker = make_row_maker(st, record_class)
+        cdef Operation op = self._make_op(OP_BIND_EXECUTE, STATE_BIND_EXECUTE, None, False)
+        op.want = want
+        op.statement = st
+        op.collecting_rows = True
+        set_row_shape(op, record_class, kind, maker)
+        op.pipelined = True
+        op.carries_parse = st.parse_pending
+        self._write_pipelined(self.pipe_buf, st, args, limit)
+        self.pipe_unsynced += 1
+        self.pipe_need_flush = True
+        fut = self._start_op(op)
+        if self.pipe_buf.length >= OUT_PENDING_LIMIT:
+            self._flush_out()
+        return fut
+
+    def pipeline_prepare(self, StatementState st):
+        """Write Parse/Describe of `st` (created under its own name) with no Sync; its Future.
+
+        The Future gives `st`, described, once the answer to the Describe
+        arrived (the caller flushes, with a Flush request, and waits).
+        """
+        cdef WriteBuffer buf = self.pipe_buf
+        cdef Operation op = self._make_op(OP_PREPARE, STATE_PREPARE, None, False)
+        op.statement = st
+        op.pipelined = True
+        buf.start_message(b'P')
+        buf.write_cstr(st.name)
+        buf.write_cstr(st.query)
+        buf.write_int16(0)
+        buf.end_message()
+        buf.start_message(b'D')
+        buf.write_byte(b'S')
+        buf.write_cstr(st.name)
+        buf.end_message()
+        self.pipe_unsynced += 1
+        self.pipe_need_flush = True
+        return self._start_op(op)
+
+    def pipeline_sync(self, bint abort=False):
+        """Write a sync point (Sync; with `abort`, a failing Execute first) and send; its Future.
+
+        The Future completes at the sync point's ReadyForQuery (with the
+        error of the implicit commit, if that failed).  `abort` makes the
+        server fail the segment if it gets that far, so nothing of it is
+        committed (an explicit COMMIT inside it that already ran excepted).
+        """
+        return self._push_sync(abort)
+
+    cdef object _push_sync(self, bint abort):
+        cdef WriteBuffer buf = self.pipe_buf
+        cdef Operation op = self._make_op(OP_PIPELINE_SYNC, STATE_BIND_EXECUTE, None, False)
+        if abort:
+            buf.start_message(b'E')
+            buf.write_cstr(ABORT_PORTAL)
+            buf.write_int32(0)
+            buf.end_message()
+        buf.start_message(b'S')
+        buf.end_message()
+        self.pipe_unsynced = 0
+        self.pipe_need_flush = False
+        self.pipeline_failed = False
+        fut = self._start_op(op)
+        self._flush_out()
+        return fut
+
+    def pipeline_flush(self, bint request=True):
+        """Send what the pipeline wrote; with `request`, ask the server for its answers so far (Flush).
+
+        Without a Flush (or a Sync) the server keeps its answers in its
+        output buffer until the buffer fills.
+        """
+        cdef WriteBuffer buf = self.pipe_buf
+        if request and self.pipe_need_flush:
+            buf.start_message(b'H')
+            buf.end_message()
+            self.pipe_need_flush = False
+        self._flush_out()
+
+    def pipeline_last_sync(self):
+        """The Future of the last sync point in flight, or None (nothing in flight ends with one)."""
+        cdef Operation tail = self.tail
+        if tail is None or tail.kind != OP_PIPELINE_SYNC:
+            return None
+        return tail.waiter
+
+    def pipeline_abort(self):
+        """Abort the pipeline's open segment and cancel what runs; the Future of its last sync point.
+
+        The segment not synced yet gets a failing Execute and a Sync
+        (nothing of it is committed); a statement the server is running
+        gets a CancelRequest, sent only when it can hit nothing but a
+        statement of the pipeline (until the CancelRequest was handled and
+        the sync point answered, gate() holds every new send back).  None:
+        nothing is in flight.
+        """
+        cdef Operation head, tail
+        if self.state == STATE_CLOSED:
+            return None
+        if self.pipe_unsynced:
+            self._push_sync(True).add_done_callback(_retrieve_outcome)
+        head = self.cur
+        tail = self.tail
+        if tail is None:
+            return None
+        self._flush_out()
+        if (head.pipelined and self.resync_waiter is None and self.cancel_gate is None
+                and self.cancel_request is not None and self.backend_pid):
+            self.resync_waiter = self.loop.create_future()
+            self.cancel_target = tail
+            self.cancel_done = False
+            self.loop.create_task(self._cancel_and_wait())
+        return tail.waiter
 
     cdef int _on_copy_in_ready(self) except -1:
         if self.copy_ready is not None and not self.copy_ready.done():
@@ -1387,6 +1605,36 @@ cdef class BaseProtocol(CoreProtocol):
         self.state = STATE_CLOSED
         if self.transport is not None:
             self.transport.abort()
+
+
+#: The portal a pipeline's abort executes so that the server fails the
+#: segment (it does not exist); the same name as executemany's abort.
+ABORT_PORTAL = '__mypgdriver_abort_pipeline__'
+
+
+def pipeline_aborted_error():
+    """The PipelineAborted of a statement the server skipped after an earlier error."""
+    return exceptions.PipelineAborted(
+        'the statement was not run: an earlier statement of the pipeline failed, and the '
+        'server skipped the rest of the pipeline up to its next sync point')
+
+
+cdef _fail_skipped(BaseProtocol proto, Operation op, object error):
+    # `op` comes after a failed statement before the next sync point: the
+    # server will skip it.  Its caller learns that now; the operation stays
+    # queued until the sync point's ReadyForQuery.
+    waiter = op.waiter
+    if waiter is not None and not waiter.done():
+        waiter.set_exception(pipeline_aborted_error())
+    if op.carries_parse and op.statement is not None:
+        # The Parse in front of its Bind (parse_pending) is skipped too: the
+        # statement was never created.
+        proto._on_statement_unusable(op.statement, pipeline_aborted_error())
+
+
+def _retrieve_outcome(fut):
+    if not fut.cancelled():
+        fut.exception()
 
 
 cdef list _group_rows(list rows, list row_ends):

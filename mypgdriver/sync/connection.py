@@ -36,6 +36,7 @@ from mypgdriver.sync.driver.cancel import cancel_running_call, shut_down_under_r
 from mypgdriver.sync.driver.relays import RelayTable
 from mypgdriver.sync.driver.runner import CallRunner
 from mypgdriver.sync.notifications import Notification
+from mypgdriver.sync.pipeline import Pipeline
 
 if TYPE_CHECKING:
     from mypgdriver.connection import Connection as AsyncConnection
@@ -89,6 +90,23 @@ class Connection(ConnectionMethods):
         self.close()
 
     # --- what differs from the asyncio methods (the others: ConnectionMethods) ---
+
+    # --- pipeline mode ---
+
+    def pipeline(self) -> Pipeline:
+        """A pipeline: ``with conn.pipeline() as p:`` sends statements without waiting for answers.
+
+        ``p.execute()``, ``p.fetch()``, ``p.fetchrow()`` and ``p.fetchval()``
+        take this connection's arguments and return a
+        :class:`~mypgdriver.sync.pipeline.PipelineResult` at once; its
+        ``result()`` waits for its own answer.  Leaving the block is a sync
+        point (it waits for every answer and raises the first error no
+        result() was asked for); ``p.sync()`` makes one inside the block.
+        The block holds the connection: other threads' calls wait for its
+        end.  Rules for errors and transactions: docs/guide/pipeline.rst.
+        """
+        self._session.check_open()
+        return Pipeline(self._session, self._runner)
 
     # --- notifications ---
 

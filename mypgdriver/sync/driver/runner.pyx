@@ -55,6 +55,12 @@ __all__ = ('CallRunner',)
 _CancelledError = asyncio.CancelledError
 cdef int _WANT_ROWS = WANT_ROWS
 
+# Runners held by one thread across several calls (hold(): a pipeline's
+# block), and how many: _enter() and _leave() look at the set only while
+# the count is not zero, so holding costs the other calls nothing.
+cdef set _held = set()
+cdef Py_ssize_t _n_held = 0
+
 _REENTRANT = ('cannot call the connection from inside one of its own calls: a '
               'listener, log listener, termination listener or query logger runs '
               'inside the call that received the event, while that call holds the '
@@ -133,6 +139,10 @@ cdef class CallRunner:
         cdef unsigned long me = PyThread_get_thread_ident()
         if self._running and self._owner == me:
             raise exceptions.InterfaceError(_REENTRANT)
+        if _n_held and self._owner == me and self in _held:
+            # The holding thread's own call (hold()): the lock is its already.
+            self._running = True
+            return 0
         _acquire(self._lock)
         self._owner = me
         self._running = True
@@ -150,8 +160,36 @@ cdef class CallRunner:
             raise
         self._running = False
         PyThread_release_lock(self._end_lock.lock)
+        if _n_held and self in _held:
+            return 0        # held on until release()
         PyThread_release_lock(self._lock)
         return 0
+
+    def hold(self):
+        """Take the connection for the current thread until release(); False if it holds it already.
+
+        Meanwhile the thread's calls run as usual and other threads' calls
+        wait for release() (Connection.pipeline(): the block holds the
+        connection).  Between the calls is_running() is False.
+        """
+        global _n_held
+        if self in _held and self._owner == PyThread_get_thread_ident():
+            return False
+        self._enter()
+        _held.add(self)
+        _n_held = len(_held)
+        self._running = False
+        return True
+
+    def release(self):
+        """End hold(): other threads' calls may take the connection."""
+        global _n_held
+        if self not in _held or self._owner != PyThread_get_thread_ident():
+            return
+        _held.discard(self)
+        _n_held = len(_held)
+        self._running = False
+        PyThread_release_lock(self._lock)
 
     def run(self, coro):
         """Drive `coro` to its end on the glue, holding the connection's lock; its result."""
