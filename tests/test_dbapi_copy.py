@@ -195,7 +195,7 @@ def test_write_row_sends_blocks_as_they_fill(conn_with_table: Connection):
     cur = conn_with_table.cursor()
     row = (1, 'x' * 1000, None)
     with cur.copy('COPY dbapi_c FROM STDIN') as copy:
-        for _ in range(300):        # ~300 KB: sent in blocks of 128 KiB
+        for _ in range(300):        # ~300 KB: sent in blocks of 64 KiB
             copy.write_row(row)
         assert 0 < copy.pending_size < mypgdriver.dbapi.copy.WRITE_BUFFER_BYTES
     assert cur.rowcount == 300

@@ -184,7 +184,7 @@ def test_a_type_the_connection_has_met(dbapi_conn: Connection):
 def test_large_copy_is_sent_in_blocks(dbapi_conn: Connection, table: str,
                                       open_dbapi_conn: Callable[[], Any]):
     cur = dbapi_conn.cursor()
-    rows = 50_000       # ~4 MB of binary rows: sent as 128 KiB blocks fill
+    rows = 50_000       # ~4 MB of binary rows: sent as 64 KiB blocks fill
     with cur.copy(f'COPY {table} FROM STDIN (FORMAT BINARY)') as copy:
         copy.set_types(BENCH_TYPES)
         for i in range(rows):

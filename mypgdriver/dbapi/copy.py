@@ -10,7 +10,7 @@
 ...     for row in copy.rows():           # ('1', 'a'), ('2', 'b'): strings, NULL is None
 ...         ...
 
-The data streams: a block written goes to the server once 128 KiB are
+The data streams: a block written goes to the server once 64 KiB are
 pending, and rows read are taken from the network as they are consumed
 (reading stops while 512 KiB wait unread), so neither direction holds the
 whole table in memory.  The connection is held by the block: other
