@@ -194,10 +194,19 @@ class PipelineCore:
 
     def end(self) -> None:
         """Leave pipeline mode (never with a segment left without its Sync) and give the connection back."""
-        if not self.open:
-            return
         self.open = False
-        for result in self.segment:
+        proto = self.protocol
+        if proto.pipeline_on:
+            # (compiled: the abort of an open segment, leaving the mode and
+            # the release of the connection happen together or not at all)
+            proto.pipeline_end()
+        self.tidy()
+
+    def tidy(self) -> None:
+        """After end(): the results' outcomes retrieved, the Session told (idempotent)."""
+        segment = self.segment
+        self.segment = []
+        for result in segment:
             # Their outcomes are the results' to report, not the loop's
             # "exception never retrieved" (a result nobody read).
             fut = result._fut
@@ -205,11 +214,10 @@ class PipelineCore:
                 _retrieve(fut)
             else:
                 fut.add_done_callback(_retrieve)
-        # (compiled: the abort of an open segment, leaving the mode and the
-        # release of the connection happen together or not at all)
-        self.protocol.pipeline_end()
-        self.session.pipeline = None
-        self.session.admission.pipeline_owner = None
+        session = self.session
+        if session.pipeline is self:
+            session.pipeline = None
+            session.admission.pipeline_owner = None
 
     def check_usable(self) -> None:
         if not self.open or not self.protocol.pipeline_on:

@@ -15,8 +15,7 @@ that opened it.
 from __future__ import annotations
 
 import threading
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union, overload
+from typing import Any, Optional, TypeVar, Union, overload
 
 from mypgdriver import exceptions
 from mypgdriver._typing import RecordT, RowT
@@ -25,10 +24,7 @@ from mypgdriver.core.pipeline import (
 from mypgdriver.protocol.protocol import WANT_ROWS, WANT_STATUS
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
-
-if TYPE_CHECKING:
-    from mypgdriver.core.session import Session
-    from mypgdriver.sync.driver.runner import CallRunner
+from mypgdriver.sync.driver.pipeline_block import PipelineBlock
 
 __all__ = ('Pipeline', 'PipelineResult')
 
@@ -59,58 +55,15 @@ class PipelineResult(PendingResult[T]):
         return self._value()
 
 
-class Pipeline:
+class Pipeline(PipelineBlock):
     """A pipeline on a sync Connection: ``with conn.pipeline() as p:`` (see the module docstring).
 
-    Made by :meth:`mypgdriver.sync.Connection.pipeline`; entered once.
+    Made by :meth:`mypgdriver.sync.Connection.pipeline`; entered once.  Its
+    ``with`` block is compiled (driver/pipeline_block.pyx: Ctrl-C cannot
+    leave the connection held).
     """
 
-    __slots__ = ('_session', '_core', '_runner', '_run', '_thread')
-
-    def __init__(self, session: Session, runner: CallRunner) -> None:
-        self._session = session
-        self._runner = runner
-        self._run = runner.run
-        self._core: Optional[PipelineCore] = None
-        self._thread = 0
-
-    def __enter__(self) -> Pipeline:
-        if self._core is not None:
-            raise exceptions.InterfaceError('a Pipeline can be entered only once')
-        session = self._session
-        runner = self._runner
-        if not runner.hold():
-            raise exceptions.InterfaceError(
-                'a pipeline is already open on this connection: pipelines do not nest')
-        try:
-            core = PipelineCore(session)
-            core.face = self._run
-            self._run(core.begin(session.deadline(session.command_timeout)))
-        except BaseException:
-            runner.release()
-            raise
-        self._core = core
-        self._thread = _get_ident()
-        return self
-
-    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        core = self._core
-        if core is None:
-            return
-        session = self._session
-        # Left by an interruption (Ctrl-C): the open segment is aborted, not
-        # committed.  By an exception of the block's code: synced as usual,
-        # and that exception is the one raised.
-        abort = exc_type is not None and not issubclass(exc_type, Exception)
-        try:
-            self._run(core.close(abort, session.deadline(session.command_timeout)))
-        except Exception:
-            if exc_type is None:
-                raise
-        finally:
-            core.end()
-            self._runner.release()
+    __slots__ = ()
 
     def _core_here(self) -> PipelineCore:
         core = self._core
