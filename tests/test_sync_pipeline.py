@@ -344,7 +344,7 @@ def test_copy_is_refused_inside(sync_conn: Any, tmp_path: Any) -> None:
         with pytest.raises(exceptions.InterfaceError, match='COPY cannot run inside a pipeline'):
             p.execute(f'COPY {table} FROM STDIN')
         with pytest.raises(exceptions.InterfaceError, match='COPY cannot run inside a pipeline'):
-            p.fetch(f'  -- a comment\n copy (SELECT 1) TO STDOUT')
+            p.fetch('  -- a comment\n copy (SELECT 1) TO STDOUT')
         with pytest.raises(exceptions.InterfaceError,
                            match='cannot run this call while a pipeline is open'):
             sync_conn.copy_records_to_table(table, records=[(1, 'a')])
@@ -596,3 +596,18 @@ def test_real_sigint_inside_a_pipeline(sync_conn: Any, default_sigint: None) -> 
 
 
 Call = Callable[[Any], Any]
+
+
+def test_submit_gives_the_whole_result_for_faces(sync_conn: Any) -> None:
+    from mypgdriver.core.result import Result
+    from mypgdriver.rows import dict_row
+    with sync_conn.pipeline() as p:
+        run = p.submit('SELECT $1::int AS a, $2::text AS b', (1, 'x'), dict_row)
+        command = p.submit('SELECT 1 WHERE false')
+    result = run.result()
+    assert isinstance(result, Result)
+    assert result.rows == [{'a': 1, 'b': 'x'}]
+    assert result.status == 'SELECT 1'
+    assert result.description is not None
+    assert [c.name for c in result.description] == ['a', 'b']
+    assert command.result().rows == [] and command.result().status == 'SELECT 0'

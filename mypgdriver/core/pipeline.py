@@ -48,8 +48,13 @@ from mypgdriver.codecs import introspection
 from mypgdriver.core import deadlines, waits
 from mypgdriver.core.admission import PIPELINE_REFUSED
 from mypgdriver.core.deadlines import NO_DEADLINE, Deadline, check_timeout
+from mypgdriver.core.result import result_of
 from mypgdriver.protocol.protocol import (
-    ABORT_PORTAL, WANT_ROWS, check_record_class, pipeline_aborted_error)
+    ABORT_PORTAL,
+    WANT_ROWS,
+    check_record_class,
+    pipeline_aborted_error,
+)
 from mypgdriver.protocol.record import Record
 from mypgdriver.protocol.statement import (
     StatementState,
@@ -62,7 +67,7 @@ if TYPE_CHECKING:
     from mypgdriver.core.session import Session
 
 __all__ = ('PipelineCore', 'PendingResult', 'SHAPE_ROWS', 'SHAPE_ROW', 'SHAPE_VALUE',
-           'SHAPE_STATUS', 'PIPELINE_REFUSED')
+           'SHAPE_STATUS', 'SHAPE_RESULT', 'PIPELINE_REFUSED')
 
 T = TypeVar('T')
 
@@ -71,6 +76,7 @@ SHAPE_ROWS = 0      # fetch(): the rows
 SHAPE_ROW = 1       # fetchrow(): the first row or None
 SHAPE_VALUE = 2     # fetchval(): one value of the first row, or None
 SHAPE_STATUS = 3    # execute(): the status tag
+SHAPE_RESULT = 4    # submit(): a Result (rows, status tag, description), for the DB-API
 
 # Statements that cannot go into a pipeline: COPY switches the stream into
 # copy mode (the messages behind it would be read as copy data), DISCARD
@@ -124,6 +130,9 @@ class PendingResult(Generic[T]):
         shape = self._shape
         if shape == SHAPE_ROWS or shape == SHAPE_STATUS:
             return value      # type: ignore[no-any-return]
+        if shape == SHAPE_RESULT:
+            rows, status, state = value
+            return result_of(rows, status, state)  # type: ignore[return-value]
         if not value:
             return None       # type: ignore[return-value]
         if shape == SHAPE_ROW:

@@ -15,13 +15,21 @@ that opened it.
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional, TypeVar, Union, overload
+from typing import Any, Optional, Sequence, TypeVar, Union, overload
 
 from mypgdriver import exceptions
 from mypgdriver._typing import RecordT, RowT
 from mypgdriver.core.pipeline import (
-    SHAPE_ROW, SHAPE_ROWS, SHAPE_STATUS, SHAPE_VALUE, PendingResult, PipelineCore)
-from mypgdriver.protocol.protocol import WANT_ROWS, WANT_STATUS
+    SHAPE_RESULT,
+    SHAPE_ROW,
+    SHAPE_ROWS,
+    SHAPE_STATUS,
+    SHAPE_VALUE,
+    PendingResult,
+    PipelineCore,
+)
+from mypgdriver.core.result import Result
+from mypgdriver.protocol.protocol import WANT_RESULT, WANT_ROWS, WANT_STATUS
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
 from mypgdriver.sync.driver.pipeline_block import PipelineBlock
@@ -148,6 +156,21 @@ class Pipeline(PipelineBlock):
         """Queue a query; its result is one value of the first row (None if there are no rows)."""
         return self._send(query, args, 1, timeout, WANT_ROWS, Record,  # type: ignore[no-any-return]
                           SHAPE_VALUE, column)
+
+    def submit(self, query: str, args: Sequence[Any] = (), rows_as: Any = None,
+               timeout: Optional[float] = None) -> PipelineResult[Result]:
+        """Queue `query` with `args`; its result is a :class:`~mypgdriver.core.result.Result`.
+
+        The rows (as `rows_as` makes them: a Record class, a row factory of
+        :mod:`mypgdriver.rows`, None for the connection's default), the
+        status tag and the description of the run together: for faces
+        built on the pipeline, such as a DB-API cursor, whose execute()
+        queues and whose fetch*() reads ``result()``.  ``$n`` placeholders.
+        """
+        if rows_as is not None and not isinstance(rows_as, type):
+            rows_as = choose_rows(None, rows_as)
+        return self._send(query, tuple(args), 0, timeout, WANT_RESULT,  # type: ignore[no-any-return]
+                          rows_as, SHAPE_RESULT, 0)
 
     def sync(self) -> None:
         """A sync point: send Sync and wait for every answer so far; raise the first error unread.
