@@ -12,13 +12,11 @@ client once, in a rotating order, timed with `time.process_time()`: this
 process's CPU only (the server's is not counted), so the placement of the
 server matters less than for wall-clock cells.  The table is truncated
 after every round.  Prints the median and quartiles in ms per run, the
-ratios of the medians, the fastest run, and the median system (kernel)
-time per run (getrusage's ru_stime).
+ratios of the medians, and the fastest run.
 """
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import time
 from typing import Callable
@@ -61,27 +59,22 @@ def measure(server: BenchServer, workload, rounds: int) -> None:
     }
     truncate = dbapi_conn.cursor()
     times: dict[str, list[float]] = {name: [] for name in clients}
-    system: dict[str, list[float]] = {name: [] for name in clients}
     names = list(clients)
     for i in range(WARMUP_ROUNDS + rounds):
         order = names[i % len(names):] + names[:i % len(names)]
         for name in order:
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_stime
             start = time.process_time()
             clients[name]()
             spent = time.process_time() - start
-            after = resource.getrusage(resource.RUSAGE_SELF).ru_stime
             if i >= WARMUP_ROUNDS:
                 times[name].append(spent * 1000)
-                system[name].append((after - before) * 1000)
         truncate.execute(f"TRUNCATE {workload.table}")
     sync_median = statistics.median(times["sync copy_records_to_table"])
     print(f"client CPU per {workload.name} run ({workload.rows} rows), {rounds} rounds, ms:")
     for name, values in times.items():
         q1, q2, q3 = statistics.quantiles(values, n=4)
         print(f"  {name:40s} median {q2:6.2f}  (quartiles {q1:.2f}-{q3:.2f})  "
-              f"{q2 / sync_median:.2f}x sync; fastest {min(values):.2f}; in the kernel: "
-              f"{statistics.median(system[name]):.2f}")
+              f"{q2 / sync_median:.2f}x sync; fastest {min(values):.2f}")
     binary.close()
     sync.close()
     dbapi_conn.close()
