@@ -109,7 +109,8 @@ DICT_ROWS_SCENARIO = "dict_rows"  # their name in --workloads / --skip
 
 PIPELINE = Lineup(
     contenders=("asyncpg-pool10", "mypgdriver-1conn", "asyncpg-pool1", "psycopg-1conn",
-                "psycopg-pipeline", "pgbench-pipeline", "pgbench-pipeline-sync",
+                "psycopg-pipeline", "mypgdriver-sync-pipeline", "psycopg-sync-pipeline",
+                "pgbench-pipeline", "pgbench-pipeline-sync",
                 "pgbench-pipeline-extended", "pgbench-1conn"),
     baseline="asyncpg-pool10",
     control="asyncpg-pool10 (A/A)",
@@ -119,6 +120,8 @@ PIPELINE = Lineup(
         "asyncpg-pool1": "asyncpg",
         "psycopg-1conn": "psycopg-async",
         "psycopg-pipeline": "psycopg-async",
+        "mypgdriver-sync-pipeline": OURS_SYNC,
+        "psycopg-sync-pipeline": "psycopg",
         "pgbench-pipeline": "pgbench",
         "pgbench-pipeline-sync": "pgbench",
         "pgbench-pipeline-extended": "pgbench",

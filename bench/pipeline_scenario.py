@@ -19,6 +19,12 @@ tasks each looping on one small query:
   reads the 100 results (psycopg's tasks cannot share a pipeline: in one
   long-lived pipeline every statement lands in one open implicit
   transaction, and a pipeline block per task does not complete);
+* ``mypgdriver-sync-pipeline``: mypgdriver.sync's pipeline mode, one thread:
+  batches of 100 statements inside ``with conn.pipeline() as p:``
+  (``p.fetchval`` / ``p.fetch``: statement cache, one Sync per block),
+  then the 100 results read (``result()``);
+* ``psycopg-sync-pipeline``: the same with psycopg 3's sync Connection
+  (``with conn.pipeline():``, a cursor per statement, ``prepare=True``);
 * ``pgbench-pipeline`` / ``pgbench-pipeline-extended``: pgbench's pipelined
   ceiling, a script of ``\\startpipeline``, 100 statements, ``\\endpipeline``
   on one connection, ``-M prepared`` (the server work of the drivers'
@@ -63,7 +69,8 @@ CASES = 1_000  # distinct lookups, replayed in a cycle
 # Server connections each contender uses, for the report.
 CONNECTIONS: Dict[str, int] = {
     "mypgdriver-1conn": 1, "asyncpg-pool10": 10, "asyncpg-pool1": 1, "psycopg-1conn": 1,
-    "psycopg-pipeline": 1, "pgbench-pipeline": 1, "pgbench-pipeline-sync": 1,
+    "psycopg-pipeline": 1, "mypgdriver-sync-pipeline": 1, "psycopg-sync-pipeline": 1,
+    "pgbench-pipeline": 1, "pgbench-pipeline-sync": 1,
     "pgbench-pipeline-extended": 1, "pgbench-1conn": 1,
 }
 
@@ -434,8 +441,117 @@ class PsycopgPipeline(PsycopgConnection):
         return [worker]
 
 
+class MypgdriverSyncPipeline:
+    """mypgdriver.sync's pipeline mode: one thread, batches of BATCH statements per block.
+
+    Each batch is queued inside ``with conn.pipeline() as p:`` (the block's
+    end is its one Sync), then its results are read; a query's latency is
+    from the start of its batch to its result.  Blocking calls inside the
+    cell's event loop (which runs nothing else meanwhile): the one worker
+    yields to it between batches.  The tasks argument is ignored.
+    """
+
+    name = "mypgdriver-sync-pipeline"
+    package = "mypgdriver"
+
+    def __init__(self, params: Dict[str, Any]) -> None:
+        self.params = params
+
+    def version(self) -> str:
+        return str(getattr(__import__(self.package), "__version__", "unknown"))
+
+    async def open(self) -> None:
+        import mypgdriver.sync
+
+        self.conn = mypgdriver.sync.connect(**self.params)
+
+    def workers(self, variant: Variant, cases: List[Case], window: Window,
+                tasks: int) -> List[Worker]:
+        conn, sql, lookup = self.conn, variant.sql, variant.lookup
+        perf = time.perf_counter
+        n = len(cases)
+
+        async def worker(index: int) -> None:
+            position = 0
+            while not window.stopping:
+                batch = [cases[(position + i) % n] for i in range(BATCH)]
+                position = (position + BATCH) % n
+                started = perf()
+                with conn.pipeline() as p:
+                    if lookup:
+                        results = [p.fetch(sql, *args) for args, _ in batch]
+                    else:
+                        results = [p.fetchval(sql) for _ in batch]
+                for result, (args, expected) in zip(results, batch):
+                    got = _ids(result.result()) if lookup else result.result()
+                    finished = perf()
+                    if got != expected:
+                        raise wrong(variant, args, got, expected)
+                    window.count(index, started, finished)
+                await asyncio.sleep(0)
+
+        return [worker]
+
+    def stats(self) -> Dict[str, Any]:
+        return {}
+
+    async def close(self) -> None:
+        self.conn.close()
+
+
+class PsycopgSyncPipeline:
+    """psycopg 3's sync pipeline mode: one thread, batches of BATCH statements per block."""
+
+    name = "psycopg-sync-pipeline"
+
+    def __init__(self, params: Dict[str, Any]) -> None:
+        self.params = params
+
+    def version(self) -> str:
+        import psycopg
+
+        return f"{psycopg.__version__} ({psycopg.pq.__impl__})"
+
+    async def open(self) -> None:
+        import psycopg
+
+        self.conn = psycopg.Connection.connect(conninfo(self.params), autocommit=True)
+
+    def workers(self, variant: Variant, cases: List[Case], window: Window,
+                tasks: int) -> List[Worker]:
+        conn, sql, lookup = self.conn, variant.pyformat_sql, variant.lookup
+        cursors = [conn.cursor(binary=True) for _ in range(BATCH)]
+        perf = time.perf_counter
+        n = len(cases)
+
+        async def worker(index: int) -> None:
+            position = 0
+            while not window.stopping:
+                batch = [cases[(position + i) % n] for i in range(BATCH)]
+                position = (position + BATCH) % n
+                started = perf()
+                with conn.pipeline():
+                    for cur, (args, _) in zip(cursors, batch):
+                        cur.execute(sql, args, prepare=True)
+                for cur, (args, expected) in zip(cursors, batch):
+                    got = _ids(cur.fetchall()) if lookup else cur.fetchone()[0]
+                    finished = perf()
+                    if got != expected:
+                        raise wrong(variant, args, got, expected)
+                    window.count(index, started, finished)
+                await asyncio.sleep(0)
+
+        return [worker]
+
+    def stats(self) -> Dict[str, Any]:
+        return {}
+
+    async def close(self) -> None:
+        self.conn.close()
+
+
 PYTHON_CONTENDERS = ("mypgdriver-1conn", "asyncpg-pool10", "asyncpg-pool1", "psycopg-1conn",
-                     "psycopg-pipeline")
+                     "psycopg-pipeline", "mypgdriver-sync-pipeline", "psycopg-sync-pipeline")
 
 
 def open_contender(name: str, params: Dict[str, Any]) -> Any:
@@ -450,6 +566,10 @@ def open_contender(name: str, params: Dict[str, Any]) -> Any:
         return PsycopgConnection(params)
     if name == "psycopg-pipeline":
         return PsycopgPipeline(params)
+    if name == "mypgdriver-sync-pipeline":
+        return MypgdriverSyncPipeline(params)
+    if name == "psycopg-sync-pipeline":
+        return PsycopgSyncPipeline(params)
     raise ValueError(f"unknown pipeline contender {name!r}")
 
 

@@ -61,7 +61,8 @@ def test_lookup_sql_is_index_backed_and_ordered():
 
 
 def test_contenders_follow_the_drivers_with_asyncpg_first_and_last():
-    assert ps.contenders_for(["asyncpg", "mypgdriver", "psycopg-async", "pgbench"], True) == [
+    drivers = ["asyncpg", "mypgdriver", "mypgdriver-sync", "psycopg", "psycopg-async", "pgbench"]
+    assert ps.contenders_for(drivers, True) == [
         (c, c) for c in PIPELINE.contenders] + [("asyncpg-pool10", PIPE_AA)]
     assert ps.contenders_for(["mypgdriver", "pgbench"], True) == [
         ("mypgdriver-1conn", "mypgdriver-1conn"), ("pgbench-pipeline", "pgbench-pipeline"),

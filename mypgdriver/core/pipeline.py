@@ -148,7 +148,7 @@ class PipelineCore:
     """The pipeline of one connection, open from begin() to end() (see the module docstring)."""
 
     __slots__ = ('session', 'protocol', 'loop', 'cache', 'segment', 'checked', 'open',
-                 'owner', 'face')
+                 'owner', 'face', 'failures', 'local_failures')
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -164,6 +164,11 @@ class PipelineCore:
         self.owner: Any = None
         #: What the face keeps here (the sync face: its runner's run()).
         self.face: Any = None
+        #: The protocol's count of failed pipelined statements at the last
+        #: sync(), and the results failed here since (not sent, or their
+        #: prepare failed): sync() looks for an unread error only if either moved.
+        self.failures = self.protocol.pipe_failures
+        self.local_failures = 0
 
     # --- opening and closing --------------------------------------------------------------
 
@@ -251,15 +256,20 @@ class PipelineCore:
         if session.closed:
             session.check_open()
         state = self.cache.get(query)
+        proto = self.protocol
         if (state is None or state.closed or query not in self.checked
                 or state.codecs_generation != session.codecs.generation
-                or self.protocol.gate() is not None):
+                or proto.gate() is not None or proto.pipeline_failed):
             return None
         timeout = session.command_timeout if timeout is None else check_timeout(timeout)
         deadline = NO_DEADLINE if timeout is None else Deadline(self.loop, timeout)
         if rows_as is None:
             rows_as = session.rows_default
-        return self._queue(cls, state, args, limit, deadline, want, rows_as, shape, column)
+        # _queue(), inline: the hot path of a pipelined statement.
+        result = cls(self, proto.pipeline_bind_execute(state, args, limit, want, rows_as),
+                     shape, column, proto.op_seq, deadline)
+        self.segment.append(result)
+        return result
 
     async def send_slow(self, cls: type[PendingResult[Any]], query: str, args: Any, limit: int,
                         timeout: Optional[float], want: int, rows_as: Any, shape: int,
@@ -305,6 +315,7 @@ class PipelineCore:
             # place in the pipeline: its result says so.
             fut = self.loop.create_future()
             fut.set_exception(e)
+            self.local_failures += 1
             result = cls(self, fut, shape, column, 0, deadline)
             self.segment.append(result)
             return result
@@ -318,6 +329,7 @@ class PipelineCore:
             # The server skips the rest of the segment: not sent.
             fut = self.loop.create_future()
             fut.set_exception(pipeline_aborted_error())
+            self.local_failures += 1
             seq = 0
         else:
             fut = proto.pipeline_bind_execute(state, args, limit, want, rows_as)
@@ -446,6 +458,15 @@ class PipelineCore:
                 sync_error = None    # our own abort's failing Execute
         segment = self.segment
         self.segment = []
+        failures = proto.pipe_failures
+        if failures == self.failures and not self.local_failures:
+            # No statement of these failed (the protocol counts them): no
+            # error to look for.
+            if sync_error is not None:
+                raise sync_error
+            return
+        self.failures = failures
+        self.local_failures = 0
         first = None
         for result in segment:
             if result._seen or not result._fut.done():

@@ -63,6 +63,7 @@ cdef class BaseProtocol(CoreProtocol):
         # Operations numbered up to this one have been handed to the transport.
         readonly long pipe_flushed_seq
         readonly long pipe_sends     # writes of pipelined messages to the transport (tests count them)
+        readonly long pipe_failures  # pipelined statements answered with an error or skipped
         bint pipe_need_flush         # statements written since the last Flush or Sync
         WriteBuffer pipe_buf
 

@@ -969,6 +969,8 @@ cdef class BaseProtocol(CoreProtocol):
     cdef int _on_pipelined_end(self, bint server_error) except -1:
         cdef Operation op
         error = self.result_error
+        if error is not None:
+            self.pipe_failures += 1
         self._on_result()
         if not server_error:
             return 0
@@ -988,6 +990,7 @@ cdef class BaseProtocol(CoreProtocol):
         op.waiter = None
         if waiter is not None and not waiter.done():
             waiter.set_exception(pipeline_aborted_error())
+            self.pipe_failures += 1
         return self._advance()
 
     def pipeline_begin(self):
@@ -1626,6 +1629,7 @@ cdef _fail_skipped(BaseProtocol proto, Operation op, object error):
     waiter = op.waiter
     if waiter is not None and not waiter.done():
         waiter.set_exception(pipeline_aborted_error())
+        proto.pipe_failures += 1
     if op.carries_parse and op.statement is not None:
         # The Parse in front of its Bind (parse_pending) is skipped too: the
         # statement was never created.
