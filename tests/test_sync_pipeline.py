@@ -611,3 +611,23 @@ def test_submit_gives_the_whole_result_for_faces(sync_conn: Any) -> None:
     assert result.description is not None
     assert [c.name for c in result.description] == ['a', 'b']
     assert command.result().rows == [] and command.result().status == 'SELECT 0'
+
+
+@pytest.mark.parametrize('cache_size', [0, 2])
+def test_statements_outside_the_cache_and_evicted_ones(open_sync_conn: Any,
+                                                       cache_size: int) -> None:
+    conn = open_sync_conn(statement_cache_size=cache_size)
+    proto = conn._aconn._protocol
+    for _ in range(2):
+        with conn.pipeline() as p:
+            results = [p.fetchval(f'SELECT {i % 5} + $1::int', i) for i in range(50)]
+        assert [r.result() for r in results] == [i % 5 + i for i in range(50)]
+    sends = proto.pipe_sends
+    with conn.pipeline() as p:
+        results = [p.fetchval(f'SELECT {i % 5} + $1::int', i) for i in range(50)]
+    assert [r.result() for r in results] == [i % 5 + i for i in range(50)]
+    # unnamed statements are described once per pipeline (5 texts, then the Sync);
+    # a cache of 2 for 5 texts in turn prepares each statement again
+    assert proto.pipe_sends - sends == (6 if cache_size == 0 else 51)
+    assert conn.fetchval('SELECT count(*) FROM pg_prepared_statements') == cache_size
+    assert_usable(conn)

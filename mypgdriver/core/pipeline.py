@@ -148,7 +148,7 @@ class PipelineCore:
     """The pipeline of one connection, open from begin() to end() (see the module docstring)."""
 
     __slots__ = ('session', 'protocol', 'loop', 'cache', 'segment', 'checked', 'open',
-                 'owner', 'face', 'failures', 'local_failures')
+                 'owner', 'face', 'failures', 'local_failures', 'unnamed')
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -159,6 +159,9 @@ class PipelineCore:
         self.segment: list[PendingResult[Any]] = []
         #: Query texts checked for statements a pipeline refuses (_REFUSED_STATEMENT).
         self.checked: set[str] = set()
+        #: Statements outside the statement cache (too long, or the cache
+        #: off), described in this pipeline: the unnamed statement's.
+        self.unnamed: dict[str, StatementState] = {}
         self.open = False
         #: The caller that opened it (Session.current_task()).
         self.owner: Any = None
@@ -256,6 +259,8 @@ class PipelineCore:
         if session.closed:
             session.check_open()
         state = self.cache.get(query)
+        if state is None:
+            state = self.unnamed.get(query)
         proto = self.protocol
         if (state is None or state.closed or query not in self.checked
                 or state.codecs_generation != session.codecs.generation
@@ -302,6 +307,8 @@ class PipelineCore:
                 raise deadline.error('pipelined statement', 'it was waiting for the cancel of '
                                      'the aborted pipeline to be answered, and nothing was sent')
         state = self.cache.get(query)
+        if state is None:
+            state = self.unnamed.get(query)
         try:
             if proto.pipeline_failed:
                 raise pipeline_aborted_error()
@@ -358,6 +365,11 @@ class PipelineCore:
             raise
         if cacheable:
             statements.cache.put(query, state)
+        else:
+            # Unnamed: its Parse goes again in front of each Bind (with the
+            # parameter types described here), so it is described once per
+            # pipeline, not once per statement.
+            self.unnamed[query] = state
         return state
 
     async def refresh_codecs(self, state: StatementState, deadline: Deadline) -> None:
