@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Union, overload
 from mypgdriver import sync
 from mypgdriver.dbapi.cursor import Cursor, Params
 from mypgdriver.dbapi.link import ConnectionLink
+from mypgdriver.dbapi.pipeline import Pipeline
 from mypgdriver.exceptions import pep249
 from mypgdriver.rows import RowFactory, tuple_row
 from mypgdriver.sql import quote_ident
@@ -205,6 +206,24 @@ class Connection:
         """Run `query` on a new cursor and return the cursor (psycopg 3's shortcut)."""
         return self.cursor().execute(query, params, prepare=prepare)
 
+    def pipeline(self) -> Pipeline:
+        """Pipeline mode (psycopg 3's): ``with conn.pipeline():`` queues the cursors' statements.
+
+        Inside the block, a cursor's execute() (and executemany()) sends its
+        statement without waiting for the answer; the cursor's fetch*(),
+        ``description``, ``rowcount`` and ``statusmessage`` wait for that
+        statement's own answer and raise its error.  Leaving the block (or
+        ``p.sync()``) is a sync point: every answer is waited for, and the
+        first error that no fetch asked for is raised.  After an error the
+        server skips the statements behind it up to the sync point (their
+        results raise :exc:`~mypgdriver.exceptions.PipelineAborted`).
+        Outside autocommit the implicit BEGIN is queued too; commit() and
+        rollback() run inside the pipeline.  COPY and server-side cursors
+        are refused inside (NotSupportedError).  Blocks nest: an inner
+        block's end is a sync point.  See docs/guide/pipeline.rst.
+        """
+        return Pipeline(self.link)
+
     # --- transactions ---------------------------------------------------------------------
 
     def commit(self) -> None:
@@ -255,12 +274,17 @@ class Connection:
                 return
             name = block.savepoint_name
             if name is None:
-                self.link.simple('COMMIT' if commit else 'ROLLBACK')
+                self.link.end_block('COMMIT' if commit else 'ROLLBACK')
             elif commit:
                 self.link.simple(f'RELEASE SAVEPOINT {quote_ident(name)}')
             else:
                 quoted = quote_ident(name)
-                self.link.simple(f'ROLLBACK TO SAVEPOINT {quoted}; RELEASE SAVEPOINT {quoted}')
+                if self.link.pipeline is not None:
+                    # (A pipeline takes one statement at a time.)
+                    self.link.end_block(f'ROLLBACK TO SAVEPOINT {quoted}')
+                    self.link.simple(f'RELEASE SAVEPOINT {quoted}')
+                else:
+                    self.link.simple(f'ROLLBACK TO SAVEPOINT {quoted}; RELEASE SAVEPOINT {quoted}')
 
     # --- closing --------------------------------------------------------------------------
 
@@ -291,7 +315,7 @@ class Connection:
     # --- internals ------------------------------------------------------------------------
 
     def _in_transaction(self) -> bool:
-        return self.link.in_transaction()
+        return self.link.in_block()
 
     def _end_transaction(self, command: str, method: str) -> None:
         if self._blocks:
@@ -302,7 +326,7 @@ class Connection:
             if self.closed:
                 raise pep249.InterfaceError('the connection is closed')
             if self._in_transaction():
-                self.link.simple(command)
+                self.link.end_block(command)
 
     def _check_no_transaction(self, attribute: str) -> None:
         if not self.closed and self._in_transaction():

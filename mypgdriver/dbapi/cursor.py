@@ -246,6 +246,8 @@ class Cursor(CursorCore):
     @property
     def description(self) -> Optional[tuple[Column, ...]]:
         """The columns of the current result (PEP 249), or None when it has no rows."""
+        if self._pending is not None:
+            self._wait_pending()
         return self._description
 
     @property
@@ -255,6 +257,8 @@ class Cursor(CursorCore):
         Taken from the command tag: SELECT, INSERT, UPDATE, DELETE, MERGE,
         COPY, FETCH and MOVE; after executemany(), the sum over the runs.
         """
+        if self._pending is not None:
+            self._wait_pending()
         count = self._rowcount
         if count is None:
             # Parsed from the tag when asked for: most code never looks.
@@ -264,6 +268,8 @@ class Cursor(CursorCore):
     @property
     def statusmessage(self) -> Optional[str]:
         """The command tag of the current result, e.g. ``'INSERT 0 1'`` (None before any)."""
+        if self._pending is not None:
+            self._wait_pending()
         return self._status
 
     @property
@@ -279,6 +285,8 @@ class Cursor(CursorCore):
     @property
     def rownumber(self) -> Optional[int]:
         """The index of the next row of the current result, or None without a result."""
+        if self._pending is not None:
+            self._wait_pending()
         return None if self._rows is None else self._pos
 
     @property
@@ -306,6 +314,33 @@ class Cursor(CursorCore):
         else:
             self._set_command(link.simple(text))
         return True
+
+    def _queue(self, text: str, args: Sequence[Any]) -> None:
+        """execute() inside a pipeline: queue `text` with `args`; its result is read when needed.
+
+        The cursor has no result until then: fetch*(), description,
+        rowcount, statusmessage and nextset() wait for this statement's
+        answer (CursorCore._wait_pending()) and raise its error.  A str
+        that its parameter's binary codec refuses is queued as text
+        instead, as execute() sends it outside a pipeline.
+        """
+        link = self._link
+        pipeline = link.pipeline
+        assert pipeline is not None
+        link.begin_implicit()
+        try:
+            pending = pipeline.submit(text, args, self._rows_as)
+        except exceptions.DataError as e:
+            # Refused before anything was queued: a str goes as text.
+            pending = pipeline.submit(text, link.str_as_text(args, e), self._rows_as)
+        self._pending = pending
+        self._results = []
+        self._index = 0
+        self._rows = None
+        self._pos = 0
+        self._description = None
+        self._status = None
+        self._rowcount = -1
 
     def _recover(self, error: Exception, text: str, args: Sequence[Any],
                  params: Optional[Params]) -> Result:
@@ -353,6 +388,10 @@ class Cursor(CursorCore):
             self._query = text
             arguments = converted.arguments
             link.begin_implicit()
+            if link.pipeline is not None:
+                self._executemany_queued(text, (arguments(params) for params in params_seq),
+                                         returning)
+                return
             try:
                 groups, description = link.run(link.statements.run_each(
                     text, (arguments(params) for params in params_seq),
@@ -369,6 +408,25 @@ class Cursor(CursorCore):
             else:
                 self._load_results([])
                 self._rowcount = sum(rowcount_of(status) for _, status in groups)
+
+    def _executemany_queued(self, text: str, arguments: Iterable[Sequence[Any]],
+                            returning: bool) -> None:
+        # executemany() inside a pipeline: each run queued, then their
+        # answers read (one flush, not a sync point: the pipeline's segment
+        # goes on, so the runs are atomic only as the segment is).
+        link = self._link
+        pipeline = link.pipeline
+        assert pipeline is not None
+        rows_as = self._rows_as if returning else None
+        pending = [pipeline.submit(text, args, rows_as) for args in arguments]
+        results = [p.result() for p in pending]
+        if returning:
+            self._load_results(results)
+            if not results:
+                self._rowcount = 0
+        else:
+            self._load_results([])
+            self._rowcount = sum(rowcount_of(result.status) for result in results)
 
     def callproc(self, procname: str, parameters: Sequence[Any] = ()) -> Sequence[Any]:
         """Call the function `procname` with `parameters` (``SELECT * FROM procname(...)``).
@@ -394,6 +452,9 @@ class Cursor(CursorCore):
 
         if self._closed:
             raise pep249.InterfaceError('the cursor is closed')
+        if self._link.pipeline is not None:
+            raise pep249.NotSupportedError(
+                'COPY cannot run inside a pipeline (conn.pipeline()): run it after the block')
         if params is not None:
             raise pep249.NotSupportedError(
                 'COPY takes no parameters: write the values into the statement as '
@@ -427,6 +488,8 @@ class Cursor(CursorCore):
         """
         if self._closed:
             raise pep249.InterfaceError('the cursor is closed')
+        if self._pending is not None:
+            self._wait_pending()
         if self._index + 1 < len(self._results):
             self._index += 1
             self._select_result(self._results[self._index])
@@ -442,6 +505,7 @@ class Cursor(CursorCore):
     def close(self) -> None:
         """Close the cursor: its rows are dropped, and further use raises InterfaceError."""
         self._closed = True
+        self._pending = None
         self._results = []
         self._rows = None
         self._description = None
@@ -506,6 +570,8 @@ class Cursor(CursorCore):
         self._load_results(results)
 
     def _current_rows(self) -> list[Any]:
+        if self._pending is not None:
+            self._wait_pending()
         rows = self._rows
         if rows is None:
             self._no_result()

@@ -52,6 +52,9 @@ cdef class CursorCore:
     cdef public object _status
     cdef public object _query
     cdef public bint _closed
+    # An execute() inside a pipeline: its PipelineResult, read (and the
+    # current result set from it) when the cursor's result is first needed.
+    cdef public object _pending
     cdef object __weakref__
     # From the connection's link, read on every execute() without a lookup.
     cdef CallRunner _runner       # None: _execute is called instead
@@ -78,6 +81,7 @@ cdef class CursorCore:
         self._status = None
         self._query = None
         self._closed = False
+        self._pending = None
 
     # --- running --------------------------------------------------------------------------
 
@@ -123,6 +127,9 @@ cdef class CursorCore:
                 text = converted.text
                 args = converted.arguments(params)
             self._query = text
+            if link.pipeline is not None:
+                self._queue(text, args)      # (cursor.py: sent, not waited for)
+                return self
             if not link.autocommit and not self._in_transaction():
                 link.begin()
             if params is None and self._ran_as_script(text):
@@ -137,12 +144,33 @@ cdef class CursorCore:
                 result = result_of(rows, status, state)
             except Exception as error:
                 result = self._recover(error, text, args, params)
+            self._pending = None
             self._results = [result]
             self._index = 0
             self._select(result)
         finally:
             self._release()
         return self
+
+    def _wait_pending(self):
+        """If execute() ran inside a pipeline: wait for its answer and make it the current result.
+
+        Raises the statement's error (the server's, PipelineAborted...),
+        once: the cursor then has no result.
+        """
+        self._resolve()
+
+    cdef int _resolve(self) except -1:
+        cdef Result result
+        pending = self._pending
+        if pending is None:
+            return 0
+        self._pending = None
+        result = pending.result()
+        self._results = [result]
+        self._index = 0
+        self._select(result)
+        return 0
 
     def _select_result(self, Result result):
         """Make `result` the current one (its rows from the start)."""
@@ -161,6 +189,8 @@ cdef class CursorCore:
 
     def fetchone(self):
         """The next row of the current result, or None at its end."""
+        if self._pending is not None:
+            self._resolve()
         cdef list rows = self._rows
         cdef Py_ssize_t pos = self._pos
         if rows is None:
@@ -172,6 +202,8 @@ cdef class CursorCore:
 
     def fetchmany(self, size=None):
         """The next `size` rows (default: :attr:`arraysize`); fewer at the end."""
+        if self._pending is not None:
+            self._resolve()
         cdef list rows = self._rows
         cdef Py_ssize_t pos = self._pos
         cdef Py_ssize_t end
@@ -185,6 +217,8 @@ cdef class CursorCore:
 
     def fetchall(self):
         """All the remaining rows of the current result."""
+        if self._pending is not None:
+            self._resolve()
         cdef list rows = self._rows
         cdef Py_ssize_t pos = self._pos
         if rows is None:

@@ -90,6 +90,10 @@ class ServerCursor(Cursor):
         link = self._link
         if self._closed:
             raise pep249.InterfaceError('the cursor is closed')
+        if link.pipeline is not None:
+            raise pep249.NotSupportedError(
+                'a server-side cursor cannot run inside a pipeline (conn.pipeline()): '
+                'use it after the block, or a client-side cursor inside it')
         with link.lock:
             self._close_on_server()
             if params is None:

@@ -169,7 +169,9 @@ class Pipeline(PipelineBlock):
         """
         if rows_as is not None and not isinstance(rows_as, type):
             rows_as = choose_rows(None, rows_as)
-        return self._send(query, tuple(args), 0, timeout, WANT_RESULT,  # type: ignore[no-any-return]
+        # (A tuple is kept as it is: a subclass may mean something, StrAsTextArguments.)
+        args = args if isinstance(args, tuple) else tuple(args)
+        return self._send(query, args, 0, timeout, WANT_RESULT,  # type: ignore[no-any-return]
                           rows_as, SHAPE_RESULT, 0)
 
     def sync(self) -> None:
