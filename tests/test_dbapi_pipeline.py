@@ -274,3 +274,33 @@ def test_a_pipeline_is_entered_once_and_sync_needs_its_block(dbapi_conn: Connect
         with p:
             pass
     assert_usable(dbapi_conn)
+
+
+@pytest.mark.parametrize('delay', [0.05, 0.3])
+def test_ctrl_c_inside_a_pipeline(dbapi_conn: Connection, table: str, sync_observer: Any,
+                                  default_sigint: None, delay: float) -> None:
+    import os
+    import signal
+    import threading
+    import time
+    pid = dbapi_conn.link.connection.get_server_pid()
+    timer = threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with dbapi_conn.pipeline():
+            cur = dbapi_conn.cursor()
+            cur.execute(f'INSERT INTO {table} VALUES (%s, %s)', (1, 'a'))
+            slow = dbapi_conn.cursor()
+            slow.execute('SELECT pg_sleep(10)::text || %s::text', ('x',))
+            slow.fetchall()
+    timer.join()
+    assert time.monotonic() - started < 5
+    # The block is gone, the lock free, the connection the same and in sync;
+    # nothing of the aborted segment was committed.
+    assert dbapi_conn.link.pipeline is None
+    assert dbapi_conn.link.lock._is_owned() is False      # type: ignore[attr-defined]
+    assert dbapi_conn.link.connection.get_server_pid() == pid
+    dbapi_conn.rollback()
+    assert sync_observer.fetchval(f'SELECT count(*) FROM {table}') == 0
+    assert_usable(dbapi_conn)
