@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any, Generator, Optional, TypeVar, Union, over
 from mypgdriver import exceptions
 from mypgdriver._typing import RecordT, RowT
 from mypgdriver.core.pipeline import (
-    SHAPE_ROW, SHAPE_ROWS, SHAPE_STATUS, SHAPE_VALUE, PendingResult, PipelineCore)
+    SHAPE_ROW,
+    SHAPE_ROWS,
+    SHAPE_STATUS,
+    SHAPE_VALUE,
+    PendingResult,
+    PipelineCore,
+)
 from mypgdriver.protocol.protocol import WANT_ROWS, WANT_STATUS
 from mypgdriver.protocol.record import Record
 from mypgdriver.rows import RowFactory, choose_rows
