@@ -346,17 +346,23 @@ cdef class SocketTransport:
 
     cdef Py_ssize_t _send_raw(self, data) except -1:
         # Bytes of `data` the socket took without waiting (0: none).  The
-        # GIL is kept: the call never waits.
+        # call never waits, but the kernel's work for it (on loopback: the
+        # receiving side's too, waking the server) is a good part of a small
+        # query's cost: other threads run Python meanwhile, as libpq's
+        # callers (psycopg2) let them.  The buffer is held (its view) and
+        # the connection is this thread's (CallRunner's lock).
         cdef Py_buffer view
         cdef Py_ssize_t n
         cdef int err
+        cdef int fd = self.fd
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
             while True:
-                n = mpg_send(self.fd, view.buf, <size_t>view.len)
+                with nogil:
+                    n = mpg_send(fd, view.buf, <size_t>view.len)
+                    err = errno
                 if n >= 0:
                     return n
-                err = errno
                 if err == EINTR:
                     PyErr_CheckSignals()
                     continue
