@@ -304,3 +304,20 @@ def test_ctrl_c_inside_a_pipeline(dbapi_conn: Connection, table: str, sync_obser
     dbapi_conn.rollback()
     assert sync_observer.fetchval(f'SELECT count(*) FROM {table}') == 0
     assert_usable(dbapi_conn)
+
+
+def test_an_unread_error_of_a_dropped_result_is_raised_at_the_sync_point(
+        dbapi_conn: Connection) -> None:
+    # docs/guide/dbapi.rst: a cursor executed again drops its unread result;
+    # that result's error is raised at the sync point, and the server skipped
+    # the statement behind it.
+    dbapi_conn.autocommit = True
+    with pytest.raises(exceptions.DivisionByZeroError):
+        with dbapi_conn.pipeline():
+            cur = dbapi_conn.cursor()
+            cur.execute('SELECT 1 / %s::int', (0,))
+            cur.execute('SELECT %s::int', (2,))
+            with pytest.raises(exceptions.PipelineAborted):
+                cur.fetchall()
+    assert dbapi_conn.link.pipeline is None
+    assert_usable(dbapi_conn)
